@@ -1,0 +1,49 @@
+"""The ``readplan`` command line: one subcommand per task, each defined beside its layer.
+
+The subcommands live in private modules so that this file stays a table of contents:
+framing (``inspect``, ``index``), planning (``plan``, ``order``) and the reader demo
+(``demo``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from readplan import _cli_demo, _cli_framing, _cli_planning
+from readplan.errors import ReadplanError
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="readplan",
+        description="Exact, reproducible and resumable TFDS read order, without TensorFlow.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for module in (_cli_demo, _cli_planning, _cli_framing):
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the process exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        status: int = args.handler(args)
+    except ReadplanError as err:
+        print(f"readplan {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:
+        print(f"readplan {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # pragma: no cover - output piped into `head`
+        return 0
+    return status
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,155 @@
+"""readplan's exception hierarchy.
+
+Every error readplan raises on purpose derives from :class:`ReadplanError` and also from
+the built-in exception a caller would expect for that situation (``ValueError`` for bad
+input), so ``except ValueError`` keeps working for code written against TFDS.  Each
+error carries the offending value as attributes, so callers never have to parse messages.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "CheckpointError",
+    "CheckpointMismatchError",
+    "ConfigError",
+    "CorruptRecordError",
+    "DatasetInfoError",
+    "EmptySplitError",
+    "ExampleError",
+    "IndexFileError",
+    "ReadplanError",
+    "SplitError",
+    "UnsupportedSplitError",
+]
+
+
+class ReadplanError(Exception):
+    """Root of every error readplan raises deliberately."""
+
+
+class SplitError(ReadplanError, ValueError):
+    """A split string (or a ReadInstruction) that TFDS would refuse.
+
+    Attributes:
+        spec: the whole split string as given.
+        part: the ``+``-separated part at fault, when there is one.
+        tfds_message: the exact text TFDS 4.9.10 raises for the same input; ``str(err)``
+            starts with it and adds readplan's explanation of the accepted forms.
+    """
+
+    def __init__(
+        self, message: str, *, spec: str | None = None, part: str | None = None,
+        tfds_message: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.spec = spec
+        self.part = part
+        self.tfds_message = tfds_message if tfds_message is not None else message
+
+
+class UnsupportedSplitError(SplitError, NotImplementedError):
+    """A form TFDS parses but deliberately does not implement (``all[...]``)."""
+
+
+class EmptySplitError(SplitError):
+    """A split string that selects no records (TFDS: ``Instruction [] corresponds to no data!``)."""
+
+
+class DatasetInfoError(ReadplanError, ValueError):
+    """Dataset metadata that is missing, malformed or inconsistent.
+
+    Attributes:
+        path: the file at fault (``dataset_info.json`` or a shard), when there is one.
+        field: the JSON field or argument at fault, when there is one.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None, field: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.field = field
+
+
+class ConfigError(ReadplanError, ValueError):
+    """A read configuration that is invalid or would not be reproducible.
+
+    Attributes:
+        field: the configuration field at fault.
+        value: the offending value.
+    """
+
+    def __init__(self, message: str, *, field: str | None = None, value: Any = None) -> None:
+        super().__init__(message)
+        self.field = field
+        self.value = value
+
+
+class CorruptRecordError(ReadplanError, ValueError):
+    """Damage found while reading a TFRecord file.
+
+    Attributes:
+        path: the file.
+        offset: byte offset of the damaged record's start (in the decompressed stream).
+        record_index: index of the damaged record (the number of valid records before it).
+        kind: one of the ``KIND_*`` names in :mod:`readplan.tfrecord`.
+    """
+
+    def __init__(
+        self, message: str, *, path: str | None, offset: int, record_index: int, kind: str,
+    ) -> None:
+        super().__init__(message)
+        self.path = path
+        self.offset = offset
+        self.record_index = record_index
+        self.kind = kind
+
+
+class IndexFileError(ReadplanError, ValueError):
+    """An index sidecar that is malformed, stale, or belongs to another file.
+
+    Attributes:
+        path: the index file.
+        field: the header field that failed its check, when there is one.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None, field: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.field = field
+
+
+class ExampleError(ReadplanError, ValueError):
+    """A serialized ``tf.train.Example`` that is malformed or does not match a schema.
+
+    Attributes:
+        key: the feature name at fault, when there is one.
+    """
+
+    def __init__(self, message: str, *, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+class CheckpointError(ReadplanError, ValueError):
+    """A checkpoint that is malformed, of an unknown version, or out of range.
+
+    Attributes:
+        field: the JSON field at fault (dotted path), when there is one.
+    """
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class CheckpointMismatchError(CheckpointError):
+    """A checkpoint taken from a different plan than the one asked to resume it.
+
+    Attributes:
+        differences: ``{field: (checkpoint value, plan value)}`` for every differing field.
+    """
+
+    def __init__(self, message: str, *, differences: dict[str, tuple[Any, Any]]) -> None:
+        super().__init__(message, field=next(iter(differences), None))
+        self.differences = differences

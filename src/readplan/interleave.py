@@ -1,0 +1,380 @@
+"""tf.data's ``interleave`` order in closed form.
+
+The normative description is ``specs/order.md`` (section "Interleave").  The sequential
+state machine (slots, cursor, block counter, lazy refill) is equivalent to a schedule
+that readplan computes without stepping it:
+
+* The cursor visits slot ``0, 1, ..., c-1`` in *rounds*; every visit ends by moving on,
+  so a visit is identified by its key ``round * c + slot``.
+* An input of ``length`` records opened in some slot at round ``R`` produces a block of
+  ``min(b, rest)`` records in each of the rounds ``R .. R + ceil(length / b) - 1`` and
+  occupies the slot for exactly ``length // b + 1`` rounds: exhaustion is only found by
+  a read that returns nothing, which costs a visit when the last block was full (and the
+  single visit of an empty input).
+* A slot asks for the next input on its first visit after being freed, and inputs are
+  handed out in order, so input ``i`` goes to the slot with the smallest pending request
+  key: list scheduling with a heap of ``c`` keys, ``O(N log c)`` for ``N`` inputs.
+
+Everything else (the order, position <-> location, the state after any position) follows
+from the per-input ``(slot, start round)`` pairs with vectorised arithmetic, so nothing
+is replayed element by element.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from readplan.errors import ConfigError
+
+__all__ = ["InterleaveSchedule", "SlotState", "InterleaveState", "interleave_order"]
+
+IntArray = npt.NDArray[np.int64]
+
+# Dense bucketing of visits by key is linear but needs an array as large as
+# rounds * slots; past this multiple of the visit count a sort is cheaper.
+_DENSE_LIMIT_FACTOR = 4
+
+
+def interleave_order(
+    lengths: Sequence[int] | npt.ArrayLike, *, cycle_length: int, block_length: int | None = 1
+) -> tuple[IntArray, IntArray]:
+    """``Dataset.from_tensor_slices(inputs).interleave(f, cycle_length, block_length)``.
+
+    Returns ``(input_index, index_within_input)``: for every output element, which input
+    it came from and its position inside that input.  ``block_length=None`` means 1, as
+    in tf.data.  See ``specs/order.md``.
+    """
+    schedule = InterleaveSchedule(
+        lengths=np.asarray(lengths, dtype=np.int64),
+        cycle_length=cycle_length,
+        block_length=1 if block_length is None else block_length,
+    )
+    return schedule.order()
+
+
+@dataclass(frozen=True)
+class SlotState:
+    """One interleave slot: the input it holds (``None``: empty) and records read from it."""
+
+    input_index: int | None
+    consumed: int
+
+
+@dataclass(frozen=True)
+class InterleaveState:
+    """The interleave's complete state after some number of outputs.
+
+    It is exactly the state of the sequential state machine of ``specs/order.md`` right
+    after it returned output ``position - 1``: ``slots`` (length ``cycle_length``), the
+    cursor, the block counter, the next input to open, whether a pull already failed,
+    and per input how many of its records were delivered.
+    """
+
+    position: int
+    slots: tuple[SlotState, ...]
+    cursor: int
+    block_counter: int
+    next_input: int
+    inputs_done: bool
+    consumed: tuple[int, ...]
+
+
+class InterleaveSchedule:
+    """The closed-form schedule of one interleave over inputs of known lengths.
+
+    Building it costs ``O(N log c)``; afterwards ``order()`` is a few linear NumPy
+    passes, ``locate``/``position_of``/``state_at`` cost ``O(N)`` vectorised work (no
+    dependence on the position), and ``iter_chunks`` streams with memory bounded by the
+    number of inputs plus the chunk.
+    """
+
+    def __init__(self, *, lengths: IntArray, cycle_length: int, block_length: int) -> None:
+        _check_positive("cycle_length", cycle_length)
+        _check_positive("block_length", block_length)
+        lengths = np.ascontiguousarray(lengths, dtype=np.int64)
+        if lengths.ndim != 1:
+            raise ConfigError(
+                f"interleave lengths must be a 1-D sequence of record counts, got shape "
+                f"{lengths.shape}",
+                field="lengths",
+                value=lengths.shape,
+            )
+        if lengths.size and int(lengths.min()) < 0:
+            bad = int(np.flatnonzero(lengths < 0)[0])
+            raise ConfigError(
+                f"interleave input {bad} has a negative length {int(lengths[bad])}; every "
+                "input must hold zero or more records",
+                field="lengths",
+                value=int(lengths[bad]),
+            )
+        self.lengths = lengths
+        self.cycle_length = cycle_length
+        self.block_length = block_length
+        self.num_inputs = int(lengths.size)
+        self.num_records = int(lengths.sum())
+        # Slots beyond the number of inputs never hold one and are skipped for free, so
+        # the order only depends on the first min(c, N) slots.
+        self.active_slots = max(1, min(cycle_length, self.num_inputs))
+        b = block_length
+        self.visits = -(-lengths // b)  # producing visits per input
+        self.occupancy = lengths // b + 1  # rounds each input holds its slot
+        self.slot, self.start_round, self.first_failed_pull = self._assign()
+        self.end_round = self.start_round + self.visits  # first round without output
+        self.num_rounds = int(self.end_round.max()) if self.num_inputs else 0
+        self._round_cache: tuple[int, int] | None = None
+
+    # -- construction -------------------------------------------------------------
+
+    def _assign(self) -> tuple[IntArray, IntArray, int]:
+        """Hand inputs to slots in request order (list scheduling over request keys)."""
+        c = self.cycle_length
+        n = self.num_inputs
+        # Including slot N when c > N records where the first pull fails (round 0).
+        heap = list(range(min(c, n + 1)))
+        slot = np.empty(n, dtype=np.int64)
+        start = np.empty(n, dtype=np.int64)
+        occupancy = self.occupancy.tolist()
+        for i in range(n):
+            key = heap[0]
+            start[i], slot[i] = divmod(key, c)
+            heapq.heapreplace(heap, key + occupancy[i] * c)
+        return slot, start, heap[0]
+
+    # -- counting -----------------------------------------------------------------
+
+    def records_before_round(self, round_: int) -> int:
+        """Records produced in rounds ``< round_``."""
+        done = np.clip(round_ - self.start_round, 0, self.visits)
+        return int(np.minimum(self.lengths, done * self.block_length).sum())
+
+    def records_before_visit(self, round_: int, slot: int) -> int:
+        """Records produced by visits whose key precedes ``(round_, slot)``."""
+        rounds_done = round_ - self.start_round + (self.slot < slot)
+        done = np.clip(rounds_done, 0, self.visits)
+        return int(np.minimum(self.lengths, done * self.block_length).sum())
+
+    def _round_of_position(self, position: int) -> int:
+        """The round that produces output ``position`` (binary search on rounds)."""
+        lo, hi = 0, self.num_rounds  # invariant: records_before_round(lo) <= position
+        cache = self._round_cache
+        if cache is not None and cache[1] <= position:
+            lo = cache[0]
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self.records_before_round(mid) <= position:
+                lo = mid
+            else:
+                hi = mid
+        return lo
+
+    def _round_blocks(self, round_: int) -> tuple[IntArray, IntArray]:
+        """Inputs producing in ``round_`` in slot order, with their block sizes."""
+        active = np.flatnonzero((self.start_round <= round_) & (round_ < self.end_round))
+        active = active[np.argsort(self.slot[active], kind="stable")]
+        produced = (round_ - self.start_round[active]) * self.block_length
+        sizes = np.minimum(self.block_length, self.lengths[active] - produced)
+        return active, sizes
+
+    # -- position <-> location ------------------------------------------------------
+
+    def locate(self, position: int) -> tuple[int, int]:
+        """``(input_index, index_within_input)`` of output ``position``."""
+        self._check_position(position, allow_end=False)
+        round_ = self._round_of_position(position)
+        before = self.records_before_round(round_)
+        self._round_cache = (round_, before)
+        active, sizes = self._round_blocks(round_)
+        ends = np.cumsum(sizes)
+        k = int(np.searchsorted(ends, position - before, side="right"))
+        within_block = position - before - (int(ends[k - 1]) if k else 0)
+        i = int(active[k])
+        return i, int((round_ - self.start_round[i]) * self.block_length) + within_block
+
+    def position_of(self, input_index: int, index_within_input: int) -> int:
+        """The output position of record ``index_within_input`` of input ``input_index``."""
+        if not 0 <= input_index < self.num_inputs:
+            raise ConfigError(
+                f"input index {input_index} is out of range: the interleave has "
+                f"{self.num_inputs} inputs (valid: 0..{self.num_inputs - 1})",
+                field="input_index",
+                value=input_index,
+            )
+        length = int(self.lengths[input_index])
+        if not 0 <= index_within_input < length:
+            raise ConfigError(
+                f"record {index_within_input} is out of range for input {input_index}, "
+                f"which holds {length} records (valid: 0..{length - 1})",
+                field="index_within_input",
+                value=index_within_input,
+            )
+        visit, within_block = divmod(index_within_input, self.block_length)
+        round_ = int(self.start_round[input_index]) + visit
+        return self.records_before_visit(round_, int(self.slot[input_index])) + within_block
+
+    # -- state ----------------------------------------------------------------------
+
+    def state_at(self, position: int) -> InterleaveState:
+        """The state machine's state after ``position`` outputs, in ``O(N + c)``."""
+        self._check_position(position, allow_end=True)
+        c = self.cycle_length
+        if position == 0:
+            return InterleaveState(
+                position=0,
+                slots=tuple(SlotState(None, 0) for _ in range(c)),
+                cursor=0,
+                block_counter=0,
+                next_input=0,
+                inputs_done=False,
+                consumed=(0,) * self.num_inputs,
+            )
+        last_input, last_index = self.locate(position - 1)
+        round_ = int(self.start_round[last_input]) + last_index // self.block_length
+        slot = int(self.slot[last_input])
+        block_counter = last_index % self.block_length + 1
+        if block_counter == self.block_length:
+            # The block is complete: the cursor moved on, the slot's next visit is later.
+            block_counter = 0
+            cursor = (slot + 1) % c
+            now = round_ * c + slot + 1  # key of the next visit
+        else:
+            cursor = slot
+            now = round_ * c + slot  # still inside this visit
+        # Every slot's next visit: this round if its key is not behind `now`.
+        slot_ids = np.arange(self.active_slots)
+        next_round = np.where(round_ * c + slot_ids >= now, round_, round_ + 1)
+        rho = next_round[self.slot]
+        mid_visit = block_counter != 0
+        held = (self.start_round < rho) & (rho < self.start_round + self.occupancy)
+        consumed = np.minimum(self.lengths, (rho - self.start_round) * self.block_length)
+        opened = self.start_round * c + self.slot < now + (1 if mid_visit else 0)
+        consumed = np.where(opened, consumed, 0)
+        if mid_visit:
+            held[last_input] = True
+            consumed[last_input] = last_index + 1
+        slots = [SlotState(None, 0)] * c
+        for i in np.flatnonzero(held).tolist():
+            slots[int(self.slot[i])] = SlotState(i, int(consumed[i]))
+        return InterleaveState(
+            position=position,
+            slots=tuple(slots),
+            cursor=cursor,
+            block_counter=block_counter,
+            next_input=int(np.count_nonzero(opened)),
+            inputs_done=self.first_failed_pull < now,
+            consumed=tuple(consumed.tolist()),
+        )
+
+    # -- order ----------------------------------------------------------------------
+
+    def order(self) -> tuple[IntArray, IntArray]:
+        """The whole order as ``(input_index, index_within_input)``."""
+        inputs = np.arange(self.num_inputs, dtype=np.int64)
+        return self._expand_rounds(inputs, 0, self.num_rounds)
+
+    def iter_chunks(
+        self, *, start: int = 0, chunk_size: int = 1 << 20
+    ) -> Iterator[tuple[IntArray, IntArray]]:
+        """Stream the order from output ``start`` in chunks of about ``chunk_size``.
+
+        Memory is bounded by the number of inputs plus the chunk: only the inputs that
+        produce inside the rounds being expanded are touched.
+        """
+        _check_positive("chunk_size", chunk_size)
+        self._check_position(start, allow_end=True)
+        if start == self.num_records:
+            return
+        round_ = self._round_of_position(start)
+        skip = start - self.records_before_round(round_)
+        per_round = self.active_slots * self.block_length
+        span = max(1, chunk_size // per_round)
+        # Inputs are handed out in round order, so the inputs still to start form a
+        # suffix; `active` tracks the ones that started and still produce.
+        started = int(np.searchsorted(self.start_round, round_, side="right"))
+        active = np.flatnonzero(self.end_round[:started] > round_)
+        pending_in, pending_rec = _empty(), _empty()
+        while round_ < self.num_rounds:
+            stop = min(round_ + span, self.num_rounds)
+            newly = int(np.searchsorted(self.start_round, stop - 1, side="right"))
+            active = np.concatenate([active, np.arange(started, newly, dtype=np.int64)])
+            started = newly
+            inp, rec = self._expand_rounds(active, round_, stop)
+            active = active[self.end_round[active] > stop]
+            round_ = stop
+            if skip:
+                inp, rec, skip = inp[skip:], rec[skip:], max(0, skip - inp.size)
+            pending_in = np.concatenate([pending_in, inp])
+            pending_rec = np.concatenate([pending_rec, rec])
+            while pending_in.size >= chunk_size:
+                yield pending_in[:chunk_size], pending_rec[:chunk_size]
+                pending_in, pending_rec = pending_in[chunk_size:], pending_rec[chunk_size:]
+        if pending_in.size:
+            yield pending_in, pending_rec
+
+    def _expand_rounds(
+        self, inputs: IntArray, first_round: int, stop_round: int
+    ) -> tuple[IntArray, IntArray]:
+        """Outputs of rounds ``[first_round, stop_round)`` produced by ``inputs``."""
+        b = self.block_length
+        start = self.start_round[inputs]
+        v_lo = np.clip(first_round - start, 0, self.visits[inputs])
+        v_hi = np.clip(stop_round - start, 0, self.visits[inputs])
+        nv = v_hi - v_lo
+        keep = nv > 0
+        inputs, start, v_lo, nv = inputs[keep], start[keep], v_lo[keep], nv[keep]
+        total_visits = int(nv.sum())
+        if total_visits == 0:
+            return _empty(), _empty()
+        # One row per visit: which input, and which of its visits.
+        visit_input = np.repeat(inputs, nv)
+        group_start = np.cumsum(nv) - nv
+        visit_no = np.arange(total_visits, dtype=np.int64) - np.repeat(group_start - v_lo, nv)
+        width = self.active_slots
+        key = (start.repeat(nv) + visit_no - first_round) * width + self.slot[visit_input]
+        order = _sort_unique_keys(key, (stop_round - first_round) * width)
+        visit_input, visit_no = visit_input[order], visit_no[order]
+        first_record = visit_no * b
+        sizes = np.minimum(b, self.lengths[visit_input] - first_record)
+        # Expand visits into records: record = first_record + (output - visit's first output).
+        out_start = np.cumsum(sizes) - sizes
+        total = int(out_start[-1] + sizes[-1])
+        record = np.arange(total, dtype=np.int64)
+        record -= np.repeat(out_start - first_record, sizes)
+        return np.repeat(visit_input, sizes), record
+
+    def _check_position(self, position: int, *, allow_end: bool) -> None:
+        limit = self.num_records if allow_end else self.num_records - 1
+        if not 0 <= position <= limit:
+            raise ConfigError(
+                f"position {position} is out of range: this order has {self.num_records} "
+                f"records (valid: 0..{limit})",
+                field="position",
+                value=position,
+            )
+
+
+def _sort_unique_keys(key: IntArray, key_space: int) -> IntArray:
+    """Indices that sort distinct non-negative ``key`` values (bucket or merge sort)."""
+    if key_space <= _DENSE_LIMIT_FACTOR * key.size:
+        buckets = np.full(key_space, -1, dtype=np.int64)
+        buckets[key] = np.arange(key.size, dtype=np.int64)
+        return buckets[buckets >= 0]
+    return np.argsort(key, kind="stable")
+
+
+def _empty() -> IntArray:
+    return np.empty(0, dtype=np.int64)
+
+
+def _check_positive(name: str, value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+        raise ConfigError(
+            f"{name} must be a positive integer, got {value!r}: tf.data rejects zero and "
+            f"negative values, and readplan needs the resolved number (not AUTOTUNE)",
+            field=name,
+            value=value,
+        )

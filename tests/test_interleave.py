@@ -1,0 +1,170 @@
+"""The closed-form interleave against tf.data's vectors and an element-by-element model."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from readplan.errors import ConfigError
+from readplan.interleave import InterleaveSchedule, interleave_order
+from tests.conftest import DATA
+from tests.reference_models import ReferenceInterleave, reference_interleave
+
+VECTORS = [
+    case
+    for case in json.loads((DATA / "vectors" / "tfdata.json").read_text())
+    if case["kind"] == "interleave"
+]
+
+
+def _pairs(order: tuple[np.ndarray, np.ndarray]) -> list[tuple[int, int]]:
+    return list(zip(order[0].tolist(), order[1].tolist()))
+
+
+def _schedule(lengths: list[int], cycle: int, block: int) -> InterleaveSchedule:
+    return InterleaveSchedule(
+        lengths=np.array(lengths, dtype=np.int64), cycle_length=cycle, block_length=block
+    )
+
+
+@pytest.mark.parametrize(
+    "case", VECTORS, ids=[f"{c['lengths'][:6]}-c{c['cycle_length']}-b{c['block_length']}" for c in VECTORS]
+)
+def test_tfdata_interleave_vectors(case: dict) -> None:
+    got = interleave_order(
+        case["lengths"], cycle_length=case["cycle_length"], block_length=case["block_length"]
+    )
+    assert _pairs(got) == [tuple(x) for x in case["expect"]]
+
+
+# specs/order.md worked example: inputs [5, 1, 7, 0, 3], input i yields 100*i + j.
+WORKED = {
+    (1, 1): "0 1 2 3 4 100 200 201 202 203 204 205 206 400 401 402",
+    (2, 1): "0 100 1 2 200 3 201 4 202 203 204 400 205 401 206 402",
+    (2, 2): "0 1 100 2 3 200 201 4 202 203 204 205 400 401 206 402",
+    (2, 4): "0 1 2 3 100 4 200 201 202 203 204 205 206 400 401 402",
+    (3, 1): "0 100 200 1 201 2 202 3 400 203 4 401 204 402 205 206",
+    (3, 2): "0 1 100 200 201 2 3 202 203 4 400 401 204 205 402 206",
+    (3, 4): "0 1 2 3 100 200 201 202 203 4 204 205 206 400 401 402",
+    (4, 1): "0 100 200 1 201 400 2 202 401 3 203 402 4 204 205 206",
+    (7, 1): "0 100 200 400 1 201 401 2 202 402 3 203 4 204 205 206",
+    (10, 1): "0 100 200 400 1 201 401 2 202 402 3 203 4 204 205 206",
+    (7, 2): "0 1 100 200 201 400 401 2 3 202 203 402 4 204 205 206",
+    (10, 2): "0 1 100 200 201 400 401 2 3 202 203 402 4 204 205 206",
+}
+
+
+@pytest.mark.parametrize(("cycle", "block"), sorted(WORKED))
+def test_worked_example(cycle: int, block: int) -> None:
+    inputs, within = interleave_order([5, 1, 7, 0, 3], cycle_length=cycle, block_length=block)
+    assert (inputs * 100 + within).tolist() == [int(x) for x in WORKED[cycle, block].split()]
+
+
+def test_block_length_none_means_one() -> None:
+    a = interleave_order([3, 2], cycle_length=2, block_length=None)
+    b = interleave_order([3, 2], cycle_length=2, block_length=1)
+    assert _pairs(a) == _pairs(b)
+
+
+layouts = st.lists(st.sampled_from([0, 0, 1, 2, 3, 4, 5, 7, 8, 9, 16]), max_size=8)
+cycles = st.integers(1, 10)
+blocks = st.integers(1, 6)
+
+
+@given(layouts, cycles, blocks)
+@example([5, 1, 7, 0, 3], 2, 2)  # exhaustion discovered a visit late, empty input
+@example([4, 4], 1, 2)  # last record completes a block exactly
+@example([0, 0, 0], 3, 1)  # nothing but empty inputs
+@example([], 4, 4)
+@example([2, 3], 16, 16)  # more slots than inputs
+def test_order_equals_reference_model(lengths: list[int], cycle: int, block: int) -> None:
+    assert _pairs(_schedule(lengths, cycle, block).order()) == reference_interleave(
+        lengths, cycle, block
+    )
+
+
+@given(layouts, cycles, blocks)
+@example([5, 1, 7, 0, 3], 3, 2)
+def test_locate_and_position_of_round_trip(lengths: list[int], cycle: int, block: int) -> None:
+    schedule = _schedule(lengths, cycle, block)
+    expected = reference_interleave(lengths, cycle, block)
+    for position, location in enumerate(expected):
+        assert schedule.locate(position) == location
+        assert schedule.position_of(*location) == position
+
+
+@given(layouts, cycles, blocks)
+@example([5, 1, 7, 0, 3], 2, 2)
+@example([4, 4, 1], 2, 2)
+@example([1, 2], 5, 1)  # the first failed pull happens in a surplus slot
+def test_state_at_every_position_equals_stepped_model(
+    lengths: list[int], cycle: int, block: int
+) -> None:
+    schedule = _schedule(lengths, cycle, block)
+    model = ReferenceInterleave(lengths, cycle, block)
+    position = 0
+    while True:
+        state = schedule.state_at(position)
+        assert {
+            "slots": [(s.input_index, s.consumed) for s in state.slots],
+            "cursor": state.cursor,
+            "block_counter": state.block_counter,
+            "next_input": state.next_input,
+            "inputs_done": state.inputs_done,
+            "consumed": list(state.consumed),
+        } == model.snapshot()
+        if model.next() is None:
+            break
+        position += 1
+
+
+@given(layouts, cycles, blocks, st.integers(1, 9), st.data())
+def test_chunks_from_any_start_concatenate_to_the_suffix(
+    lengths: list[int], cycle: int, block: int, chunk: int, data: st.DataObject
+) -> None:
+    schedule = _schedule(lengths, cycle, block)
+    full = reference_interleave(lengths, cycle, block)
+    start = data.draw(st.integers(0, len(full)))
+    chunks = list(schedule.iter_chunks(start=start, chunk_size=chunk))
+    assert all(len(c[0]) == chunk for c in chunks[:-1])
+    got = [pair for c in chunks for pair in _pairs(c)]
+    assert got == full[start:]
+
+
+def test_records_of_one_input_come_in_increasing_order() -> None:
+    rng = np.random.default_rng(7)
+    lengths = rng.integers(0, 300, size=200)
+    inputs, within = interleave_order(lengths, cycle_length=13, block_length=5)
+    for i in range(lengths.size):
+        assert within[inputs == i].tolist() == list(range(lengths[i]))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"cycle_length": 0, "block_length": 1}, "cycle_length"),
+        ({"cycle_length": 2, "block_length": 0}, "block_length"),
+        ({"cycle_length": -1, "block_length": 1}, "cycle_length"),
+    ],
+)
+def test_non_positive_lengths_are_refused(kwargs: dict, field: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        interleave_order([1, 2], **kwargs)
+    assert info.value.field == field
+
+
+def test_negative_input_length_is_refused() -> None:
+    with pytest.raises(ConfigError, match="negative length -3"):
+        interleave_order([1, -3], cycle_length=2, block_length=1)
+
+
+def test_out_of_range_queries_name_the_valid_range() -> None:
+    schedule = _schedule([2, 3], 2, 1)
+    with pytest.raises(ConfigError, match=r"valid: 0\.\.4"):
+        schedule.locate(5)
+    with pytest.raises(ConfigError, match="holds 2 records"):
+        schedule.position_of(0, 2)

@@ -1,0 +1,323 @@
+"""Read plans against real TFDS orders, and the plan's guarantees as properties."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from readplan.dataset_info import DatasetInfo, shard_lengths
+from readplan.errors import ConfigError, EmptySplitError
+from readplan.plan import ExampleShuffle, InputContext, ReadConfig, ReadPlan
+from tests.conftest import DATA
+from tests.reference_models import reference_interleave
+
+ORDERS = json.loads((DATA / "vectors" / "orders.json").read_text())
+TOY = json.loads((DATA / "tfds" / "readplan_toy_orders.json").read_text())
+TOY_DIR = DATA / "tfds" / "readplan_toy" / "1.0.0"
+
+
+def _config(rc: dict[str, Any], shuffle_files: bool | None = None) -> ReadConfig:
+    """A ReadConfig from a vector's read_config (null cycle length: TFDS's default)."""
+    kwargs = dict(rc)
+    if shuffle_files is not None:
+        kwargs["shuffle_files"] = shuffle_files
+    return ReadConfig(**kwargs)
+
+
+def _triples(plan: ReadPlan, epoch: int) -> list[list[Any]]:
+    order = plan.epoch(epoch)
+    return [
+        [plan.instructions[f].split, plan.instructions[f].shard_index, r]
+        for f, r in zip(order.file_index.tolist(), order.record_index.tolist())
+    ]
+
+
+@pytest.mark.parametrize(
+    "case",
+    ORDERS,
+    ids=[f"{c['dataset']}-{c['spec']}-{k}" for k, c in enumerate(ORDERS)],
+)
+def test_tfds_order_vectors(case: dict[str, Any]) -> None:
+    info = DatasetInfo(name=case["dataset"], splits=case["splits"])
+    if "error" in case:
+        with pytest.raises(ValueError) as raised:
+            ReadPlan(info, case["spec"], _config(case["read_config"]))
+        assert case["message"] in str(raised.value)
+        return
+    plan = ReadPlan(info, case["spec"], _config(case["read_config"]))
+    for epoch, expected in enumerate(case["epochs"]):
+        assert _triples(plan, epoch) == expected
+
+
+TOY_CASES = [
+    (case, epoch) for case in TOY["cases"] for epoch in range(len(case["epochs"]))
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "epoch"),
+    TOY_CASES,
+    ids=[f"{c['spec']}-{c['read_config']}-e{e}" for c, e in TOY_CASES],
+)
+def test_tfds_fixture_orders(case: dict[str, Any], epoch: int) -> None:
+    info = DatasetInfo.load(TOY_DIR)
+    plan = ReadPlan(info, case["spec"], _config(case["read_config"], case["shuffle_files"]))
+    assert _triples(plan, epoch) == [e[:3] for e in case["epochs"][epoch]]
+
+
+@pytest.fixture(scope="module")
+def imagenet() -> DatasetInfo:
+    return DatasetInfo(name="imagenet2012", splits={"train": shard_lengths(1281167, 1024)})
+
+
+GUIDE = [
+    ("train", {}, 0, [*range(16), 1251, 1252, 1253, 1254]),
+    (
+        "train",
+        {"interleave_cycle_length": 3, "interleave_block_length": 2},
+        0,
+        [0, 1, 1251, 1252, 2502, 2503, 2, 3, 1253, 1254, 2504, 2505, 4, 5, 1255, 1256, 2506,
+         2507, 6, 7],
+    ),
+    ("train[67%:84%]", {}, 0, [*range(858382, 858398), 859533, 859534, 859535, 859536]),
+    (
+        "train",
+        {"shuffle_files": True, "shuffle_seed": 32},
+        0,
+        [*range(176411, 176427), *range(710647, 710653)],
+    ),
+]
+
+
+@pytest.mark.parametrize(("spec", "rc", "epoch", "expected"), GUIDE)
+def test_tfds_guide_imagenet_examples(
+    imagenet: DatasetInfo, spec: str, rc: dict[str, Any], epoch: int, expected: list[int]
+) -> None:
+    plan = ReadPlan(imagenet, spec, ReadConfig(**rc))
+    first = next(plan.iter_epoch(epoch, chunk_size=len(expected)))
+    assert first.global_ids().tolist() == expected
+
+
+@pytest.mark.parametrize(
+    ("reshuffle", "epoch", "shards"),
+    [
+        (None, 0, [141, 568, 582, 652]),
+        (None, 1, [777, 46, 87, 451]),
+        (None, 2, [445, 809, 568, 208]),
+        (False, 0, [113, 163, 709, 305]),
+        (False, 5, [113, 163, 709, 305]),
+    ],
+)
+def test_imagenet_file_orders_per_epoch(
+    imagenet: DatasetInfo, reshuffle: bool | None, epoch: int, shards: list[int]
+) -> None:
+    config = ReadConfig(
+        shuffle_files=True, shuffle_seed=32, shuffle_reshuffle_each_iteration=reshuffle
+    )
+    plan = ReadPlan(imagenet, "train", config)
+    assert plan.file_order(epoch)[:4].tolist() == shards
+
+
+def test_full_imagenet_epoch_is_a_permutation_with_files_in_order(imagenet: DatasetInfo) -> None:
+    plan = ReadPlan(imagenet, "train", ReadConfig(shuffle_files=True, shuffle_seed=32))
+    order = plan.epoch(3)
+    ids = order.global_ids()
+    assert np.array_equal(np.sort(ids), np.arange(1281167))
+    # Within each file, records appear in increasing order.
+    by_file = np.lexsort((np.arange(ids.size), order.file_index))
+    assert np.all(np.diff(order.record_index[by_file])[np.diff(order.file_index[by_file]) == 0] == 1)
+
+
+def test_streamed_chunks_and_locate_agree_with_the_epoch(imagenet: DatasetInfo) -> None:
+    plan = ReadPlan(imagenet, "train[10%:60%]", ReadConfig(shuffle_files=True, shuffle_seed=7))
+    whole = plan.epoch(2)
+    chunks = list(plan.iter_epoch(2, chunk_size=100_003))
+    assert np.array_equal(np.concatenate([c.file_index for c in chunks]), whole.file_index)
+    assert np.array_equal(np.concatenate([c.record_index for c in chunks]), whole.record_index)
+    rng = np.random.default_rng(0)
+    for position in rng.integers(0, len(whole), 50).tolist():
+        location = plan.locate(2, position)
+        assert location == (int(whole.file_index[position]), int(whole.record_index[position]))
+        assert plan.position_of(2, *location) == position
+
+
+def test_tfds_ids_use_file_basenames(imagenet: DatasetInfo) -> None:
+    plan = ReadPlan(imagenet, "train[44%:45%]", ReadConfig(interleave_cycle_length=1))
+    assert plan.epoch(0).tfds_ids()[:2] == [
+        "imagenet2012-train.tfrecord-00450-of-01024__700",
+        "imagenet2012-train.tfrecord-00450-of-01024__701",
+    ]
+
+
+# -- properties -------------------------------------------------------------------------
+
+layouts = st.dictionaries(
+    st.sampled_from(["train", "test"]),
+    st.lists(st.integers(0, 12), min_size=1, max_size=7),
+    min_size=1,
+)
+
+
+@st.composite
+def plans(draw: st.DrawFn) -> ReadPlan:
+    splits = draw(layouts)
+    if sum(sum(v) for v in splits.values()) == 0:
+        splits[next(iter(splits))][0] = 1
+    info = DatasetInfo(name="prop", splits=splits)
+    names = [n for n, v in splits.items() if sum(v)]
+    spec = draw(st.sampled_from([*names, "+".join(names), f"{names[0]}[1:]", f"{names[0]}[25%:]"]))
+    shuffle = draw(st.booleans())
+    files = len(ReadPlan(info, "+".join(names)).instructions)
+    context = None
+    if draw(st.booleans()):
+        count = draw(st.integers(1, 3))
+        context = InputContext(draw(st.integers(0, count - 1)), count)
+    config = ReadConfig(
+        interleave_cycle_length=draw(st.integers(1, 5)),
+        interleave_block_length=draw(st.integers(1, 4)),
+        shuffle_files=shuffle,
+        shuffle_seed=draw(st.integers(0, 2**31)) if shuffle else None,
+        shuffle_reshuffle_each_iteration=draw(st.sampled_from([None, True, False])),
+        input_context=context,
+    )
+    del files
+    try:
+        return ReadPlan(info, spec, config)
+    except (EmptySplitError, ConfigError):
+        return ReadPlan(info, names[0], ReadConfig())
+
+
+@given(plans(), st.integers(0, 5))
+def test_epoch_is_a_permutation_of_the_selected_records(plan: ReadPlan, epoch: int) -> None:
+    order = plan.epoch(epoch)
+    expected = sorted(
+        (int(f), r)
+        for f in plan.selected.tolist()
+        for r in range(plan.instructions[f].skip, plan.instructions[f].skip + plan.instructions[f].num_records)
+    )
+    assert sorted(zip(order.file_index.tolist(), order.record_index.tolist())) == expected
+
+
+@given(plans(), st.integers(0, 5))
+def test_epoch_equals_reference_interleave_of_its_file_order(plan: ReadPlan, epoch: int) -> None:
+    files = plan.file_order(epoch).tolist()
+    lengths = [plan.instructions[f].num_records for f in files]
+    expected = [
+        (files[i], plan.instructions[files[i]].skip + j)
+        for i, j in reference_interleave(lengths, plan.cycle_length, plan.block_length)
+    ]
+    order = plan.epoch(epoch)
+    assert list(zip(order.file_index.tolist(), order.record_index.tolist())) == expected
+
+
+@given(plans(), st.integers(0, 3), st.integers(1, 7))
+def test_locate_position_of_and_chunks(plan: ReadPlan, epoch: int, chunk: int) -> None:
+    order = plan.epoch(epoch)
+    pairs = list(zip(order.file_index.tolist(), order.record_index.tolist()))
+    for position, (f, r) in enumerate(pairs):
+        assert plan.locate(epoch, position) == (f, r)
+        assert plan.position_of(epoch, f, r) == position
+    streamed = [p for c in plan.iter_epoch(epoch, chunk_size=chunk) for p in zip(c.file_index.tolist(), c.record_index.tolist())]
+    assert streamed == pairs
+
+
+@given(st.integers(0, 2**31 - 1), st.integers(0, 2**31 - 1))
+@example(32, 33)
+def test_different_seeds_give_different_file_orders(seed_a: int, seed_b: int) -> None:
+    info = DatasetInfo(name="d", splits={"train": [3] * 64})
+    a = ReadPlan(info, "train", ReadConfig(shuffle_files=True, shuffle_seed=seed_a))
+    b = ReadPlan(info, "train", ReadConfig(shuffle_files=True, shuffle_seed=seed_b))
+    same = np.array_equal(a.file_order(0), b.file_order(0))
+    # 64! orders: equal file orders mean equal seeds (collisions are astronomically unlikely).
+    assert same == (seed_a % (2**31 - 1) == seed_b % (2**31 - 1))
+    again = ReadPlan(info, "train", ReadConfig(shuffle_files=True, shuffle_seed=seed_a))
+    assert np.array_equal(a.file_order(4), again.file_order(4))
+
+
+def test_epoch_1000_does_not_depend_on_earlier_epochs(imagenet: DatasetInfo) -> None:
+    config = ReadConfig(shuffle_files=True, shuffle_seed=32)
+    fresh = ReadPlan(imagenet, "train", config).file_order(1000)
+    walked = ReadPlan(imagenet, "train", config)
+    for epoch in range(0, 1001, 250):
+        walked.file_order(epoch)
+    assert np.array_equal(fresh, walked.file_order(1000))
+
+
+def test_example_shuffle_reorders_records_within_the_epoch() -> None:
+    info = DatasetInfo(name="d", splits={"train": [5, 7, 3]})
+    plain = ReadPlan(info, "train", ReadConfig(interleave_cycle_length=2))
+    shuffled = ReadPlan(
+        info, "train", ReadConfig(interleave_cycle_length=2, example_shuffle=ExampleShuffle(4, 9))
+    )
+    a, b = plain.epoch(0), shuffled.epoch(0)
+    assert sorted(zip(a.file_index.tolist(), a.record_index.tolist())) == sorted(
+        zip(b.file_index.tolist(), b.record_index.tolist())
+    )
+    assert not np.array_equal(a.record_index, b.record_index)
+    for position in range(len(b)):
+        location = shuffled.locate(0, position)
+        assert location == (int(b.file_index[position]), int(b.record_index[position]))
+        assert shuffled.position_of(0, *location) == position
+
+
+# -- errors -----------------------------------------------------------------------------
+
+
+def test_empty_selection_is_refused_when_the_plan_is_built() -> None:
+    info = DatasetInfo(name="d", splits={"train": [4, 4]})
+    with pytest.raises(EmptySplitError, match=r"Instruction \[\] corresponds to no data!"):
+        ReadPlan(info, "train[2shard:]")
+
+
+def test_shuffled_files_need_a_seed() -> None:
+    with pytest.raises(ConfigError, match="shuffle_seed") as raised:
+        ReadConfig(shuffle_files=True)
+    assert raised.value.field == "shuffle_seed"
+
+
+def test_fewer_files_than_pipelines_is_refused_as_tfds_does() -> None:
+    info = DatasetInfo(name="d", splits={"train": [4, 4]})
+    with pytest.raises(ConfigError, match="Cannot shard the pipeline"):
+        ReadPlan(info, "train", ReadConfig(input_context=InputContext(0, 3)))
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"interleave_cycle_length": 0},
+        {"interleave_block_length": -2},
+        {"shuffle_seed": "32"},
+        {"input_context": (0, 2)},
+    ],
+)
+def test_invalid_config_fields_are_named(kwargs: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError) as raised:
+        ReadConfig(**kwargs)
+    assert raised.value.field is not None
+    assert raised.value.field.split(".")[0] in kwargs
+
+
+def test_ordered_datasets_default_to_cycle_length_one_and_guard_order() -> None:
+    info = DatasetInfo(name="d", splits={"train": [2, 2]}, disable_shuffling=True)
+    plan = ReadPlan(info, "train", ReadConfig(interleave_cycle_length=None))
+    assert plan.cycle_length == 1
+    with pytest.raises(ConfigError, match="ordered dataset"):
+        ReadPlan(info, "train", ReadConfig())
+    unguarded = ReadPlan(info, "train", ReadConfig(enable_ordering_guard=False))
+    assert unguarded.cycle_length == 16
+
+
+def test_out_of_range_queries() -> None:
+    info = DatasetInfo(name="d", splits={"train": [2, 2]})
+    plan = ReadPlan(info, "train[1:]")
+    with pytest.raises(ConfigError, match=r"valid: 0\.\.2"):
+        plan.locate(0, 3)
+    with pytest.raises(ConfigError, match="reads records 1..1"):
+        plan.position_of(0, 0, 0)
+    with pytest.raises(ConfigError, match="epoch"):
+        plan.epoch(-1)

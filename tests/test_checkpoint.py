@@ -83,7 +83,9 @@ def test_iter_from_continues_across_epochs(plan: ReadPlan, epoch: int, data: st.
     chunk = data.draw(st.integers(1, 7))
     got = [
         (c.epoch, pair)
-        for c in plan.iter_from(plan.checkpoint(epoch, position), chunk_size=chunk, stop_epoch=epoch + 3)
+        for c in plan.iter_from(
+            plan.checkpoint(epoch, position), chunk_size=chunk, stop_epoch=epoch + 3
+        )
         for pair in _pairs(c)
     ]
     assert got == expected
@@ -93,8 +95,11 @@ def test_resume_helper_accepts_plan_iteration_with_checkpoints() -> None:
     """readplan.testing's resume assertion, applied to a plan walked record by record."""
     info = DatasetInfo(name="d", splits={"train": [5, 0, 7, 3, 6]})
     plan = ReadPlan(
-        info, "train[2:]", ReadConfig(interleave_cycle_length=3, interleave_block_length=2,
-                                      shuffle_files=True, shuffle_seed=5)
+        info,
+        "train[2:]",
+        ReadConfig(
+            interleave_cycle_length=3, interleave_block_length=2, shuffle_files=True, shuffle_seed=5
+        ),
     )
 
     class Walker:
@@ -165,9 +170,7 @@ def test_example_shuffle_resume_at_every_position(
         assert _pairs(plan.resume(checkpoint)) == full[position:]
         unread = plan.remaining_instructions(checkpoint)
         covered = sorted((fi.shard_index, fi.skip + k) for fi in unread for k in range(fi.take))
-        assert covered == sorted(
-            (plan.instructions[f].shard_index, r) for f, r in full[position:]
-        )
+        assert covered == sorted((plan.instructions[f].shard_index, r) for f, r in full[position:])
 
 
 # -- bridges back to TFDS -------------------------------------------------------------------
@@ -181,8 +184,11 @@ def _tfdata_read(instructions: list[Any], cycle: int, block: int) -> list[tuple[
 
 @given(plans(configs=plain_configs), st.integers(0, 3), st.data())
 @example(
-    ReadPlan(DatasetInfo(name="d", splits={"train": [1, 4, 1, 5, 1]}), "train",
-             ReadConfig(interleave_cycle_length=2, interleave_block_length=2)),
+    ReadPlan(
+        DatasetInfo(name="d", splits={"train": [1, 4, 1, 5, 1]}),
+        "train",
+        ReadConfig(interleave_cycle_length=2, interleave_block_length=2),
+    ),
     0,
     None,
 )
@@ -190,9 +196,11 @@ def test_resume_instructions_reproduce_the_rest_through_tfdata(
     plan: ReadPlan, epoch: int, data: st.DataObject | None
 ) -> None:
     full = [(plan.instructions[f].filename, r) for f, r in _pairs(plan.epoch(epoch))]
-    positions = range(len(full) + 1) if data is None else [
-        data.draw(st.integers(0, len(full))) for _ in range(5)
-    ]
+    positions = (
+        range(len(full) + 1)
+        if data is None
+        else [data.draw(st.integers(0, len(full))) for _ in range(5)]
+    )
     for position in positions:
         checkpoint = plan.checkpoint(epoch, position)
         bridge = checkpoint.resume_instructions()
@@ -204,7 +212,9 @@ def test_resume_instructions_reproduce_the_rest_through_tfdata(
 
 def test_remaining_instructions_cover_exactly_the_unread_records() -> None:
     info = DatasetInfo(name="d", splits={"train": [5, 7, 3, 4]})
-    plan = ReadPlan(info, "train[3:]", ReadConfig(interleave_cycle_length=3, interleave_block_length=2))
+    plan = ReadPlan(
+        info, "train[3:]", ReadConfig(interleave_cycle_length=3, interleave_block_length=2)
+    )
     full = _pairs(plan.epoch(0))
     for position in range(len(full) + 1):
         unread = plan.checkpoint(0, position).remaining_instructions()
@@ -214,8 +224,9 @@ def test_remaining_instructions_cover_exactly_the_unread_records() -> None:
 
 def test_epoch_instructions_reproduce_an_epoch_without_a_file_shuffle() -> None:
     info = DatasetInfo(name="d", splits={"train": [5, 7, 3, 4, 2]})
-    config = ReadConfig(interleave_cycle_length=2, interleave_block_length=3,
-                        shuffle_files=True, shuffle_seed=3)
+    config = ReadConfig(
+        interleave_cycle_length=2, interleave_block_length=3, shuffle_files=True, shuffle_seed=3
+    )
     plan = ReadPlan(info, "train", config)
     for epoch in range(4):
         listed = plan.epoch_instructions(epoch)
@@ -230,9 +241,14 @@ def test_epoch_instructions_reproduce_an_epoch_without_a_file_shuffle() -> None:
 def small_plan() -> ReadPlan:
     info = DatasetInfo(name="toy", splits={"train": [5, 7, 3], "test": [4]})
     return ReadPlan(
-        info, "train[1:]+test",
-        ReadConfig(interleave_cycle_length=2, interleave_block_length=2, shuffle_files=True,
-                   shuffle_seed=32),
+        info,
+        "train[1:]+test",
+        ReadConfig(
+            interleave_cycle_length=2,
+            interleave_block_length=2,
+            shuffle_files=True,
+            shuffle_seed=32,
+        ),
     )
 
 
@@ -302,9 +318,16 @@ def test_not_json_objects_are_refused(text: str) -> None:
 @pytest.mark.parametrize(
     ("mutate", "field"),
     [
-        (lambda d: d["interleave"].update(cursor=1 - d["interleave"]["cursor"]), "interleave.cursor"),
-        (lambda d: d["interleave"].update(block_counter=(d["interleave"]["block_counter"] + 1) % 2),
-         "interleave.block_counter"),
+        (
+            lambda d: d["interleave"].update(cursor=1 - d["interleave"]["cursor"]),
+            "interleave.cursor",
+        ),
+        (
+            lambda d: d["interleave"].update(
+                block_counter=(d["interleave"]["block_counter"] + 1) % 2
+            ),
+            "interleave.block_counter",
+        ),
         (lambda d: d["files"][0].__setitem__(2, d["files"][0][2] + 1), "files"),
     ],
 )
@@ -322,12 +345,15 @@ def test_tampered_state_is_refused_on_resume(small_plan: ReadPlan, mutate: Any, 
     [
         (lambda info: ReadPlan(info, "train[2:]+test", _cfg()), {"split", "files[0]"}),
         (lambda info: ReadPlan(info, "train[1:]+test", _cfg(shuffle_seed=7)), {"shuffle_seed"}),
-        (lambda info: ReadPlan(info, "train[1:]+test", _cfg(interleave_cycle_length=3)),
-         {"cycle_length"}),
+        (
+            lambda info: ReadPlan(info, "train[1:]+test", _cfg(interleave_cycle_length=3)),
+            {"cycle_length"},
+        ),
         (
             lambda info: ReadPlan(
                 DatasetInfo(name="toy", splits={"train": [5, 8, 3], "test": [4]}),
-                "train[1:]+test", _cfg(),
+                "train[1:]+test",
+                _cfg(),
             ),
             {"shard_lengths.train", "files[1]"},
         ),
@@ -346,7 +372,9 @@ def test_checkpoint_from_another_plan_lists_every_difference(
 
 def _cfg(**overrides: Any) -> ReadConfig:
     base: dict[str, Any] = {
-        "interleave_cycle_length": 2, "interleave_block_length": 2, "shuffle_files": True,
+        "interleave_cycle_length": 2,
+        "interleave_block_length": 2,
+        "shuffle_files": True,
         "shuffle_seed": 32,
     }
     base.update(overrides)
@@ -361,7 +389,9 @@ def test_digest_is_order_independent() -> None:
 def test_input_context_plans_checkpoint_their_own_files() -> None:
     info = DatasetInfo(name="d", splits={"train": [3, 4, 5, 6]})
     plans_ = [
-        ReadPlan(info, "train", ReadConfig(interleave_cycle_length=2, input_context=InputContext(i, 2)))
+        ReadPlan(
+            info, "train", ReadConfig(interleave_cycle_length=2, input_context=InputContext(i, 2))
+        )
         for i in range(2)
     ]
     for plan in plans_:

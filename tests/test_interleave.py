@@ -32,7 +32,9 @@ def _schedule(lengths: list[int], cycle: int, block: int) -> InterleaveSchedule:
 
 
 @pytest.mark.parametrize(
-    "case", VECTORS, ids=[f"{c['lengths'][:6]}-c{c['cycle_length']}-b{c['block_length']}" for c in VECTORS]
+    "case",
+    VECTORS,
+    ids=[f"{c['lengths'][:6]}-c{c['cycle_length']}-b{c['block_length']}" for c in VECTORS],
 )
 def test_tfdata_interleave_vectors(case: dict) -> None:
     got = interleave_order(

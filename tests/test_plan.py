@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import numpy as np
@@ -45,18 +46,15 @@ def _triples(plan: ReadPlan, epoch: int) -> list[list[Any]]:
 def test_tfds_order_vectors(case: dict[str, Any]) -> None:
     info = DatasetInfo(name=case["dataset"], splits=case["splits"])
     if "error" in case:
-        with pytest.raises(ValueError) as raised:
+        with pytest.raises(ValueError, match=re.escape(case["message"])):
             ReadPlan(info, case["spec"], _config(case["read_config"]))
-        assert case["message"] in str(raised.value)
         return
     plan = ReadPlan(info, case["spec"], _config(case["read_config"]))
     for epoch, expected in enumerate(case["epochs"]):
         assert _triples(plan, epoch) == expected
 
 
-TOY_CASES = [
-    (case, epoch) for case in TOY["cases"] for epoch in range(len(case["epochs"]))
-]
+TOY_CASES = [(case, epoch) for case in TOY["cases"] for epoch in range(len(case["epochs"]))]
 
 
 @pytest.mark.parametrize(
@@ -81,8 +79,28 @@ GUIDE = [
         "train",
         {"interleave_cycle_length": 3, "interleave_block_length": 2},
         0,
-        [0, 1, 1251, 1252, 2502, 2503, 2, 3, 1253, 1254, 2504, 2505, 4, 5, 1255, 1256, 2506,
-         2507, 6, 7],
+        [
+            0,
+            1,
+            1251,
+            1252,
+            2502,
+            2503,
+            2,
+            3,
+            1253,
+            1254,
+            2504,
+            2505,
+            4,
+            5,
+            1255,
+            1256,
+            2506,
+            2507,
+            6,
+            7,
+        ],
     ),
     ("train[67%:84%]", {}, 0, [*range(858382, 858398), 859533, 859534, 859535, 859536]),
     (
@@ -130,7 +148,9 @@ def test_full_imagenet_epoch_is_a_permutation_with_files_in_order(imagenet: Data
     assert np.array_equal(np.sort(ids), np.arange(1281167))
     # Within each file, records appear in increasing order.
     by_file = np.lexsort((np.arange(ids.size), order.file_index))
-    assert np.all(np.diff(order.record_index[by_file])[np.diff(order.file_index[by_file]) == 0] == 1)
+    assert np.all(
+        np.diff(order.record_index[by_file])[np.diff(order.file_index[by_file]) == 0] == 1
+    )
 
 
 def test_streamed_chunks_and_locate_agree_with_the_epoch(imagenet: DatasetInfo) -> None:
@@ -198,7 +218,9 @@ def test_epoch_is_a_permutation_of_the_selected_records(plan: ReadPlan, epoch: i
     expected = sorted(
         (int(f), r)
         for f in plan.selected.tolist()
-        for r in range(plan.instructions[f].skip, plan.instructions[f].skip + plan.instructions[f].num_records)
+        for r in range(
+            plan.instructions[f].skip, plan.instructions[f].skip + plan.instructions[f].num_records
+        )
     )
     assert sorted(zip(order.file_index.tolist(), order.record_index.tolist())) == expected
 
@@ -222,7 +244,11 @@ def test_locate_position_of_and_chunks(plan: ReadPlan, epoch: int, chunk: int) -
     for position, (f, r) in enumerate(pairs):
         assert plan.locate(epoch, position) == (f, r)
         assert plan.position_of(epoch, f, r) == position
-    streamed = [p for c in plan.iter_epoch(epoch, chunk_size=chunk) for p in zip(c.file_index.tolist(), c.record_index.tolist())]
+    streamed = [
+        p
+        for c in plan.iter_epoch(epoch, chunk_size=chunk)
+        for p in zip(c.file_index.tolist(), c.record_index.tolist())
+    ]
     assert streamed == pairs
 
 
@@ -317,7 +343,7 @@ def test_out_of_range_queries() -> None:
     plan = ReadPlan(info, "train[1:]")
     with pytest.raises(ConfigError, match=r"valid: 0\.\.2"):
         plan.locate(0, 3)
-    with pytest.raises(ConfigError, match="reads records 1..1"):
+    with pytest.raises(ConfigError, match=r"reads records 1\.\.1"):
         plan.position_of(0, 0, 0)
     with pytest.raises(ConfigError, match="epoch"):
         plan.epoch(-1)

@@ -100,7 +100,11 @@ class Checkpoint:
             "files": [list(entry) for entry in self.files],
             "example_buffer": None
             if buffer is None
-            else {"buffer": list(buffer.buffer), "consumed": buffer.consumed, "draws": buffer.draws},
+            else {
+                "buffer": list(buffer.buffer),
+                "consumed": buffer.consumed,
+                "draws": buffer.draws,
+            },
         }
 
     def to_json(self, *, indent: int | None = None) -> str:
@@ -153,7 +157,9 @@ class Checkpoint:
             draws = fields.get("draws", int)
             try:
                 buffer = ShuffleBufferState(
-                    tuple(_int(v, f"example_buffer.buffer[{k}]") for k, v in enumerate(buffer_items)),
+                    tuple(
+                        _int(v, f"example_buffer.buffer[{k}]") for k, v in enumerate(buffer_items)
+                    ),
                     consumed,
                     draws,
                 )
@@ -174,7 +180,8 @@ class Checkpoint:
                 for k, entry in enumerate(inter.get("slots", list))
             ),
             files=tuple(
-                _file_entry(entry, f"files[{k}]") for k, entry in enumerate(reader.get("files", list))
+                _file_entry(entry, f"files[{k}]")
+                for k, entry in enumerate(reader.get("files", list))
             ),
             example_buffer=buffer,
         )
@@ -210,7 +217,9 @@ class Checkpoint:
         """Instruction indices in the order this epoch feeds them to the interleave."""
         return tuple(entry[0] for entry in self.files)
 
-    def _instruction(self, file_index: int, skip: int, take: int, data_dir: str | None) -> FileInstruction:
+    def _instruction(
+        self, file_index: int, skip: int, take: int, data_dir: str | None
+    ) -> FileInstruction:
         name, _, _, examples_in_shard = self.fingerprint["files"][file_index]
         split, shard = _split_and_shard(self.fingerprint, file_index)
         filename = name if data_dir is None else os.path.join(data_dir, name)
@@ -260,7 +269,7 @@ class Checkpoint:
         fp = self.fingerprint
         block = int(fp["block_length"])
         cycle = len(self.slots)
-        unopened = [entry for entry in self.files[self.next_input :]]
+        unopened = list(self.files[self.next_input :])
         entries: list[FileInstruction] = []
         tail: FileInstruction | None = None
         placeholder = self._instruction(self.files[0][0], 0, 0, data_dir) if self.files else None
@@ -429,12 +438,24 @@ def _verified_state(plan: ReadPlan, checkpoint: Checkpoint) -> Checkpoint:
         files, schedule = plan._epoch(checkpoint.epoch)
         plan._check_position(checkpoint.position, allow_end=True)
         expected = _from_state(
-            plan, checkpoint.fingerprint, checkpoint.epoch, checkpoint.position, files,
-            schedule, checkpoint.example_buffer.consumed, checkpoint.example_buffer,
+            plan,
+            checkpoint.fingerprint,
+            checkpoint.epoch,
+            checkpoint.position,
+            files,
+            schedule,
+            checkpoint.example_buffer.consumed,
+            checkpoint.example_buffer,
         )
     for name in (
-        "num_examples", "interleave_position", "cursor", "block_counter", "next_input",
-        "inputs_done", "slots", "files",
+        "num_examples",
+        "interleave_position",
+        "cursor",
+        "block_counter",
+        "next_input",
+        "inputs_done",
+        "slots",
+        "files",
     ):
         if getattr(checkpoint, name) != getattr(expected, name):
             raise CheckpointError(
@@ -463,7 +484,8 @@ def resume(plan: ReadPlan, checkpoint: Checkpoint) -> EpochOrder:
     else:
         pair = plan.example_pair(checkpoint.epoch)
         shuffle = plan.config.example_shuffle
-        assert pair is not None and shuffle is not None
+        assert pair is not None
+        assert shuffle is not None
         rest, _ = buffer_shuffle(plan.num_examples, shuffle.buffer_size, pair, state=buffer)
         base_inputs, base_within = schedule.order()
         inputs, within = base_inputs[rest], base_within[rest]
@@ -629,7 +651,8 @@ class _Fields:
 
 
 def _json_kind(kind: type) -> str:
-    return {str: "string", dict: "object", list: "array"}.get(kind, kind.__name__)
+    names: dict[type, str] = {str: "string", dict: "object", list: "array"}
+    return names.get(kind, kind.__name__)
 
 
 def _int(value: Any, field: str) -> int:
@@ -681,7 +704,7 @@ def _validate(checkpoint: Checkpoint) -> None:
             f"{checkpoint.num_examples} records",
             field="interleave.position",
         )
-    for k, (file_index, consumed, remaining) in enumerate(checkpoint.files):
+    for k, (file_index, _, _) in enumerate(checkpoint.files):
         if file_index >= len(files):
             raise CheckpointError(
                 f"files[{k}] names file {file_index}, but the plan has {len(files)} files",

@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 from readplan.errors import ConfigError
 
-__all__ = ["InterleaveSchedule", "SlotState", "InterleaveState", "interleave_order"]
+__all__ = ["InterleaveSchedule", "InterleaveState", "SlotState", "interleave_order"]
 
 IntArray = npt.NDArray[np.int64]
 

@@ -49,8 +49,7 @@ class InputContext:
     def __post_init__(self) -> None:
         if _not_int(self.num_input_pipelines) or self.num_input_pipelines < 1:
             raise ConfigError(
-                f"num_input_pipelines must be a positive integer, got "
-                f"{self.num_input_pipelines!r}",
+                f"num_input_pipelines must be a positive integer, got {self.num_input_pipelines!r}",
                 field="input_context.num_input_pipelines",
                 value=self.num_input_pipelines,
             )
@@ -80,8 +79,7 @@ class ExampleShuffle:
     def __post_init__(self) -> None:
         if _not_int(self.buffer_size) or self.buffer_size < 1:
             raise ConfigError(
-                f"example shuffle buffer_size must be a positive integer, got "
-                f"{self.buffer_size!r}",
+                f"example shuffle buffer_size must be a positive integer, got {self.buffer_size!r}",
                 field="example_shuffle.buffer_size",
                 value=self.buffer_size,
             )
@@ -563,7 +561,8 @@ def _tfds_id_prefixes(filenames: Sequence[str]) -> list[str]:
     dirs = [os.path.dirname(name) for name in filenames]
     if len(set(dirs)) <= 1:
         return [os.path.basename(name) for name in filenames]
-    common = os.path.commonprefix([d[::-1] for d in dirs])[::-1]
+    # A character-level suffix on purpose: TFDS compares directory strings, not paths.
+    common = os.path.commonprefix([d[::-1] for d in dirs])[::-1]  # noqa: RUF071
     prefixes = []
     for directory, name in zip(dirs, filenames):
         head = directory[: len(directory) - len(common)]

@@ -66,9 +66,7 @@ def assert_epoch_is_permutation(plan: ReadPlan, epoch: int) -> None:
             plan.instructions[file_index].skip + plan.instructions[file_index].num_records,
         )
     ]
-    assert_is_permutation(
-        zip(order.file_index.tolist(), order.record_index.tolist()), expected
-    )
+    assert_is_permutation(zip(order.file_index.tolist(), order.record_index.tolist()), expected)
 
 
 def assert_resumes_exactly(
@@ -76,7 +74,7 @@ def assert_resumes_exactly(
     state_of: Callable[[Any], S],
     *,
     positions: Iterable[int] | None = None,
-    key: Callable[[T], Hashable] = lambda item: item,  # type: ignore[assignment,return-value]
+    key: Callable[[T], Hashable] = lambda item: item,
     limit: int | None = None,
 ) -> None:
     """Restoring after any position continues exactly where the uninterrupted run was.
@@ -143,7 +141,10 @@ def _st() -> Any:
 
 
 def dataset_infos(
-    *, max_shards: int = 7, max_shard_length: int = 12, split_names: Sequence[str] = ("train", "test")
+    *,
+    max_shards: int = 7,
+    max_shard_length: int = 12,
+    split_names: Sequence[str] = ("train", "test"),
 ) -> SearchStrategy[DatasetInfo]:
     """Dataset layouts with uneven (possibly empty) shards and at least one record."""
     st = _st()
@@ -155,9 +156,9 @@ def dataset_infos(
         return DatasetInfo(name="layout", splits=splits)
 
     names = st.lists(st.sampled_from(list(split_names)), min_size=1, unique=True)
-    return names.flatmap(
-        lambda chosen: st.fixed_dictionaries({name: lengths for name in chosen})
-    ).map(build)
+    layouts = names.flatmap(lambda chosen: st.fixed_dictionaries(dict.fromkeys(chosen, lengths)))
+    strategy: SearchStrategy[DatasetInfo] = layouts.map(build)
+    return strategy
 
 
 def split_specs(info: DatasetInfo) -> SearchStrategy[str]:
@@ -168,16 +169,18 @@ def split_specs(info: DatasetInfo) -> SearchStrategy[str]:
     def part(name: str) -> SearchStrategy[str]:
         split = info.splits[name]
         n, shards = split.num_examples, split.num_shards
-        return st.one_of(
+        choices: SearchStrategy[str] = st.one_of(
             st.just(name),
             st.integers(0, n - 1).map(lambda a: f"{name}[{a}:]"),
             st.integers(1, n).map(lambda b: f"{name}[:{b}]"),
             st.integers(0, 99).map(lambda p: f"{name}[{p}%:]"),
             st.integers(0, shards - 1).map(lambda k: f"{name}[{k}shard:]"),
         )
+        return choices
 
     parts = st.lists(st.sampled_from(names).flatmap(part), min_size=1, max_size=3)
-    return parts.map("+".join)
+    specs: SearchStrategy[str] = parts.map("+".join)
+    return specs
 
 
 def read_configs(*, max_cycle: int = 6, max_block: int = 5) -> SearchStrategy[ReadConfig]:
@@ -197,8 +200,13 @@ def read_configs(*, max_cycle: int = 6, max_block: int = 5) -> SearchStrategy[Re
     )
 
     def build(
-        cycle: int, block: int, shuffle: bool, seed: int, reshuffle: bool | None,
-        context: InputContext | None, example: ExampleShuffle | None,
+        cycle: int,
+        block: int,
+        shuffle: bool,
+        seed: int,
+        reshuffle: bool | None,
+        context: InputContext | None,
+        example: ExampleShuffle | None,
     ) -> ReadConfig:
         return ReadConfig(
             interleave_cycle_length=cycle,
@@ -210,7 +218,7 @@ def read_configs(*, max_cycle: int = 6, max_block: int = 5) -> SearchStrategy[Re
             example_shuffle=example,
         )
 
-    return st.builds(
+    configs: SearchStrategy[ReadConfig] = st.builds(
         build,
         st.integers(1, max_cycle),
         st.integers(1, max_block),
@@ -220,10 +228,13 @@ def read_configs(*, max_cycle: int = 6, max_block: int = 5) -> SearchStrategy[Re
         contexts,
         example_shuffles,
     )
+    return configs
 
 
 def plans(
-    *, configs: SearchStrategy[ReadConfig] | None = None, infos: SearchStrategy[DatasetInfo] | None = None
+    *,
+    configs: SearchStrategy[ReadConfig] | None = None,
+    infos: SearchStrategy[DatasetInfo] | None = None,
 ) -> SearchStrategy[ReadPlan]:
     """Read plans over random layouts, split strings and configurations.
 

@@ -1,0 +1,164 @@
+"""Read-order benchmark on the ImageNet layout (1,281,167 examples in 1,024 shards).
+
+Run: python benchmarks/bench_order.py [--repeats N]
+
+Measures, in one run:
+* a full epoch's order (16/16, shuffled files, seed 32) against the yardstick
+  ``np.random.permutation(1_281_167)`` ("one pass over an epoch-sized array");
+* the peak extra memory of building that order, as a multiple of the output arrays;
+* ``locate`` at random positions, in a cached epoch and in a fresh epoch each call;
+* streaming a synthetic plan of 10^9 examples (100,000 shards of 10,000): the time to
+  its first 10^6 positions and the process's peak resident memory (in a subprocess).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+
+import numpy as np
+
+from readplan.dataset_info import DatasetInfo, shard_lengths
+from readplan.plan import ReadConfig, ReadPlan
+
+N_EXAMPLES = 1_281_167
+CONFIG = ReadConfig(shuffle_files=True, shuffle_seed=32)
+
+
+def median_ms(fn: Callable[[], object], repeats: int) -> float:
+    fn()  # warm caches and imports
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e3
+
+
+def imagenet_plan() -> ReadPlan:
+    info = DatasetInfo(name="imagenet2012", splits={"train": shard_lengths(N_EXAMPLES, 1024)})
+    return ReadPlan(info, "train", CONFIG)
+
+
+def full_epoch(repeats: int) -> dict[str, float]:
+    plan = imagenet_plan()
+    epochs = iter(range(10**6))
+    # A fresh epoch every call: the file shuffle and the schedule are computed too.
+    order_ms = median_ms(lambda: plan.epoch(next(epochs)), repeats)
+    permutation_ms = median_ms(lambda: np.random.permutation(N_EXAMPLES), repeats)
+    tracemalloc.start()
+    order = plan.epoch(next(epochs))
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    output = order.file_index.nbytes + order.record_index.nbytes
+    return {
+        "epoch_ms": order_ms,
+        "permutation_ms": permutation_ms,
+        "ratio": order_ms / permutation_ms,
+        "peak_extra_over_output": (peak - output) / output,
+    }
+
+
+def locate(repeats: int) -> dict[str, float]:
+    plan = imagenet_plan()
+    rng = np.random.default_rng(0)
+    positions = rng.integers(0, N_EXAMPLES, max(repeats, 200)).tolist()
+    plan.epoch(7)
+    cached = []
+    for position in positions:
+        start = time.perf_counter()
+        plan.locate(7, position)
+        cached.append(time.perf_counter() - start)
+    fresh = []
+    for k, position in enumerate(positions):
+        start = time.perf_counter()
+        plan.locate(1000 + k, position)
+        fresh.append(time.perf_counter() - start)
+    return {
+        "locate_cached_epoch_ms": statistics.median(cached) * 1e3,
+        "locate_cached_epoch_max_ms": max(cached) * 1e3,
+        "locate_fresh_epoch_ms": statistics.median(fresh) * 1e3,
+        "locate_fresh_epoch_max_ms": max(fresh) * 1e3,
+    }
+
+
+STREAM_CHILD = """
+import json, resource, time
+from readplan.dataset_info import DatasetInfo
+from readplan.plan import ReadConfig, ReadPlan
+info = DatasetInfo(name="synthetic", splits={"train": [10_000] * 100_000})
+start = time.perf_counter()
+plan = ReadPlan(info, "train", ReadConfig(shuffle_files=True, shuffle_seed=32))
+seen = 0
+for chunk in plan.iter_epoch(0, chunk_size=1 << 16):
+    seen += len(chunk)
+    if seen >= 10**6:
+        break
+elapsed = time.perf_counter() - start
+print(json.dumps({"seconds": elapsed, "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+BASELINE_CHILD = """
+import json, resource
+import numpy, readplan.plan
+print(json.dumps({"maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def streaming(repeats: int) -> dict[str, float]:
+    runs = [
+        json.loads(
+            subprocess.run(
+                [sys.executable, "-c", STREAM_CHILD], check=True, capture_output=True, text=True
+            ).stdout
+        )
+        for _ in range(max(3, repeats // 5))
+    ]
+    base = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", BASELINE_CHILD], check=True, capture_output=True, text=True
+        ).stdout
+    )
+    return {
+        "stream_first_1e6_s": statistics.median(r["seconds"] for r in runs),
+        "stream_maxrss_mb": statistics.median(r["maxrss_mb"] for r in runs),
+        "interpreter_numpy_baseline_mb": base["maxrss_mb"],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=15)
+    args = parser.parse_args()
+    results = {**full_epoch(args.repeats), **locate(args.repeats), **streaming(args.repeats)}
+    print(f"full epoch order (16/16, shuffled): {results['epoch_ms']:.1f} ms median")
+    print(f"np.random.permutation(1,281,167):   {results['permutation_ms']:.1f} ms median")
+    print(f"  ratio: {results['ratio']:.2f}x the yardstick (target <= 2x)")
+    print(
+        f"  peak extra memory: {results['peak_extra_over_output']:.2f}x the output arrays "
+        "(target <= 3x)"
+    )
+    print(
+        f"locate, cached epoch: {results['locate_cached_epoch_ms']:.3f} ms median, "
+        f"{results['locate_cached_epoch_max_ms']:.3f} ms max"
+    )
+    print(
+        f"locate, fresh epoch each call: {results['locate_fresh_epoch_ms']:.3f} ms median, "
+        f"{results['locate_fresh_epoch_max_ms']:.3f} ms max (target <= 1 ms)"
+    )
+    print(
+        f"streaming 10^9-example plan: first 10^6 positions in "
+        f"{results['stream_first_1e6_s']:.3f} s, peak RSS {results['stream_maxrss_mb']:.0f} MB "
+        f"(interpreter + numpy alone: {results['interpreter_numpy_baseline_mb']:.0f} MB)"
+    )
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()

@@ -27,7 +27,7 @@ from readplan.dataset_info import DatasetInfo, shard_lengths
 from readplan.plan import ReadConfig, ReadPlan
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.reference_models import ReferenceInterleave  # noqa: E402
+from tests.reference_models import ReferenceInterleave
 
 N_EXAMPLES = 1_281_167
 

@@ -101,7 +101,8 @@ for chunk in plan.iter_epoch(0, chunk_size=1 << 16):
     if seen >= 10**6:
         break
 elapsed = time.perf_counter() - start
-print(json.dumps({"seconds": elapsed, "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"seconds": elapsed, "maxrss_mb": rss_mb}))
 """
 
 BASELINE_CHILD = """

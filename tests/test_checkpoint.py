@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import numpy as np
 import pytest
 from hypothesis import example, given, settings
@@ -399,3 +400,22 @@ def test_input_context_plans_checkpoint_their_own_files() -> None:
         assert {entry[0] for entry in checkpoint.files} == set(plan.selected.tolist())
     with pytest.raises(CheckpointMismatchError, match="input_context"):
         plans_[1].resume(plans_[0].checkpoint(0, 2))
+
+
+SCHEMA = json.loads((Path(__file__).parents[1] / "specs" / "checkpoint.schema.json").read_text())
+
+
+@given(plans(), st.integers(0, 3), st.data())
+@settings(max_examples=50)
+def test_checkpoints_follow_the_published_schema(
+    plan: ReadPlan, epoch: int, data: st.DataObject
+) -> None:
+    position = data.draw(st.integers(0, plan.num_examples))
+    jsonschema.validate(json.loads(plan.checkpoint(epoch, position).to_json()), SCHEMA)
+
+
+def test_schema_rejects_what_the_loader_rejects(small_plan: ReadPlan) -> None:
+    document = _document(small_plan)
+    document["version"] = 2
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(document, SCHEMA)

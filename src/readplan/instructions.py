@@ -1,0 +1,388 @@
+"""From a split to the files TFDS reads: FileInstruction, file_instructions(), even splits.
+
+``specs/splits.md`` is normative (§4 "Resolution", §5-7 "File instructions" and quirks,
+§8 "Strict mode", §9 "Even splits").  In the default compatibility mode the results are TFDS
+4.9.10's, quirks included; ``strict=True`` rejects the quirks instead.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import KW_ONLY, dataclass
+
+from readplan.dataset_info import DatasetInfo, SplitInfo
+from readplan.errors import EmptySplitError, SplitError
+from readplan.splits import AllSplits, ReadInstruction, SplitArg, SplitSpec
+
+__all__ = ["FileInstruction", "even_splits", "file_instructions", "split_for_process"]
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class FileInstruction:
+    """Read records ``[skip, skip + take)`` of one shard file (TFDS's FileInstruction).
+
+    ``examples_in_shard`` is the file's record count, not the number read.  A ``take`` of
+    ``-1`` is replaced by ``examples_in_shard - skip``; any other negative ``take`` comes
+    from TFDS's inverted-range quirk and is kept (tf.data then reads the rest of the file,
+    see :attr:`num_records`).  ``split`` and ``shard_index`` say which shard the file is.
+    """
+
+    filename: str
+    skip: int
+    take: int
+    examples_in_shard: int
+    _: KW_ONLY
+    split: str | None = None
+    shard_index: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.filename, str):
+            raise TypeError(f"filename must be a str, got {self.filename!r}")
+        for name in ("skip", "take", "examples_in_shard"):
+            if not _is_int(getattr(self, name)):
+                raise TypeError(f"{name} must be an int, got {getattr(self, name)!r}")
+        if self.take == -1:
+            object.__setattr__(self, "take", self.examples_in_shard - self.skip)
+        self._check_ranges()
+        if self.split is not None and not isinstance(self.split, str):
+            raise TypeError(f"split must be a str or None, got {self.split!r}")
+        if self.shard_index is not None and not _is_int(self.shard_index):
+            raise TypeError(f"shard_index must be an int or None, got {self.shard_index!r}")
+        if self.shard_index is not None and self.shard_index < 0:
+            raise SplitError(f"shard_index must not be negative, got {self.shard_index}")
+
+    def _check_ranges(self) -> None:
+        size, skip, take = self.examples_in_shard, self.skip, self.take
+        if size < 0:
+            message = f"examples_in_shard should be >= 0! Was {size}."
+            why = "A shard file cannot hold a negative number of records."
+        elif skip < 0 or skip > size:
+            message = f"skip should be between 0 and {size}! Was {skip}."
+            why = f"{self.filename} holds {size} records, so at most {size} can be skipped."
+        elif skip + take > size:
+            message = f"skip ({skip}) + take ({take}) should be <= examples_in_shard ({size})!"
+            why = f"{self.filename} holds {size} records; reading {take} after {skip} overruns it."
+        else:
+            return
+        raise SplitError(f"{message}\n{why}", tfds_message=message)
+
+    @property
+    def num_records(self) -> int:
+        """Records actually read: ``take``, or the rest of the file for a negative take."""
+        return self.take if self.take >= 0 else self.examples_in_shard - self.skip
+
+    @property
+    def takes_all(self) -> bool:
+        """True when the instruction reads through to the end of the file."""
+        return self.skip + self.take == self.examples_in_shard
+
+
+@dataclass(frozen=True)
+class _Range:
+    """A resolved part: records ``[start, stop)`` of ``split`` (``start > stop`` possible)."""
+
+    part: ReadInstruction
+    split: SplitInfo
+    start: int
+    stop: int
+
+
+# ---------------------------------------------------------------------------------------------
+# Resolution
+
+
+def _resolve(info: DatasetInfo, spec: SplitArg) -> list[_Range]:
+    text = str(spec)
+    ranges: list[_Range] = []
+    for part in SplitSpec.of(spec).parts:
+        if isinstance(part, AllSplits):
+            ranges.extend(_resolve_part(info, ReadInstruction(name), text) for name in info.splits)
+        else:
+            ranges.append(_resolve_part(info, part, text))
+    return ranges
+
+
+def _resolve_part(info: DatasetInfo, part: ReadInstruction, spec: str) -> _Range:
+    split = info.splits.get(part.split_name)
+    if split is None:
+        message = f"Unknown split {part.split_name!r}. Should be one of {list(info.splits)}."
+        raise SplitError(
+            f"{message}\nSplit names are case-sensitive; dataset {info.name!r} has "
+            f"{', '.join(repr(name) for name in info.splits)}.",
+            spec=spec,
+            part=str(part),
+            tfds_message=message,
+        )
+    n = split.num_examples
+    if part.unit == "%":
+        start = 0 if part.from_ is None else _percent(part, part.from_, n, spec)
+        stop = n if part.to is None else _percent(part, part.to, n, spec)
+    elif part.unit == "shard":
+        assert part.from_ is None or isinstance(part.from_, int)  # ReadInstruction checks
+        assert part.to is None or isinstance(part.to, int)
+        start = 0 if part.from_ is None else split.records_before(part.from_)
+        # TFDS shifts every stop bound <= 0 by the shard count, so [:0shard] is everything.
+        to = part.to if part.to is None or part.to > 0 else part.to + split.num_shards
+        stop = n if to is None else split.records_before(to)
+    else:
+        assert part.from_ is None or isinstance(part.from_, int)
+        assert part.to is None or isinstance(part.to, int)
+        start = 0 if part.from_ is None else part.from_
+        stop = n if part.to is None else part.to
+    if abs(start) > n or abs(stop) > n:
+        message = f"Requested slice [{start or ''}:{stop or ''}] incompatible with {n} examples."
+        raise SplitError(
+            f"{message}\n{str(part)!r} asks for records beyond split {split.name!r}, which has "
+            f"{n}; record bounds must lie in [-{n}, {n}] (use '%' for proportions).",
+            spec=spec,
+            part=str(part),
+            tfds_message=message,
+        )
+    return _Range(part, split, start + n if start < 0 else start, stop + n if stop < 0 else stop)
+
+
+def _percent(part: ReadInstruction, bound: int | float, n: int, spec: str) -> int:
+    if part.rounding == "closest":
+        # Binary64, product first, then division, then ties-to-even: TFDS's exact order.
+        return round(bound * n / 100.0)
+    if n < 100:
+        message = (
+            'Using "pct1_dropremainder" rounding on a split with less than 100 elements is '
+            "forbidden: it always results in an empty dataset."
+        )
+        raise SplitError(
+            f"{message}\nSplit {part.split_name!r} has {n} records, so 1% of it rounds down "
+            "to 0; use rounding='closest'.",
+            spec=spec,
+            part=repr(part),
+            tfds_message=message,
+        )
+    value = bound * math.trunc(n / 100.0)
+    if isinstance(value, float) and not value.is_integer():
+        raise SplitError(
+            f"{part!r}: {bound}% with rounding='pct1_dropremainder' is {value} records of "
+            f"split {part.split_name!r}, not a whole number. TFDS would pass the fraction on "
+            "to the reader; readplan refuses it. Use whole or suitably rounded percentages.",
+            spec=spec,
+            part=repr(part),
+        )
+    return int(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# File instructions
+
+
+def file_instructions(
+    info: DatasetInfo, spec: SplitArg, *, strict: bool = False
+) -> list[FileInstruction]:
+    """The files TFDS reads for ``spec`` over ``info``, in TFDS's order.
+
+    File names are basenames when ``info.data_dir`` is None, else full paths.  An empty
+    result is returned as ``[]`` (TFDS only fails when reading it); with ``strict=True``
+    it, and every quirk listed in ``specs/splits.md`` §8, raise SplitError.
+    """
+    ranges = _resolve(info, spec)
+    if strict:
+        _check_strict(ranges, spec)
+    return [fi for entry in ranges for fi in _shard_instructions(info, entry)]
+
+
+def _shard_instructions(info: DatasetInfo, entry: _Range) -> Iterator[FileInstruction]:
+    split, start, stop = entry.split, entry.start, entry.stop
+    offsets = split.shard_offsets
+    # First shard whose end lies beyond ``start``; empty shards never contribute.
+    shard = bisect.bisect_right(offsets, start) - 1
+    while shard < split.num_shards and offsets[shard] < stop:
+        low, high = offsets[shard], offsets[shard + 1]
+        if high > low:
+            skip = max(start - low, 0)
+            # ``stop - low - skip`` is negative for an inverted range inside one shard.
+            take = stop - low - skip if stop < high else high - low - skip
+            if take != 0:
+                yield FileInstruction(
+                    info.shard_path(split.name, shard),
+                    skip,
+                    take,
+                    high - low,
+                    split=split.name,
+                    shard_index=shard,
+                )
+        shard += 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Strict mode
+
+
+def _strict_error(
+    spec: SplitArg, part: ReadInstruction, why: str, *, cls: type[SplitError] = SplitError
+) -> SplitError:
+    message = f"strict mode: part {str(part)!r} of {str(spec)!r}: {why}"
+    return cls(message, spec=str(spec), part=str(part))
+
+
+def _check_strict(ranges: Sequence[_Range], spec: SplitArg) -> None:
+    for entry in ranges:
+        _check_shard_bounds(entry, spec)
+        if entry.start > entry.stop:
+            raise _strict_error(
+                spec,
+                entry.part,
+                f"it resolves to the inverted range [{entry.start}, {entry.stop}) of split "
+                f"{entry.split.name!r}. TFDS reads nothing for it, or the rest of a shard when "
+                "both ends fall in one shard; swap the bounds.",
+            )
+        if entry.start == entry.stop:
+            selected = "the split is empty" if entry.split.num_examples == 0 else "it is empty"
+            raise _strict_error(
+                spec,
+                entry.part,
+                f"it selects no records ({selected}: [{entry.start}, {entry.stop}) of "
+                f"{entry.split.name!r}); TFDS fails with 'Instruction [] corresponds to no "
+                "data!' when nothing at all is selected.",
+                cls=EmptySplitError,
+            )
+    _check_overlaps(ranges, spec)
+
+
+def _check_shard_bounds(entry: _Range, spec: SplitArg) -> None:
+    part, count = entry.part, entry.split.num_shards
+    if part.unit != "shard":
+        return
+    for bound in (part.from_, part.to):
+        if bound is not None and not -count <= bound <= count:
+            raise _strict_error(
+                spec,
+                part,
+                f"shard bound {bound} is outside [-{count}, {count}] for split "
+                f"{entry.split.name!r} ({count} shards); TFDS clamps it silently.",
+            )
+    # [-1shard] (from -1, to 0) is the documented last-shard form; any other stop of 0 is
+    # read as "to the end" by TFDS, the opposite of Python slicing.
+    if part.to == 0 and part.from_ != -1:
+        raise _strict_error(
+            spec,
+            part,
+            "a stop bound of 0shard reads to the end of the split in TFDS (so [:0shard] is "
+            "the whole split); write the bound you mean, e.g. no stop bound.",
+        )
+
+
+def _check_overlaps(ranges: Sequence[_Range], spec: SplitArg) -> None:
+    by_split: dict[str, list[_Range]] = {}
+    for entry in ranges:
+        by_split.setdefault(entry.split.name, []).append(entry)
+    for entries in by_split.values():
+        ordered = sorted(entries, key=lambda entry: entry.start)
+        for first, second in itertools.pairwise(ordered):
+            if second.start < first.stop:
+                raise _strict_error(
+                    spec,
+                    second.part,
+                    f"it overlaps part {str(first.part)!r}: both read records "
+                    f"[{second.start}, {min(first.stop, second.stop)}) of split "
+                    f"{first.split.name!r}, which would be read twice.",
+                )
+
+
+# ---------------------------------------------------------------------------------------------
+# Even splits
+
+
+def even_splits(
+    split: SplitArg,
+    n: int,
+    *,
+    info: DatasetInfo,
+    drop_remainder: bool = False,
+    strict: bool = False,
+) -> list[str]:
+    """``n`` split strings that divide ``split`` evenly, part by part (TFDS's even_splits).
+
+    Each ``+`` part of ``split`` (after ``all`` expansion) is cut into ``n`` runs of records
+    whose sizes differ by at most one, the longer ones first; with ``drop_remainder`` the
+    remainder is left out instead.  Unlike TFDS, the sizes are taken from ``info`` up front,
+    so the results are ordinary split strings.  ``strict`` rejects empty pieces and dropped
+    remainders.  See ``specs/splits.md`` §9.
+    """
+    ranges = _even_ranges(split, n, info=info, drop_remainder=drop_remainder, strict=strict)
+    return [_piece_spec(ranges, index, n, drop_remainder) for index in range(n)]
+
+
+def split_for_process(
+    split: SplitArg,
+    process_index: int,
+    process_count: int,
+    *,
+    info: DatasetInfo,
+    drop_remainder: bool = False,
+    strict: bool = False,
+) -> str:
+    """Sub-split ``process_index`` of ``even_splits(split, process_count, ...)``."""
+    ranges = _even_ranges(
+        split, process_count, info=info, drop_remainder=drop_remainder, strict=strict
+    )
+    if not _is_int(process_index) or not 0 <= process_index < process_count:
+        raise SplitError(
+            f"process_index must be an int in [0, {process_count}) for {process_count} "
+            f"processes, got {process_index!r}"
+        )
+    return _piece_spec(ranges, process_index, process_count, drop_remainder)
+
+
+def _even_ranges(
+    split: SplitArg, count: int, *, info: DatasetInfo, drop_remainder: bool, strict: bool
+) -> list[_Range]:
+    if not _is_int(count) or count < 1:
+        raise SplitError(f"the number of sub-splits must be a positive int, got {count!r}")
+    ranges = _resolve(info, split)
+    for entry in ranges:
+        if entry.start > entry.stop:
+            message = f"start={entry.start}, end={entry.stop}"
+            raise SplitError(
+                f"{message}\n{str(entry.part)!r} is an inverted range of split "
+                f"{entry.split.name!r}, which cannot be divided (TFDS raises AssertionError).",
+                spec=str(split),
+                part=str(entry.part),
+                tfds_message=message,
+            )
+    if strict:
+        _check_strict(ranges, split)
+        _check_even_sizes(ranges, split, count, drop_remainder)
+    return ranges
+
+
+def _check_even_sizes(
+    ranges: Sequence[_Range], split: SplitArg, count: int, drop_remainder: bool
+) -> None:
+    for entry in ranges:
+        size = entry.stop - entry.start
+        if size < count:
+            problem = f"only {size} records for {count} sub-splits, so some would be empty"
+            raise _strict_error(split, entry.part, problem, cls=EmptySplitError)
+        if drop_remainder and size % count:
+            problem = f"{size % count} of its {size} records would be dropped"
+            raise _strict_error(split, entry.part, problem)
+
+
+def _piece_spec(ranges: Sequence[_Range], index: int, count: int, drop_remainder: bool) -> str:
+    pieces = []
+    for entry in ranges:
+        size = entry.stop - entry.start
+        per_piece, remainder = divmod(size, count)
+        first = entry.start + per_piece * index
+        last = entry.start + per_piece * (index + 1)
+        if remainder and not drop_remainder:
+            # The first ``remainder`` sub-splits take one extra record each.
+            first += min(index, remainder)
+            last += min(index + 1, remainder)
+        pieces.append(f"{entry.split.name}[{first}:{last}]")
+    return "+".join(pieces)

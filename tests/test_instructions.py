@@ -1,0 +1,540 @@
+"""File instructions, even splits and strict mode, against TFDS 4.9.10's golden vectors."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from readplan.dataset_info import DatasetInfo
+from readplan.errors import EmptySplitError, SplitError
+from readplan.instructions import (
+    FileInstruction,
+    even_splits,
+    file_instructions,
+    split_for_process,
+)
+from readplan.splits import ReadInstruction
+from tests.conftest import DATA
+from tests.strategies import dataset_infos, percent_bounds
+
+VECTORS = json.loads((DATA / "vectors" / "splits.json").read_text())
+TOY_DIR = DATA / "tfds" / "readplan_toy" / "1.0.0"
+ERROR_TYPES = {"ValueError": ValueError, "NotImplementedError": NotImplementedError}
+
+# The layout of the reference notes: shard 1 of train is empty.
+NOTES = DatasetInfo("ds", {"train": [10, 0, 25, 15, 50], "test": [7, 3], "validation": [1]})
+
+
+def rows(instructions: list[FileInstruction]) -> list[list[Any]]:
+    return [
+        [os.path.basename(fi.filename), fi.skip, fi.take, fi.examples_in_shard]
+        for fi in instructions
+    ]
+
+
+def records(info: DatasetInfo, instructions: list[FileInstruction]) -> list[tuple[str, int]]:
+    """(split, global index) of every record read, in order (a negative take reads the rest)."""
+    out = []
+    for fi in instructions:
+        assert fi.split is not None
+        assert fi.shard_index is not None
+        start = sum(info.splits[fi.split].shard_lengths[: fi.shard_index])
+        out += [(fi.split, start + fi.skip + i) for i in range(fi.num_records)]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Golden vectors
+
+
+@pytest.mark.parametrize("case", VECTORS, ids=[f"{i}:{c['spec']!r}" for i, c in enumerate(VECTORS)])
+def test_golden_vector(case: dict[str, Any]) -> None:
+    info = DatasetInfo(case["dataset"], case["splits"])
+    expect = case["expect"]
+    if isinstance(expect, dict):
+        with pytest.raises(ERROR_TYPES[expect["error"]]) as info_error:
+            file_instructions(info, case["spec"])
+        assert isinstance(info_error.value, SplitError)
+        assert info_error.value.tfds_message == expect["message"]
+        assert str(info_error.value).startswith(expect["message"] + "\n")
+    else:
+        assert rows(file_instructions(info, case["spec"])) == expect
+
+
+# Computed by TFDS 4.9.10 (builder_from_directory) on the fixture directory.
+TOY_EXPECT = {
+    "test[1:5]+train[40%:60%]": [
+        ["readplan_toy-test.tfrecord-00000-of-00003", 1, 3, 4],
+        ["readplan_toy-test.tfrecord-00001-of-00003", 0, 1, 6],
+        ["readplan_toy-train.tfrecord-00003-of-00008", 0, 5, 5],
+        ["readplan_toy-train.tfrecord-00004-of-00008", 0, 4, 9],
+    ],
+    "train[-2shard:]": [
+        ["readplan_toy-train.tfrecord-00006-of-00008", 0, 10, 10],
+        ["readplan_toy-train.tfrecord-00007-of-00008", 0, 2, 2],
+    ],
+    "train[-5:-10]": [["readplan_toy-train.tfrecord-00006-of-00008", 7, -5, 10]],
+    "test[-3:-5]": [],
+    "all": [
+        [f"readplan_toy-train.tfrecord-0000{k}-of-00008", 0, n, n]
+        for k, n in enumerate([7, 1, 12, 5, 9, 3, 10, 2])
+    ]
+    + [[f"readplan_toy-test.tfrecord-0000{k}-of-00003", 0, n, n] for k, n in enumerate([4, 6, 3])],
+}
+TOY_EXPECT["train[:0shard]"] = TOY_EXPECT["all"][:8]
+TOY_EVEN = [  # tfds.even_splits('train', 3) on the fixture: (shard, skip, take)
+    [(0, 0, 7), (1, 0, 1), (2, 0, 9)],
+    [(2, 9, 3), (3, 0, 5), (4, 0, 8)],
+    [(4, 8, 1), (5, 0, 3), (6, 0, 10), (7, 0, 2)],
+]
+
+
+@pytest.mark.parametrize("spec", sorted(TOY_EXPECT))
+def test_fixture_directory(spec: str) -> None:
+    info = DatasetInfo.load(TOY_DIR)
+    instructions = file_instructions(info, spec)
+    assert rows(instructions) == TOY_EXPECT[spec]
+    for fi in instructions:
+        assert os.path.dirname(fi.filename) == os.fspath(TOY_DIR)
+        assert os.path.isfile(fi.filename)
+
+
+def test_fixture_even_splits() -> None:
+    info = DatasetInfo.load(TOY_DIR)
+    got = [
+        [(fi.shard_index, fi.skip, fi.take) for fi in file_instructions(info, sub)]
+        for sub in even_splits("train", 3, info=info)
+    ]
+    assert got == TOY_EVEN
+
+
+def test_imagenet_44_45_percent() -> None:
+    info = DatasetInfo.from_catalog("imagenet2012")
+    got = file_instructions(info, "train[44%:45%]")
+    assert len(got) == 11
+    assert rows(got)[0] == ["imagenet2012-train.tfrecord-00450-of-01024", 700, 551, 1251]
+    assert rows(got)[-1] == ["imagenet2012-train.tfrecord-00460-of-01024", 0, 1001, 1251]
+    assert all(fi.skip == 0 and fi.takes_all for fi in got[1:-1])
+    assert [fi.shard_index for fi in got] == list(range(450, 461))
+
+
+def test_imagenet_67_84_percent() -> None:
+    got = file_instructions(DatasetInfo.from_catalog("imagenet2012"), "train[67%:84%]")
+    assert len(got) == 175
+    assert rows(got)[0] == ["imagenet2012-train.tfrecord-00686-of-01024", 100, 1151, 1251]
+    assert rows(got)[-1] == ["imagenet2012-train.tfrecord-00860-of-01024", 0, 200, 1251]
+
+
+@pytest.mark.parametrize(
+    ("percent", "boundary"),
+    [("1", 12812), ("10", 128117), ("25", 320292), ("50", 640584), ("99", 1268355)],
+)
+def test_imagenet_percent_boundaries(percent: str, boundary: int) -> None:
+    got = file_instructions(DatasetInfo.from_catalog("imagenet2012"), f"train[:{percent}%]")
+    assert sum(fi.num_records for fi in got) == boundary
+
+
+# ---------------------------------------------------------------------------------------------
+# Resolution arithmetic
+
+
+@pytest.mark.parametrize(
+    ("spec", "n", "count"),
+    [
+        # binary64, multiply first, ties to even: decimal arithmetic would disagree.
+        ("train[:1.1%]", 1500, 17),
+        ("train[:0.68%]", 1250, 9),
+        ("train[:0.34%]", 2500, 9),
+        ("train[:0.06%]", 2500, 2),
+        ("train[:50%]", 5, 2),
+        ("train[:50%]", 7, 4),
+        ("train[:50%]", 1, 0),
+        ("train[:25%]", 10, 2),
+        ("train[:35%]", 10, 4),
+        ("train[:15%]", 10, 2),
+        ("train[-2.5%:]", 100, 2),  # round(-2.5) == -2, so from = 98
+        ("train[:-2.5%]", 100, 98),
+        ("train[-25%:]", 10, 2),
+        ("train[33.3%:66.6%]", 100, 34),
+    ],
+)
+def test_percent_rounding(spec: str, n: int, count: int) -> None:
+    info = DatasetInfo("ds", {"train": [n]})
+    assert sum(fi.num_records for fi in file_instructions(info, spec)) == count
+
+
+@pytest.mark.parametrize(
+    ("spec", "selected"),
+    [
+        ("train[:2shard]", [(0, 10)]),
+        ("train[1shard]", []),
+        ("train[0shard]", [(0, 10)]),
+        ("train[-0shard]", [(0, 10)]),
+        ("train[-1shard]", [(50, 100)]),
+        ("train[-2shard:]", [(35, 100)]),
+        ("train[:0shard]", [(0, 100)]),
+        ("train[:-0shard]", [(0, 100)]),
+        ("train[:4shard]", [(0, 50)]),
+        ("train[:9shard]", [(0, 100)]),
+        ("train[-9shard:]", [(0, 100)]),
+        ("train[7shard:]", []),
+        ("train[5shard]", []),
+        ("train[:-5shard]", []),
+        ("train[-6shard]", []),
+        ("train[:-6shard]", [(0, 50)]),
+        ("train[1shard:-0shard]", [(10, 100)]),
+        ("train[5shard:7]", []),
+        ("train[10:5]", []),
+        ("train[3shard:-4shard]", []),
+        ("train[:-0]", []),
+        ("train[0:0]", []),
+        ("train[:-100%]", []),
+        ("train[5:5]", []),
+        ("train[-0%:]", [(0, 100)]),
+        ("train[-10%:-5%]", [(90, 95)]),
+        ("train[67%:84%]", [(67, 84)]),
+        ("train[1_0:]", [(10, 100)]),
+        ("train[-100:]", [(0, 100)]),
+    ],
+)
+def test_notes_layout(spec: str, selected: list[tuple[int, int]]) -> None:
+    expected = [("train", i) for a, b in selected for i in range(a, b)]
+    assert records(NOTES, file_instructions(NOTES, spec)) == expected
+
+
+def test_all_follows_dataset_info_order_and_duplicates_are_kept() -> None:
+    legacy = DatasetInfo("mnist", {"test": [3], "train": [2, 2]})
+    assert [fi.split for fi in file_instructions(legacy, "all")] == ["test", "train", "train"]
+    twice = file_instructions(NOTES, "train[:50]+train[:25]")
+    assert records(NOTES, twice)[50:] == [("train", i) for i in range(25)]
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("Train", "Unknown split 'Train'. Should be one of ['train', 'test', 'validation']."),
+        (
+            "train+nosuch[:5]",
+            "Unknown split 'nosuch'. Should be one of ['train', 'test', 'validation'].",
+        ),
+        ("train[:50%]+test[10:20]", "Requested slice [10:20] incompatible with 10 examples."),
+        ("train[-101:]", "Requested slice [-101:100] incompatible with 100 examples."),
+        ("train[:101]", "Requested slice [:101] incompatible with 100 examples."),
+        ("test[0:11]", "Requested slice [:11] incompatible with 10 examples."),
+    ],
+)
+def test_resolution_errors_are_not_prefixed(spec: str, message: str) -> None:
+    with pytest.raises(SplitError) as info:
+        file_instructions(NOTES, spec)
+    assert info.value.tfds_message == message
+    assert str(info.value).startswith(message + "\n")
+
+
+def test_inverted_range_inside_one_shard_gives_a_negative_take() -> None:
+    (fi,) = file_instructions(NOTES, "train[-5:-10]")
+    assert (fi.skip, fi.take, fi.examples_in_shard, fi.num_records) == (45, -5, 50, 5)
+    assert not fi.takes_all
+    # A computed take of exactly -1 means "to the end" (TFDS's constructor rule).
+    (fi,) = file_instructions(NOTES, "train[-5:-6]")
+    assert (fi.skip, fi.take) == (45, 5)
+
+
+def test_full_paths_with_data_dir() -> None:
+    info = DatasetInfo("ds", {"train": [3, 4]}, data_dir="/data/ds/1.0.0")
+    (first, second) = file_instructions(info, "train[2:5]")
+    assert first.filename == os.path.join("/data/ds/1.0.0", "ds-train.tfrecord-00000-of-00002")
+    assert (first.split, first.shard_index, second.shard_index) == ("train", 0, 1)
+
+
+def test_read_instruction_and_split_spec_inputs() -> None:
+    combined = ReadInstruction("train", to=10, unit="%") + "test"
+    assert rows(file_instructions(NOTES, combined)) == rows(
+        file_instructions(NOTES, "train[:10%]+test")
+    )
+    with pytest.raises(TypeError):
+        file_instructions(NOTES, 5)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------------------------
+# pct1_dropremainder (API only)
+
+
+def _pct1(from_: Any = None, to: Any = None) -> ReadInstruction:
+    return ReadInstruction("train", from_=from_, to=to, unit="%", rounding="pct1_dropremainder")
+
+
+def test_pct1_dropremainder() -> None:
+    info = DatasetInfo("ds", {"train": [500, 505]})
+    # TFDS 4.9.10 yields (333.0, 167.0) and (0, 166.0): the same whole numbers.
+    assert rows(file_instructions(info, _pct1(33.3, 66.6))) == [
+        ["ds-train.tfrecord-00000-of-00002", 333, 167, 500],
+        ["ds-train.tfrecord-00001-of-00002", 0, 166, 505],
+    ]
+    assert rows(file_instructions(info, _pct1(-99.5)))[0] == [
+        "ds-train.tfrecord-00000-of-00002",
+        10,
+        490,
+        500,
+    ]
+    assert rows(file_instructions(info, _pct1(10, 20))) == [
+        ["ds-train.tfrecord-00000-of-00002", 100, 100, 500]
+    ]
+
+
+def test_pct1_dropremainder_small_split() -> None:
+    small = DatasetInfo("ds", {"train": [99]})
+    with pytest.raises(SplitError) as info:
+        file_instructions(small, _pct1(to=20))
+    assert info.value.tfds_message == (
+        'Using "pct1_dropremainder" rounding on a split with less than 100 elements is '
+        "forbidden: it always results in an empty dataset."
+    )
+    assert sum(fi.num_records for fi in file_instructions(small, _pct1())) == 99
+
+
+def test_pct1_dropremainder_fractions_are_refused() -> None:
+    with pytest.raises(SplitError, match="not a whole number"):
+        file_instructions(DatasetInfo("ds", {"train": [1005]}), _pct1(33.35))
+
+
+# ---------------------------------------------------------------------------------------------
+# FileInstruction
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((0, 1, -1), "examples_in_shard should be >= 0! Was -1."),
+        ((-1, 1, 5), "skip should be between 0 and 5! Was -1."),
+        ((6, 0, 5), "skip should be between 0 and 5! Was 6."),
+        ((2, 4, 5), "skip (2) + take (4) should be <= examples_in_shard (5)!"),
+    ],
+)
+def test_file_instruction_invariants(args: tuple[int, int, int], message: str) -> None:
+    with pytest.raises(SplitError) as info:
+        FileInstruction("f", *args)
+    assert info.value.tfds_message == message
+
+
+def test_file_instruction_take_minus_one_means_rest() -> None:
+    fi = FileInstruction("f", 2, -1, 5)
+    assert (fi.take, fi.num_records, fi.takes_all) == (3, 3, True)
+    kept = FileInstruction("f", 4, -3, 5)
+    assert (kept.take, kept.num_records) == (-3, 1)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"skip": 1.0}, {"take": True}, {"filename": 3}, {"split": 1}, {"shard_index": "0"}],
+)
+def test_file_instruction_types(kwargs: dict[str, Any]) -> None:
+    arguments: dict[str, Any] = {
+        "filename": "f",
+        "skip": 0,
+        "take": 1,
+        "examples_in_shard": 2,
+    } | kwargs
+    with pytest.raises(TypeError):
+        FileInstruction(**arguments)
+
+
+def test_file_instruction_negative_shard_index() -> None:
+    with pytest.raises(SplitError):
+        FileInstruction("f", 0, 1, 2, shard_index=-1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Strict mode
+
+
+@pytest.mark.parametrize(
+    ("spec", "fragment"),
+    [
+        ("train[:50]+train[:25]", "overlaps"),
+        ("train+train", "overlaps"),
+        ("test+all", "overlaps"),
+        ("train[10:5]", "inverted"),
+        ("train[-5:-10]", "inverted"),
+        ("train[:0shard]", "0shard"),
+        ("train[:-0shard]", "0shard"),
+        ("train[2shard:0shard]", "0shard"),
+        ("train[:-6shard]", "outside [-5, 5]"),
+        ("train[7shard:]", "outside [-5, 5]"),
+        ("train[-6shard]", "outside [-5, 5]"),
+        ("train[5shard]", "outside [-5, 5]"),
+    ],
+)
+def test_strict_rejects_quirks(spec: str, fragment: str) -> None:
+    file_instructions(NOTES, spec)  # compatibility mode accepts them
+    with pytest.raises(SplitError) as info:
+        file_instructions(NOTES, spec, strict=True)
+    assert fragment in str(info.value)
+    assert info.value.spec == spec
+
+
+@pytest.mark.parametrize("spec", ["train[5:5]", "train[1shard]", "test+train[:0]"])
+def test_strict_rejects_empty_parts(spec: str) -> None:
+    file_instructions(NOTES, spec)  # compatibility mode accepts them
+    with pytest.raises(EmptySplitError, match="selects no records"):
+        file_instructions(NOTES, spec, strict=True)
+
+
+def test_empty_result_is_an_empty_list_in_compat_mode() -> None:
+    assert file_instructions(NOTES, "train[5:5]") == []
+
+
+@pytest.mark.parametrize(
+    "spec", ["train", "train[-1shard]", "train[:50%]+train[50%:]", "all", "test+train[:-1shard]"]
+)
+def test_strict_accepts_clean_specs(spec: str) -> None:
+    assert file_instructions(NOTES, spec, strict=True) == file_instructions(NOTES, spec)
+
+
+# ---------------------------------------------------------------------------------------------
+# even_splits / split_for_process
+
+
+def test_even_splits_examples() -> None:
+    eleven = DatasetInfo("ds", {"train": [4, 4, 3], "test": [6]})
+    assert even_splits("train", 3, info=eleven) == ["train[0:4]", "train[4:8]", "train[8:11]"]
+    assert even_splits("train", 3, info=eleven, drop_remainder=True) == [
+        "train[0:3]",
+        "train[3:6]",
+        "train[6:9]",
+    ]
+    assert rows(
+        file_instructions(eleven, even_splits("train", 3, info=eleven, drop_remainder=True)[1])
+    ) == [
+        ["ds-train.tfrecord-00000-of-00003", 3, 1, 4],
+        ["ds-train.tfrecord-00001-of-00003", 0, 2, 4],
+    ]
+    assert split_for_process("train", 1, 4, info=eleven) == "train[3:6]"
+    assert even_splits("train[2:]+test", 2, info=eleven) == [
+        "train[2:7]+test[0:3]",
+        "train[7:11]+test[3:6]",
+    ]
+    assert even_splits("train", 20, info=eleven)[15] == "train[11:11]"
+    assert file_instructions(eleven, even_splits("train", 20, info=eleven)[15]) == []
+    composed = even_splits("test", 2, info=eleven)[0] + "+train[:5]"
+    assert rows(file_instructions(eleven, composed)) == [
+        ["ds-test.tfrecord-00000-of-00001", 0, 3, 6],
+        ["ds-train.tfrecord-00000-of-00003", 0, 4, 4],
+        ["ds-train.tfrecord-00001-of-00003", 0, 1, 4],
+    ]
+
+
+def test_even_splits_of_an_inverted_range() -> None:
+    with pytest.raises(SplitError) as info:
+        even_splits("train[5:2]", 2, info=DatasetInfo("ds", {"train": [11]}))
+    assert info.value.tfds_message == "start=5, end=2"
+
+
+@pytest.mark.parametrize(
+    ("call", "fragment"),
+    [
+        (lambda info: even_splits("train", 0, info=info), "positive int"),
+        (lambda info: split_for_process("train", 4, 4, info=info), "[0, 4)"),
+        (lambda info: split_for_process("train", -1, 4, info=info), "[0, 4)"),
+        (lambda info: even_splits("train", 12, info=info, strict=True), "some would be empty"),
+        (lambda info: even_splits("train+train[:5]", 2, info=info, strict=True), "overlaps"),
+        (
+            lambda info: even_splits("train", 3, info=info, strict=True, drop_remainder=True),
+            "2 of its 11",
+        ),
+    ],
+)
+def test_even_splits_rejects(call: Any, fragment: str) -> None:
+    with pytest.raises(SplitError, match=fragment.replace("[", r"\[").replace(")", r"\)")):
+        call(DatasetInfo("ds", {"train": [11]}))
+
+
+# ---------------------------------------------------------------------------------------------
+# Properties
+
+
+@given(dataset_infos(), st.integers(0, 10**6), st.integers(0, 10**6))
+@example(NOTES, 0, 100)
+@example(NOTES, 10, 35)  # exactly the empty shard's position
+@example(NOTES, 99, 100)
+def test_absolute_slices_cover_exactly_their_records(info: DatasetInfo, x: int, y: int) -> None:
+    name = next(iter(info.splits))
+    n = info.splits[name].num_examples
+    a, b = sorted((x % (n + 1), y % (n + 1)))
+    got = file_instructions(info, f"{name}[{a}:{b}]")
+    assert records(info, got) == [(name, i) for i in range(a, b)]
+    assert all(fi.examples_in_shard > 0 and fi.num_records > 0 for fi in got)
+    shards = [fi.shard_index or 0 for fi in got]
+    assert shards == sorted(set(shards))  # each shard once, in shard order
+
+
+@given(dataset_infos(min_splits=1), st.integers(1, 9), st.booleans())
+def test_even_splits_partition_each_split(info: DatasetInfo, count: int, drop: bool) -> None:
+    for name, split in info.splits.items():
+        subs = even_splits(name, count, info=info, drop_remainder=drop)
+        assert len(subs) == count
+        pieces = [records(info, file_instructions(info, sub)) for sub in subs]
+        sizes = [len(piece) for piece in pieces]
+        n = split.num_examples
+        kept = n - n % count if drop else n
+        assert [r for piece in pieces for r in piece] == [(name, i) for i in range(kept)]
+        assert max(sizes) - min(sizes) <= (0 if drop else 1)
+        assert sizes == sorted(sizes, reverse=True)
+
+
+@given(dataset_infos(), st.integers(1, 9), st.booleans())
+def test_strict_even_splits_are_strict_clean(info: DatasetInfo, count: int, drop: bool) -> None:
+    spec = "+".join(info.splits)
+    sizes = [split.num_examples for split in info.splits.values()]
+    clean = all(size >= count and not (drop and size % count) for size in sizes)
+    if not clean:
+        with pytest.raises(SplitError):
+            even_splits(spec, count, info=info, drop_remainder=drop, strict=True)
+        return
+    subs = even_splits(spec, count, info=info, drop_remainder=drop, strict=True)
+    assert subs == even_splits(spec, count, info=info, drop_remainder=drop)
+    for sub in subs:
+        assert file_instructions(info, sub, strict=True) == file_instructions(info, sub)
+
+
+@given(st.integers(0, 5000), percent_bounds())
+@example(1500, 1.1)
+@example(1250, 0.68)
+@example(2500, 0.06)
+@example(1281167, 50.0)
+@example(100, -2.5)
+def test_percent_bound_equals_documented_absolute_bound(n: int, percent: float) -> None:
+    info = DatasetInfo("ds", {"train": [n]})
+    k = round(percent * n / 100.0)
+    k = k + n if k < 0 else k
+    assert file_instructions(info, f"train[{percent}%:]") == file_instructions(info, f"train[{k}:]")
+    assert file_instructions(info, f"train[:{percent}%]") == file_instructions(info, f"train[:{k}]")
+
+
+@given(dataset_infos(), st.data())
+def test_single_shard_form_selects_that_shard(info: DatasetInfo, data: Any) -> None:
+    name = next(iter(info.splits))
+    split = info.splits[name]
+    k = data.draw(st.integers(0, split.num_shards - 1))
+    got = file_instructions(info, f"{name}[{k}shard]")
+    assert [(fi.shard_index, fi.skip, fi.take) for fi in got] == (
+        [(k, 0, split.shard_lengths[k])] if split.shard_lengths[k] else []
+    )
+    negative = file_instructions(info, f"{name}[{k - split.num_shards}shard]")
+    assert negative == got
+
+
+@given(dataset_infos(), st.data())
+def test_strict_mode_accepts_disjoint_non_empty_parts(info: DatasetInfo, data: Any) -> None:
+    parts = []
+    for name, split in info.splits.items():
+        cuts = sorted(data.draw(st.sets(st.integers(0, split.num_examples), max_size=6)))
+        parts += [f"{name}[{a}:{b}]" for a, b in zip(cuts[::2], cuts[1::2]) if a < b]
+    if not parts:
+        return
+    spec = "+".join(data.draw(st.permutations(parts)))
+    assert file_instructions(info, spec, strict=True) == file_instructions(info, spec)

@@ -1,6 +1,8 @@
 """Subcommands of the planning layer (registered by :mod:`readplan.cli`).
 
-``plan`` prints the file instructions of a split (``specs/splits.md``).
+``plan`` prints the file instructions of a split (``specs/splits.md``); ``order`` prints
+the read order of an epoch (``specs/order.md``) and ``checkpoint`` the read state at a
+position (``specs/checkpoint.md``).
 :func:`load_dataset` turns the DATASET argument shared by the planning subcommands into a
 :class:`~readplan.dataset_info.DatasetInfo`.
 """
@@ -14,8 +16,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from readplan.dataset_info import DatasetInfo, catalog_names
-from readplan.errors import DatasetInfoError, EmptySplitError
+from readplan.errors import ConfigError, DatasetInfoError, EmptySplitError
 from readplan.instructions import FileInstruction, file_instructions
+from readplan.plan import EpochOrder, InputContext, ReadConfig, ReadPlan
 
 _EMPTY_MESSAGE = "Instruction [] corresponds to no data!"
 
@@ -23,6 +26,8 @@ _EMPTY_MESSAGE = "Instruction [] corresponds to no data!"
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     """Add this layer's subcommands to ``subparsers``."""
     register_plan(subparsers)
+    register_order(subparsers)
+    register_checkpoint(subparsers)
 
 
 def add_dataset_argument(parser: argparse.ArgumentParser) -> None:
@@ -143,3 +148,180 @@ def _plan_table(info: DatasetInfo, spec: str, instructions: Sequence[FileInstruc
     if any(fi.take < 0 for fi in instructions):
         lines.append("note: a negative take reads the rest of its file (TFDS inverted-range quirk)")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# order and checkpoint
+
+
+def _add_read_config_arguments(parser: argparse.ArgumentParser) -> None:
+    add_dataset_argument(parser)
+    parser.add_argument("spec", metavar="SPEC", help="a TFDS split string, e.g. 'train[:10%%]'")
+    group = parser.add_argument_group("read configuration (TFDS's ReadConfig)")
+    group.add_argument(
+        "--cycle-length",
+        type=int,
+        default=None,
+        help="interleave_cycle_length (default: TFDS's, 16, or 1 for ordered datasets)",
+    )
+    group.add_argument(
+        "--block-length", type=int, default=16, help="interleave_block_length (default 16)"
+    )
+    group.add_argument("--shuffle-files", action="store_true", help="shuffle_files=True")
+    group.add_argument("--seed", type=int, default=None, help="shuffle_seed of the file shuffle")
+    group.add_argument(
+        "--no-reshuffle",
+        action="store_true",
+        help="shuffle_reshuffle_each_iteration=False: every epoch uses the same file order",
+    )
+    group.add_argument(
+        "--input-context",
+        metavar="ID/N",
+        default=None,
+        help="input_context: read the files of pipeline ID out of N (e.g. 0/4)",
+    )
+    parser.add_argument("--epoch", type=int, default=0, help="epoch, counted from 0 (default 0)")
+
+
+def _plan_from_args(args: argparse.Namespace) -> ReadPlan:
+    info = load_dataset(args.dataset)
+    config = ReadConfig(
+        interleave_cycle_length=args.cycle_length,
+        interleave_block_length=args.block_length,
+        shuffle_files=args.shuffle_files,
+        shuffle_seed=args.seed,
+        shuffle_reshuffle_each_iteration=False if args.no_reshuffle else None,
+        input_context=_input_context(args.input_context),
+    )
+    return ReadPlan(info, args.spec, config)
+
+
+def _input_context(text: str | None) -> InputContext | None:
+    if text is None:
+        return None
+    pipeline, _, count = text.partition("/")
+    if not (pipeline.isdigit() and count.isdigit()):
+        raise ConfigError(
+            f"--input-context must look like ID/N (e.g. 0/4), got {text!r}",
+            field="input_context",
+            value=text,
+        )
+    return InputContext(int(pipeline), int(count))
+
+
+def register_order(subparsers: argparse._SubParsersAction[Any]) -> None:
+    parser = subparsers.add_parser(
+        "order",
+        help="print the exact order TFDS reads an epoch in",
+        description="Print which record comes at each position of an epoch, exactly as TFDS "
+        "reads it (interleave, seeded per-epoch file shuffle), without reading any record.",
+    )
+    _add_read_config_arguments(parser)
+    parser.add_argument("--start", type=int, default=0, help="first position (default 0)")
+    parser.add_argument(
+        "--count", type=int, default=None, help="number of positions (default: to the end)"
+    )
+    parser.add_argument(
+        "--format",
+        choices=("global", "tfds_id", "json"),
+        default="global",
+        help="global: TFDS guide's global ids; tfds_id: '<file>__<index>'; json: one object "
+        "per line with every field",
+    )
+    parser.set_defaults(handler=run_order)
+
+
+def run_order(args: argparse.Namespace) -> int:
+    plan = _plan_from_args(args)
+    if args.count is not None and args.count < 0:
+        raise ConfigError(
+            f"--count must be >= 0, got {args.count}", field="count", value=args.count
+        )
+    stop = (
+        plan.num_examples if args.count is None else min(plan.num_examples, args.start + args.count)
+    )
+    if args.start > stop:
+        plan.locate(args.epoch, args.start)  # raises the out-of-range error with the valid range
+    remaining = stop - args.start
+    if remaining == 0:
+        return 0
+    chunk_size = min(remaining, 1 << 16)
+    for chunk in plan.iter_epoch(args.epoch, chunk_size=chunk_size, start=args.start):
+        take = min(len(chunk), remaining)
+        print("\n".join(_format_chunk(plan, chunk, take, args.format)))
+        remaining -= take
+        if remaining == 0:
+            break
+    return 0
+
+
+def _format_chunk(plan: ReadPlan, chunk: EpochOrder, take: int, fmt: str) -> list[str]:
+    if fmt == "global":
+        return [str(v) for v in chunk.global_ids()[:take].tolist()]
+    ids = chunk.tfds_ids()[:take]
+    if fmt == "tfds_id":
+        return ids
+    globals_ = chunk.global_ids()[:take].tolist()
+    lines = []
+    for k in range(take):
+        file_index = int(chunk.file_index[k])
+        instruction = plan.instructions[file_index]
+        lines.append(
+            json.dumps(
+                {
+                    "position": chunk.start + k,
+                    "file_index": file_index,
+                    "split": instruction.split,
+                    "shard_index": instruction.shard_index,
+                    "record_index": int(chunk.record_index[k]),
+                    "global_id": globals_[k],
+                    "tfds_id": ids[k],
+                }
+            )
+        )
+    return lines
+
+
+def register_checkpoint(subparsers: argparse._SubParsersAction[Any]) -> None:
+    parser = subparsers.add_parser(
+        "checkpoint",
+        help="print (or save) the read state at a position of an epoch",
+        description="Compute the complete read state after POSITION records of an epoch "
+        "(interleave slots, cursor, per-file progress) without reading any record, and "
+        "print it as checkpoint JSON or save it; optionally print the FileInstructions "
+        "that let TFDS continue exactly.",
+    )
+    _add_read_config_arguments(parser)
+    parser.add_argument("--position", type=int, required=True, help="records already read")
+    parser.add_argument("-o", "--output", default=None, help="save the checkpoint to this file")
+    parser.add_argument(
+        "--instructions",
+        choices=("remaining", "resume"),
+        default=None,
+        help="print FileInstructions instead: 'remaining' (unread records per file) or "
+        "'resume' (the list tf.data's interleave reads in exactly the remaining order)",
+    )
+    parser.set_defaults(handler=run_checkpoint)
+
+
+def run_checkpoint(args: argparse.Namespace) -> int:
+    plan = _plan_from_args(args)
+    checkpoint = plan.checkpoint(args.epoch, args.position)
+    if args.output is not None:
+        checkpoint.save(args.output)
+    if args.instructions is not None:
+        instructions = (
+            checkpoint.remaining_instructions()
+            if args.instructions == "remaining"
+            else checkpoint.resume_instructions()
+        )
+        print(
+            _plan_table(
+                plan.info,
+                f"{args.spec} @ epoch {args.epoch}, position {args.position}",
+                instructions,
+            )
+        )
+    elif args.output is None:
+        print(checkpoint.to_json(indent=2))
+    return 0

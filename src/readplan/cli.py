@@ -8,6 +8,7 @@ framing (``inspect``, ``index``), planning (``plan``, ``order``) and the reader 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -34,14 +35,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         status: int = args.handler(args)
-    except ReadplanError as err:
-        print(f"readplan {args.command}: error: {err}", file=sys.stderr)
-        return 2
-    except OSError as err:
-        print(f"readplan {args.command}: error: {err}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:  # pragma: no cover - output piped into `head`
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader of our output (e.g. `| head`) went away: that is not an error, but
+        # the interpreter must not try to flush into the closed pipe again at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except (ReadplanError, OSError) as err:
+        print(f"readplan {args.command}: error: {err}", file=sys.stderr)
+        return 2
     return status
 
 

@@ -1,0 +1,24 @@
+"""The public facade: every advertised name exists and errors subclass the built-ins."""
+
+from __future__ import annotations
+
+import readplan
+from readplan import errors
+
+
+def test_every_public_name_is_importable() -> None:
+    for name in readplan.__all__:
+        assert getattr(readplan, name) is not None, name
+
+
+def test_public_names_are_unique() -> None:
+    assert len(readplan.__all__) == len(set(readplan.__all__))
+
+
+def test_every_error_is_a_readplan_error_and_a_builtin() -> None:
+    for name in errors.__all__:
+        cls = getattr(errors, name)
+        assert issubclass(cls, readplan.ReadplanError)
+        if cls is not readplan.ReadplanError:
+            assert issubclass(cls, ValueError), name
+    assert issubclass(readplan.UnsupportedSplitError, NotImplementedError)

@@ -347,3 +347,36 @@ def test_out_of_range_queries() -> None:
         plan.position_of(0, 0, 0)
     with pytest.raises(ConfigError, match="epoch"):
         plan.epoch(-1)
+
+
+# TFDS 4.9.10 on the fixture: 'train[45:40]' gives shard 6 skip=8 take=-5 and fails while
+# reading with "Input dataset was expected to contain -5 elements but contained at least 1
+# element."; 'train[45:40]+test' fails after 8 records; 'train[44:43]' (take -1, "to the
+# end") reads records 7, 8, 9 of shard 6.
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("train[45:40]", "expected to contain -5 elements but contained at least 1 element."),
+        ("train[45:40]+test", "expected to contain 8 elements but contained at least 9 elements."),
+    ],
+)
+def test_negative_takes_fail_like_tfds_reading_them(spec: str, message: str) -> None:
+    info = DatasetInfo.load(TOY_DIR)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        ReadPlan(info, spec)
+
+
+def test_take_minus_one_reads_to_the_end_of_the_shard() -> None:
+    plan = ReadPlan(DatasetInfo.load(TOY_DIR), "train[44:43]")
+    assert plan.epoch(0).tfds_ids() == [
+        f"readplan_toy-train.tfrecord-00006-of-00008__{k}" for k in (7, 8, 9)
+    ]
+
+
+def test_input_context_skips_the_cardinality_check_as_tfds_does() -> None:
+    plan = ReadPlan(
+        DatasetInfo.load(TOY_DIR),
+        "train[45:40]+test",
+        ReadConfig(input_context=InputContext(0, 1)),
+    )
+    assert plan.num_examples == 2 + 13

@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from readplan.dataset_info import DatasetInfo
-from readplan.errors import ConfigError, EmptySplitError
+from readplan.errors import ConfigError, EmptySplitError, SplitError
 from readplan.instructions import FileInstruction, file_instructions
 from readplan.interleave import InterleaveSchedule
 from readplan.shuffle import buffer_shuffle, epoch_seed_pair, permutation, seed_pair
@@ -210,6 +210,7 @@ class ReadPlan:
             )
         self.instructions: tuple[FileInstruction, ...] = tuple(instructions)
         self._check_ordering_guard()
+        self._check_cardinality()
         self.selected = self._select_for_pipeline()
         self.lengths = np.array([fi.num_records for fi in self.instructions], dtype=np.int64)
         self.num_examples = int(self.lengths[self.selected].sum())
@@ -252,6 +253,32 @@ class ReadPlan:
                 field="interleave_cycle_length" if self.cycle_length != 1 else "shuffle_files",
                 value=self.cycle_length,
             )
+
+    def _check_cardinality(self) -> None:
+        """TFDS asserts the dataset holds sum(take) records, unless input_context is set.
+
+        Only TFDS's inverted-range quirk makes a take negative (other than -1, which
+        means "to the end"); tf.data then reads the rest of the file, more than the sum,
+        and TFDS fails mid-epoch.  readplan refuses such a plan up front.
+        """
+        negative = [fi for fi in self.instructions if fi.take < 0]
+        if not negative or self.config.input_context is not None:
+            return
+        expected = sum(fi.take for fi in self.instructions)
+        tfds_message = (
+            f"Input dataset was expected to contain {expected} elements but contained at "
+            f"least {max(expected, 0) + 1} element{'s' if max(expected, 0) + 1 != 1 else ''}."
+        )
+        first = negative[0]
+        raise SplitError(
+            f"{tfds_message}\nThe split {self.spec!r} has an inverted range inside one shard, "
+            f"which TFDS turns into {os.path.basename(first.filename)} skip={first.skip} "
+            f"take={first.take}; tf.data then reads the rest of that file and TFDS fails "
+            f"with the error above after {max(expected, 0)} records. Give the range as "
+            "[from:to] with from <= to.",
+            spec=self.spec,
+            tfds_message=tfds_message,
+        )
 
     def _select_for_pipeline(self) -> IntArray:
         everything = np.arange(len(self.instructions), dtype=np.int64)

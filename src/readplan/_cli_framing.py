@@ -1,10 +1,271 @@
-"""Subcommands of this layer (registered by :mod:`readplan.cli`)."""
+"""Subcommands of the framing layer (registered by :mod:`readplan.cli`).
+
+``inspect`` summarises TFRecord files: record count and sizes, compression, the features of
+the first examples, and every damaged region (read in skip mode, so nothing stops it).
+``index`` writes index sidecars (specs/tfrecord.md, "Index sidecar").
+
+Exit status: 0 when every file is sound, 1 when damage was found, 2 when a file could not
+be read at all.
+"""
 
 from __future__ import annotations
 
 import argparse
+import itertools
+import json
+import os
+import sys
+from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
 
-def register(subparsers: "argparse._SubParsersAction[Any]") -> None:
+from readplan import index as _index
+from readplan import tfrecord
+from readplan._progress import Progress
+from readplan.errors import CorruptRecordError, ReadplanError
+
+_COMPRESSION_CHOICES = {"auto": "auto", "none": None, "GZIP": "GZIP", "ZLIB": "ZLIB"}
+_STATUS_DAMAGED = 1
+_STATUS_UNREADABLE = 2
+
+
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     """Add this layer's subcommands to ``subparsers``."""
+    inspect = subparsers.add_parser(
+        "inspect",
+        help="summarise TFRecord files: records, sizes, features, damage",
+        description="Read each file completely (damaged regions are skipped and listed) and "
+        "print its record count, compression, record sizes and the features of its first "
+        "examples. Exit status 1 if any file is damaged, 2 if one cannot be read.",
+    )
+    inspect.add_argument("files", nargs="+", metavar="FILE")
+    inspect.add_argument("--json", action="store_true", help="print JSON instead of text")
+    inspect.add_argument(
+        "--examples",
+        type=_non_negative,
+        default=100,
+        metavar="N",
+        help="decode the first N records as tf.train.Example for the feature summary "
+        "(default 100, 0 to skip)",
+    )
+    _add_compression(inspect)
+    inspect.set_defaults(handler=run_inspect)
+
+    build = subparsers.add_parser(
+        "index",
+        help="write index sidecars (FILE.index) for O(1) counting and seeking",
+        description="Walk the record headers of each file and write FILE.index beside it. "
+        "Damaged files get no index (exit status 1).",
+    )
+    build.add_argument("files", nargs="+", metavar="FILE")
+    build.add_argument(
+        "--text",
+        action="store_true",
+        help="also write FILE.idx in the DALI / vahidk text form ('<offset> <size>' lines)",
+    )
+    _add_compression(build)
+    build.set_defaults(handler=run_index)
+
+
+def _add_compression(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--compression",
+        choices=sorted(_COMPRESSION_CHOICES),
+        default="auto",
+        help="how the files are compressed (default: detect from the first bytes)",
+    )
+
+
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative; pass 0 or more")
+    return value
+
+
+# ------------------------------------------------------------------------------ inspect
+def run_inspect(args: argparse.Namespace) -> int:
+    compression = _COMPRESSION_CHOICES[args.compression]
+    summaries = []
+    status = 0
+    with Progress("inspecting", total=len(args.files), unit=" files") as bar:
+        for path in args.files:
+            summary = _inspect_file(path, compression, args.examples)
+            summaries.append(summary)
+            if "error" in summary:
+                status = max(status, _STATUS_UNREADABLE)
+            elif summary["damage"]:
+                status = max(status, _STATUS_DAMAGED)
+            bar.advance()
+    if args.json:
+        print(json.dumps({"files": summaries}, indent=2))
+    else:
+        print("\n\n".join(_format_summary(summary) for summary in summaries))
+    return status
+
+
+def _inspect_file(path: str, compression: object, examples: int) -> dict[str, Any]:
+    report = tfrecord.CorruptionReport()
+    try:
+        records = tfrecord.read(path, compression=compression, on_corruption="skip", report=report)
+        head = list(itertools.islice(records, examples))
+        tail = np.fromiter(map(len, records), dtype=np.int64)
+        with open(path, "rb") as handle:
+            detected = _index.resolve_compression(handle.fileno(), compression)
+        file_bytes = os.path.getsize(path)
+    except (OSError, ReadplanError) as err:
+        print(f"readplan inspect: {path}: {err}", file=sys.stderr)
+        return {"path": path, "error": str(err)}
+    lengths = np.concatenate([np.array([len(r) for r in head], dtype=np.int64), tail])
+    summary: dict[str, Any] = {
+        "path": path,
+        "compression": detected,
+        "file_bytes": file_bytes,
+        "records": len(lengths),
+        "record_bytes": _size_stats(lengths),
+    }
+    summary.update(_feature_summary(head))
+    summary["damage"] = [_event_json(event) for event in report]
+    return summary
+
+
+def _size_stats(lengths: np.ndarray[Any, np.dtype[np.int64]]) -> dict[str, float] | None:
+    if len(lengths) == 0:
+        return None
+    return {
+        "total": int(lengths.sum()),
+        "min": int(lengths.min()),
+        "median": float(np.median(lengths)),
+        "max": int(lengths.max()),
+    }
+
+
+def _feature_summary(head: list[bytes]) -> dict[str, Any]:
+    """Feature keys, kinds and value counts over ``head``, or why there are none."""
+    if not head:
+        return {"features": None, "features_note": "no examples decoded"}
+    from readplan.example import decode
+
+    features: dict[str, dict[str, Any]] = {}
+    for number, raw in enumerate(head):
+        try:
+            decoded = decode(raw)
+        except ReadplanError as err:
+            return {
+                "features": None,
+                "features_note": f"record {number} is not a tf.train.Example ({err})",
+            }
+        for key, value in decoded.items():
+            kind = _kind(value)
+            entry = features.setdefault(
+                key, {"kind": kind, "examples": 0, "min_values": len(value), "max_values": 0}
+            )
+            if entry["kind"] != kind:
+                entry["kind"] = "mixed"
+            entry["examples"] += 1
+            entry["min_values"] = min(entry["min_values"], len(value))
+            entry["max_values"] = max(entry["max_values"], len(value))
+    note = f"over the first {len(head)} examples"
+    return {"features": dict(sorted(features.items())), "features_note": note}
+
+
+def _kind(value: object) -> str:
+    if isinstance(value, np.ndarray):
+        return "int64" if value.dtype.kind == "i" else "float"
+    return "bytes"
+
+
+def _event_json(event: tfrecord.CorruptionEvent) -> dict[str, Any]:
+    return {
+        "kind": event.kind,
+        "offset": event.offset,
+        "record_index": event.record_index,
+        "resume_offset": event.resume_offset,
+        "bytes_skipped": event.bytes_skipped,
+        "records_lost": event.records_lost,
+        "compressed_offset": event.compressed_offset,
+        "message": event.message,
+    }
+
+
+def _format_summary(summary: dict[str, Any]) -> str:
+    if "error" in summary:
+        return f"{summary['path']}\n  error: {summary['error']}"
+    lines = [
+        summary["path"],
+        f"  compression: {summary['compression'] or 'none'}",
+        f"  file size:   {summary['file_bytes']:,} bytes",
+        f"  records:     {summary['records']:,}",
+    ]
+    sizes = summary["record_bytes"]
+    if sizes is not None:
+        lines.append(
+            f"  record size: total {sizes['total']:,} / min {sizes['min']:,} / median "
+            f"{sizes['median']:,.0f} / max {sizes['max']:,} bytes"
+        )
+    lines.extend(_format_features(summary["features"], summary["features_note"]))
+    lines.extend(_format_damage(summary["damage"]))
+    return "\n".join(lines)
+
+
+def _format_features(features: dict[str, Any] | None, note: str) -> list[str]:
+    if features is None:
+        return [f"  features:    none ({note})"]
+    lines = [f"  features ({note}):"]
+    width = max([len(key) for key in features] + [7])
+    lines.append(f"    {'feature':<{width}}  kind   in examples  values")
+    for key, entry in features.items():
+        values = f"{entry['min_values']}..{entry['max_values']}"
+        lines.append(f"    {key:<{width}}  {entry['kind']:<5}  {entry['examples']:>11}  {values}")
+    return lines
+
+
+def _format_damage(damage: list[dict[str, Any]]) -> list[str]:
+    if not damage:
+        return ["  damage:      none"]
+    lines = [f"  damage:      {len(damage)} region(s)"]
+    for event in damage:
+        skipped = event["bytes_skipped"]
+        extent = f", {skipped:,} bytes skipped" if skipped is not None else ""
+        lines.append(
+            f"    {event['kind']} at offset {event['offset']:,} (record {event['record_index']})"
+            f"{extent}"
+        )
+    return lines
+
+
+# -------------------------------------------------------------------------------- index
+def run_index(args: argparse.Namespace) -> int:
+    compression = _COMPRESSION_CHOICES[args.compression]
+    status = 0
+    total = sum(_size_or_zero(path) for path in args.files)
+    with Progress("indexing", total=total, unit="B") as bar:
+        for number, path in enumerate(args.files, start=1):
+            bar.label = f"indexing file {number}/{len(args.files)}"
+            status = max(status, _index_file(path, compression, args.text, bar))
+    return status
+
+
+def _index_file(path: str, compression: object, text: bool, bar: Progress) -> int:
+    try:
+        written = _index.build_index(path, compression=compression, progress=bar.advance)
+    except CorruptRecordError as err:
+        print(f"readplan index: {err} (no index written)", file=sys.stderr)
+        return _STATUS_DAMAGED
+    except (OSError, ReadplanError) as err:
+        print(f"readplan index: {path}: {err}", file=sys.stderr)
+        return _STATUS_UNREADABLE
+    built = _index.load_index(path, compression=compression, index_path=written)
+    outputs: Iterable[str] = [written]
+    if text:
+        outputs = [written, _index.export_text(built, path + ".idx")]
+    print(f"{path}: {len(built)} records -> {', '.join(outputs)}")
+    return 0
+
+
+def _size_or_zero(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0

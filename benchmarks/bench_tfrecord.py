@@ -1,0 +1,163 @@
+"""Read and count throughput of readplan.tfrecord against the plain reference reader.
+
+Usage: python benchmarks/bench_tfrecord.py [--passes N] [--keep DIR]
+
+Builds its files in a temporary directory:
+
+* small:  1,000,000 records of 100 bytes;
+* varied: 1,000,000 records of 50-150 bytes (sizes drawn with a fixed seed), because equal
+  sizes let readplan confirm whole runs of frames at once;
+* large:  2,000 records of 100 KiB.
+
+Each measurement is the median of N passes (default 5) after one warm-up pass; readplan and
+the anchor alternate within each round so that both see the same machine state.  The anchor
+is the plain reader every TFRecord user starts from: read 8 length bytes, 4 CRC bytes, the
+data and its CRC with four ``read`` calls per record, checking both CRCs.  ``copy+crc`` is
+the ceiling for large records: reading the file in 1 MiB pieces and computing CRC32C over
+them, without any framing.  ``count`` is timed without and with an index sidecar.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import struct
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import TypeVar
+
+from crc32c import crc32c
+
+from readplan import tfrecord
+from readplan.index import build_index, index_path_for
+
+SMALL = ("small", 1_000_000, 100)
+LARGE = ("large", 2_000, 100 * 1024)
+VARIED = ("varied", 1_000_000, None)
+T = TypeVar("T")
+
+
+def _mask(crc: int) -> int:
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def anchor_reader(path: str) -> Iterator[bytes]:
+    """The reference reader: four buffered reads per record, both CRCs checked."""
+    with open(path, "rb") as handle:
+        while True:
+            length_bytes = handle.read(8)
+            if len(length_bytes) < 8:
+                return
+            (length_crc,) = struct.unpack("<I", handle.read(4))
+            if _mask(crc32c(length_bytes)) != length_crc:
+                raise ValueError("corrupt length field")
+            (length,) = struct.unpack("<Q", length_bytes)
+            data = handle.read(length)
+            (data_crc,) = struct.unpack("<I", handle.read(4))
+            if _mask(crc32c(data)) != data_crc:
+                raise ValueError("corrupt record")
+            yield data
+
+
+def copy_and_crc(path: str) -> Iterator[bytes]:
+    """No framing: 1 MiB reads and their CRC32C, the ceiling for large records."""
+    with open(path, "rb", buffering=0) as handle:
+        while piece := handle.read(1 << 20):
+            crc32c(piece)
+            yield piece
+
+
+def consume(records: Iterable[bytes]) -> tuple[int, int]:
+    count = size = 0
+    for record in records:
+        count += 1
+        size += len(record)
+    return count, size
+
+
+def make_file(directory: str, name: str, count: int, size: int | None) -> str:
+    path = os.path.join(directory, f"{name}.tfrecord")
+    payload = bytes(range(256)) * (102_400 // 256 + 1)
+    sizes = random.Random(0)
+
+    def records() -> Iterator[bytes]:
+        for i in range(count):
+            length = size if size is not None else sizes.randint(50, 150)
+            yield (i.to_bytes(8, "little") + payload)[:length]
+
+    tfrecord.write(path, records())
+    return path
+
+
+def median_seconds(
+    contenders: dict[str, Callable[[], T]], passes: int
+) -> dict[str, tuple[float, T]]:
+    """Median wall time of each contender; rounds alternate between them."""
+    results = {name: action() for name, action in contenders.items()}  # warm-up
+    times: dict[str, list[float]] = {name: [] for name in contenders}
+    for _ in range(passes):
+        for name, action in contenders.items():
+            start = time.perf_counter()
+            results[name] = action()
+            times[name].append(time.perf_counter() - start)
+    return {name: (statistics.median(times[name]), results[name]) for name in contenders}
+
+
+def bench_read(path: str, label: str, passes: int, *, ceiling: bool) -> None:
+    contenders: dict[str, Callable[[], tuple[int, int]]] = {
+        "anchor": lambda: consume(anchor_reader(path)),
+        "readplan": lambda: consume(tfrecord.read(path, verify=True)),
+    }
+    if ceiling:
+        contenders["copy+crc"] = lambda: consume(copy_and_crc(path))
+    timed = median_seconds(contenders, passes)
+    anchor_seconds, anchor_result = timed["anchor"]
+    if timed["readplan"][1] != anchor_result:
+        raise SystemExit(f"{label}: readplan read {timed['readplan'][1]}, anchor {anchor_result}")
+    records, _ = anchor_result
+    file_bytes = os.path.getsize(path)
+    for name, (seconds, _) in timed.items():
+        rate = "" if name == "copy+crc" else f"{records / seconds / 1e6:8.2f} M rec/s"
+        print(
+            f"  read {label:<7} {name:<9} {seconds:8.3f} s  {rate:>15}  "
+            f"{file_bytes / seconds / 1e9:6.2f} GB/s  x{anchor_seconds / seconds:5.2f} anchor"
+        )
+
+
+def bench_count(path: str, label: str, passes: int) -> None:
+    sidecar = index_path_for(path)
+    if os.path.exists(sidecar):
+        os.unlink(sidecar)
+    timed = median_seconds({"no index": lambda: tfrecord.count(path)}, passes)
+    build_index(path)
+    timed.update(median_seconds({"index": lambda: tfrecord.count(path)}, passes))
+    os.unlink(sidecar)
+    for name, (seconds, records) in timed.items():
+        print(
+            f"  count {label:<6} {name:<9} {seconds * 1e3:9.3f} ms "
+            f"{records / seconds / 1e6:12.2f} M rec/s"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--passes", type=int, default=5)
+    parser.add_argument("--keep", metavar="DIR", help="build the files in DIR and keep them")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as temporary:
+        directory = args.keep or temporary
+        os.makedirs(directory, exist_ok=True)
+        print(f"building files in {directory} ...", flush=True)
+        paths = {spec[0]: make_file(directory, *spec) for spec in (SMALL, VARIED, LARGE)}
+        print(f"median of {args.passes} passes (after one warm-up), anchor = plain reader")
+        for label, path in paths.items():
+            bench_read(path, label, args.passes, ceiling=label == "large")
+        for label, path in paths.items():
+            bench_count(path, label, args.passes)
+
+
+if __name__ == "__main__":
+    main()

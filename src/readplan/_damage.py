@@ -1,0 +1,156 @@
+"""Damage kinds and the corruption report (normative: specs/tfrecord.md, "Damage").
+
+Public through :mod:`readplan.tfrecord`, which re-exports every name here.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from readplan.errors import ConfigError
+
+__all__ = [
+    "KINDS",
+    "KIND_ABSURD_LENGTH",
+    "KIND_DATA_CRC",
+    "KIND_HEADER_CRC",
+    "KIND_INFLATE",
+    "KIND_TRAILING_GARBAGE",
+    "KIND_TRUNCATED_DATA",
+    "KIND_TRUNCATED_HEADER",
+    "KIND_TRUNCATED_STREAM",
+    "CorruptionEvent",
+    "CorruptionReport",
+    "StreamDamageError",
+]
+
+KIND_HEADER_CRC = "header_crc"
+KIND_DATA_CRC = "data_crc"
+KIND_TRUNCATED_HEADER = "truncated_header"
+KIND_TRUNCATED_DATA = "truncated_data"
+KIND_ABSURD_LENGTH = "absurd_length"
+KIND_TRAILING_GARBAGE = "trailing_garbage"
+KIND_INFLATE = "inflate"
+KIND_TRUNCATED_STREAM = "truncated_stream"
+
+KINDS = frozenset(
+    {
+        KIND_HEADER_CRC,
+        KIND_DATA_CRC,
+        KIND_TRUNCATED_HEADER,
+        KIND_TRUNCATED_DATA,
+        KIND_ABSURD_LENGTH,
+        KIND_TRAILING_GARBAGE,
+        KIND_INFLATE,
+        KIND_TRUNCATED_STREAM,
+    }
+)
+
+
+@dataclass(frozen=True)
+class CorruptionEvent:
+    """One damaged region of a TFRecord file.
+
+    Offsets are positions in the (decompressed) record stream.  ``resume_offset`` is where
+    reading continued in ``on_corruption="skip"`` mode, or ``None`` when nothing after the
+    damage could be read.  ``records_lost`` is 1 when exactly one intact frame was dropped
+    (a bad data CRC) and ``None`` when the number is unknown.  ``tf_message`` is the text
+    TensorFlow reports for the same damage, or ``None`` where TensorFlow stays silent.
+    """
+
+    path: str
+    kind: str
+    offset: int
+    record_index: int
+    message: str
+    field_offset: int | None = None
+    resume_offset: int | None = None
+    records_lost: int | None = None
+    compressed_offset: int | None = None
+    stored_crc: int | None = None
+    computed_crc: int | None = None
+    tf_message: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ConfigError(
+                f"unknown damage kind {self.kind!r}; expected one of {sorted(KINDS)}",
+                field="kind",
+                value=self.kind,
+            )
+        if self.offset < 0 or self.record_index < 0:
+            raise ConfigError(
+                f"offset ({self.offset}) and record_index ({self.record_index}) must be >= 0",
+                field="offset",
+                value=(self.offset, self.record_index),
+            )
+        if self.resume_offset is not None and self.resume_offset < self.offset:
+            raise ConfigError(
+                f"resume_offset {self.resume_offset} lies before the damage at {self.offset}",
+                field="resume_offset",
+                value=self.resume_offset,
+            )
+
+    @property
+    def bytes_skipped(self) -> int | None:
+        """Stream bytes between the damage and where reading resumed, when reading resumed."""
+        return None if self.resume_offset is None else self.resume_offset - self.offset
+
+
+class CorruptionReport:
+    """Collects every :class:`CorruptionEvent` met while reading; pass it as ``report=``.
+
+    ``callback``, when given, is called with each event as it is found (before the record
+    stream continues, or before the error is raised in ``on_corruption="raise"`` mode).
+    """
+
+    def __init__(self, callback: Callable[[CorruptionEvent], None] | None = None) -> None:
+        self.events: list[CorruptionEvent] = []
+        self._callback = callback
+
+    def add(self, event: CorruptionEvent) -> None:
+        self.events.append(event)
+        if self._callback is not None:
+            self._callback(event)
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def __iter__(self) -> Iterator[CorruptionEvent]:
+        return iter(self.events)
+
+    @property
+    def records_skipped(self) -> int:
+        """Records known to be dropped (frames with a bad data CRC)."""
+        return sum(event.records_lost or 0 for event in self.events)
+
+    @property
+    def bytes_skipped(self) -> int:
+        """Stream bytes skipped over by resynchronisation and dropped records."""
+        return sum(event.bytes_skipped or 0 for event in self.events)
+
+    def kinds(self) -> dict[str, int]:
+        """Number of events of each kind."""
+        return dict(Counter(event.kind for event in self.events))
+
+    def __repr__(self) -> str:
+        return f"CorruptionReport({len(self.events)} events: {self.kinds()})"
+
+
+class StreamDamageError(Exception):
+    """Raised by a byte stream when its compressed container is damaged.
+
+    Internal: the record parser turns it into a :class:`CorruptionEvent` with the record
+    context (stream offset and record index) that only the parser knows.
+    """
+
+    def __init__(
+        self, kind: str, detail: str, *, compressed_offset: int, tf_message: str | None = None
+    ) -> None:
+        super().__init__(detail)
+        self.kind = kind
+        self.detail = detail
+        self.compressed_offset = compressed_offset
+        self.tf_message = tf_message

@@ -1,0 +1,585 @@
+"""The TFRecord frame parser behind :mod:`readplan.tfrecord` (normative: specs/tfrecord.md).
+
+Two paths share one :class:`~readplan._stream.ByteStream`:
+
+* the fast path walks the frames that lie complete in the buffer with a tight loop over the
+  length fields, then checks the whole batch at once: header CRCs with numpy, data CRCs with
+  one ``crc32c`` call per record; the first bad frame stops the batch;
+* the careful path parses one frame at a time with every check in order, classifies damage,
+  and in ``skip`` mode drops a frame or resynchronises.  It handles frames that straddle
+  reads, large frames, damage and the end of the stream.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from typing import TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from readplan._compression import pread
+from readplan._crc import MASK_DELTA, crc32c, header_candidates, length_crcs, mask, mask_array
+from readplan._damage import (
+    KIND_ABSURD_LENGTH,
+    KIND_DATA_CRC,
+    KIND_HEADER_CRC,
+    KIND_TRAILING_GARBAGE,
+    KIND_TRUNCATED_DATA,
+    KIND_TRUNCATED_HEADER,
+    KIND_TRUNCATED_STREAM,
+    CorruptionEvent,
+    CorruptionReport,
+    StreamDamageError,
+)
+from readplan._stream import AFTER_LARGE, LARGE, ByteStream, PlainStream
+from readplan.errors import CorruptRecordError
+
+__all__ = ["DEFAULT_MAX_RECORD_BYTES", "FrameParser", "walk_frames"]
+
+DEFAULT_MAX_RECORD_BYTES = 2**31 - 1
+_HEADER = struct.Struct("<QI")
+_LENGTH = struct.Struct("<Q")
+_U32 = struct.Struct("<I")
+# Below this many complete frames in the buffer, numpy's fixed cost outweighs its gain.
+_MIN_BATCH = 8
+# A run of equal-length frames shorter than this is walked one frame at a time.
+_MIN_RUN = 16
+_SCAN_WINDOW = 1 << 20
+_LARGE_BATCH = 1 << 20
+_JUMP_BATCH = 4096
+# Short reads fall back to the careful path, which loops; so the bare call is enough here.
+_pread_fast = getattr(os, "pread", pread)
+_ARANGE4 = np.arange(4, dtype=np.int64)
+_NEGATIVE_READ = 2**63 - 4
+_TOO_LARGE = 2**64 - 5
+
+
+class _Skipped:
+    """Marker returned by a careful step that dropped damaged bytes and read no record."""
+
+
+_SKIPPED = _Skipped()
+_T = TypeVar("_T")
+
+
+def walk_frames(data: bytes, off: int) -> tuple[npt.NDArray[np.int64], int]:
+    """Starts of the frames that lie complete in ``data[off:]``, and the offset after them.
+
+    Lengths are trusted here; the caller verifies the header CRCs of the batch afterwards,
+    and only the frames before the first bad header count.  Where consecutive frames have
+    the same length, a run of them is confirmed with one strided numpy comparison instead
+    of one loop step per frame; the result is the same either way.
+    """
+    pieces: list[npt.NDArray[np.int64]] = []
+    while True:
+        run, stride = _uniform_run(data, off)
+        if run < _MIN_RUN:
+            break
+        pieces.append(np.arange(off, off + run * stride, stride, dtype=np.int64))
+        off += run * stride
+    bounds = _walk_bounds(data, off)
+    after = bounds.pop()
+    pieces.append(np.array(bounds, dtype=np.int64))
+    return (np.concatenate(pieces) if len(pieces) > 1 else pieces[0]), after
+
+
+def _walk_bounds(data: bytes, off: int) -> list[int]:
+    """``[off, end of frame 1, end of frame 2, ...]`` over the complete frames from ``off``."""
+    end = len(data)
+    bounds = [off]
+    append = bounds.append
+    unpack = _LENGTH.unpack_from
+    try:
+        while True:
+            # A frame is at least 16 bytes, so "ends within the buffer" implies that its
+            # 12-byte header does too; fewer than 8 bytes left raise struct.error.
+            off += unpack(data, off)[0] + 16
+            if off > end:
+                break
+            append(off)
+    except struct.error:
+        pass
+    return bounds
+
+
+def _uniform_run(data: bytes, off: int) -> tuple[int, int]:
+    """``(n, stride)``: the next ``n`` complete frames all span ``stride`` bytes (n may be 0)."""
+    end = len(data)
+    if off + 28 > end:
+        return 0, 0
+    length = _LENGTH.unpack_from(data, off)[0]
+    stride = length + 16
+    fitting = (end - off) // stride
+    if fitting < _MIN_RUN or _LENGTH.unpack_from(data, off + stride)[0] != length:
+        return 0, 0
+    fields = np.ndarray((fitting,), dtype="<u8", buffer=data, offset=off, strides=(stride,))
+    differs = fields != length
+    return (int(differs.argmax()) if differs.any() else fitting), stride
+
+
+class FrameParser:
+    """Reads frames from ``stream``; one parser per pass over a file.
+
+    ``index`` counts the frames passed so far (records delivered plus frames dropped for a
+    bad data CRC); it is the ``record_index`` reported with damage.  Parsing begins at the
+    stream offset ``start``: a compressed stream is decompressed up to it and discarded.
+    """
+
+    def __init__(
+        self,
+        stream: ByteStream,
+        *,
+        path: str,
+        verify: bool,
+        skip_damage: bool,
+        report: CorruptionReport | None,
+        max_record_bytes: int,
+        first_index: int = 0,
+        start: int = 0,
+    ) -> None:
+        self._stream = stream
+        self._start = start
+        self._path = path
+        self._verify = verify
+        self._skip = skip_damage
+        self._report = report
+        self._max = max_record_bytes
+        self.index = first_index
+        self._record_start = stream.pos
+        self._cut_at_end = False
+
+    # ----------------------------------------------------------------- records
+    def records(self, limit: int | None = None) -> Iterator[list[bytes]]:
+        """Batches of records, ``limit`` records at most; damage raises or is skipped."""
+        left = -1 if limit is None else limit
+        if self._stream.pos < self._start:
+            self._careful_or_damage(lambda: self._stream.skip(self._start - self._stream.pos))
+        while left != 0:
+            batch = self._fast_records(left)
+            if not batch and isinstance(self._stream, PlainStream):
+                batch = self._large_records(self._stream, left)
+            if batch:
+                left -= len(batch)
+                yield batch
+                continue
+            record = self._careful_or_damage(self._careful_record)
+            if record is None:
+                return
+            if isinstance(record, bytes):
+                left -= 1
+                yield [record]
+
+    def _fast_records(self, left: int) -> list[bytes]:
+        stream = self._stream
+        data = stream.data
+        if len(data) - stream.off < _MIN_BATCH * 16:
+            return []
+        begin, after = walk_frames(data, stream.off)
+        if 0 <= left < len(begin):
+            after = int(begin[left])
+            begin = begin[:left]
+        count = len(begin)
+        if count < _MIN_BATCH:
+            return []
+        lengths = np.diff(begin, append=after) - 16
+        good = self._good_headers(data, begin, lengths)
+        data_begin = begin + 12
+        data_end = data_begin + lengths
+        batch = [data[b:e] for b, e in zip(data_begin.tolist(), data_end.tolist(), strict=True)]
+        if self._verify:
+            good = min(good, self._good_data(data, data_end, batch))
+        if good < count:
+            del batch[good:]
+            after = int(begin[good])
+        stream.off = after
+        self.index += good
+        return batch
+
+    def _large_records(self, stream: PlainStream, left: int) -> list[bytes]:
+        """Consecutive large frames of a plain file, each read straight into its own bytes.
+
+        Two positioned reads per frame: the data, then its CRC together with the next
+        header.  Any frame that is not a sound large frame ends the batch; the careful path
+        then reads it again and reports what is wrong.
+        """
+        # mask() is written out inline in this loop and in _jump_frames: they run once per
+        # frame, where a Python call is a measurable part of the cost.
+        fd, end, maximum, verify = stream.fd, stream.end, self._max, self._verify
+        data, off = stream.data, stream.off
+        pos = stream.base + off
+        batch: list[bytes] = []
+        size = 0
+        while len(batch) != left and len(data) - off >= 12 and size < _LARGE_BATCH:
+            length, stored = _HEADER.unpack_from(data, off)
+            after = pos + length + 16
+            if length < LARGE or length > maximum or after > end:
+                break
+            crc = crc32c(data[off : off + 8])
+            if (((crc >> 15) | (crc << 17)) + MASK_DELTA) & 0xFFFFFFFF != stored:
+                break
+            payload = _pread_fast(fd, length, pos + 12)
+            tail = _pread_fast(fd, 16 if after + 12 <= end else end - after + 4, after - 4)
+            if len(payload) < length or len(tail) < 4:
+                break
+            if verify:
+                crc = crc32c(payload)
+                if (((crc >> 15) | (crc << 17)) + MASK_DELTA) & 0xFFFFFFFF != _U32.unpack_from(
+                    tail
+                )[0]:
+                    break
+            batch.append(payload)
+            size += length
+            pos = after
+            data, off = tail, 4
+        if batch:
+            stream.data, stream.off, stream.base = data, off, pos - off
+            stream.hint = AFTER_LARGE
+            self.index += len(batch)
+        return batch
+
+    def _good_headers(
+        self, data: bytes, begin: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]
+    ) -> int:
+        """Number of leading frames whose length CRC verifies."""
+        length_bytes = lengths.astype("<u8").view(np.uint8).reshape(-1, 8)
+        computed = mask_array(length_crcs([length_bytes[:, j] for j in range(8)]))
+        return _leading_matches(computed, _gather_u32(data, begin + 8))
+
+    def _good_data(self, data: bytes, data_end: npt.NDArray[np.int64], batch: list[bytes]) -> int:
+        computed = mask_array(np.fromiter(map(crc32c, batch), dtype=np.uint32, count=len(batch)))
+        return _leading_matches(computed, _gather_u32(data, data_end))
+
+    def _careful_record(self) -> bytes | _Skipped | None:
+        stream = self._stream
+        start = self._record_start = stream.pos
+        length = self._checked_header(start)
+        if not isinstance(length, int):
+            return length
+        stream.off += 12
+        payload = stream.take_payload(length)
+        stored_bytes = stream.take(4)
+        if len(stored_bytes) < 4:
+            return self._truncated(start, length, got=len(payload) + len(stored_bytes))
+        if self._verify:
+            stored = _U32.unpack(stored_bytes)[0]
+            computed = mask(crc32c(payload))
+            if computed != stored:
+                return self._bad_data(start, length, stored, computed)
+        self.index += 1
+        return payload
+
+    # ------------------------------------------------------------------ frames
+    def frames(self) -> Iterator[npt.NDArray[np.int64]]:
+        """Start offsets of the frames, in batches, reading headers only.  Damage raises."""
+        while True:
+            batch = self._fast_frames()
+            if batch is None and isinstance(self._stream, PlainStream):
+                batch = self._jump_frames(self._stream)
+            if batch is not None:
+                yield batch
+                continue
+            start = self._careful_or_damage(self._careful_frame)
+            if start is None:
+                return
+            if isinstance(start, int):
+                yield np.array([start], dtype=np.int64)
+
+    def _fast_frames(self) -> npt.NDArray[np.int64] | None:
+        stream = self._stream
+        data = stream.data
+        if len(data) - stream.off < _MIN_BATCH * 16:
+            return None
+        begin, after = walk_frames(data, stream.off)
+        if len(begin) < _MIN_BATCH:
+            return None
+        good = self._good_headers(data, begin, np.diff(begin, append=after) - 16)
+        stream.off = after if good == len(begin) else int(begin[good])
+        self.index += good
+        absolute: npt.NDArray[np.int64] = begin[:good] + stream.base
+        return absolute
+
+    def _jump_frames(self, stream: PlainStream) -> npt.NDArray[np.int64] | None:
+        """Consecutive large frames of a plain file: one 12-byte read each, payloads skipped.
+
+        Any frame that is not a sound large frame ends the batch for the careful path.
+        """
+        fd, end, maximum = stream.fd, stream.end, self._max
+        data, off = stream.data, stream.off
+        pos = stream.base + off
+        starts: list[int] = []
+        while len(data) - off >= 12 and len(starts) < _JUMP_BATCH:
+            length, stored = _HEADER.unpack_from(data, off)
+            after = pos + length + 16
+            if length < LARGE or length > maximum or after > end:
+                break
+            crc = crc32c(data[off : off + 8])
+            if (((crc >> 15) | (crc << 17)) + MASK_DELTA) & 0xFFFFFFFF != stored:
+                break
+            starts.append(pos)
+            pos = after
+            data, off = _pread_fast(fd, min(12, end - after), after), 0
+        if not starts:
+            return None
+        stream.data, stream.off, stream.base = data, off, pos - off
+        stream.hint = AFTER_LARGE
+        self.index += len(starts)
+        return np.array(starts, dtype=np.int64)
+
+    def _careful_frame(self) -> int | _Skipped | None:
+        stream = self._stream
+        start = self._record_start = stream.pos
+        length = self._checked_header(start)
+        if not isinstance(length, int):
+            return length
+        got = stream.skip(length + 16)
+        if got < length + 16:
+            return self._truncated(start, length, got=got - 12)
+        self.index += 1
+        return start
+
+    # ------------------------------------------------------------ shared checks
+    def _careful_or_damage(self, step: Callable[[], _T]) -> _T | None:
+        try:
+            return step()
+        except StreamDamageError as damage:
+            self._container_damage(damage, self._record_start)
+            return None
+
+    def _checked_header(self, start: int) -> int | _Skipped | None:
+        """The verified length of the frame at ``start`` (header left unconsumed)."""
+        stream = self._stream
+        have = stream.fill(12)
+        if have < 12:
+            return self._short_header(start, have)
+        off = stream.off
+        length, stored = _HEADER.unpack_from(stream.data, off)
+        computed = mask(crc32c(stream.data[off : off + 8]))
+        if computed != stored:
+            return self._bad_header(start, stored, computed)
+        if length > self._max:
+            return self._absurd(start, length)
+        remaining = stream.remaining()
+        if remaining is not None and length + 16 > remaining:
+            return self._truncated(start, length, got=remaining - 12)
+        result: int = length
+        return result
+
+    # ------------------------------------------------------------------ damage
+    def _short_header(self, start: int, have: int) -> _Skipped | None:
+        if have == 0:
+            self._at_end()
+            return None
+        self._cut_at_end = True
+        self._damage(
+            KIND_TRUNCATED_HEADER,
+            start,
+            f"the last {have} bytes, at offset {start} after record {self.index - 1}, are "
+            "too short for a record header (12 bytes): the file was cut short while writing "
+            f"record {self.index}, or ends in garbage; TensorFlow ignores them silently",
+            field_offset=start,
+            resync_from=start + have,
+        )
+        self._at_end()
+        return None
+
+    def _bad_header(self, start: int, stored: int, computed: int) -> _Skipped | None:
+        hint = ""
+        tf_hint = ""
+        if start == 0:
+            hint = (
+                "; if the file is compressed, pass compression='GZIP' or 'ZLIB' "
+                "(or 'auto' to detect it)"
+            )
+            tf_hint = " (Is this even a TFRecord file?)"
+        self._damage(
+            KIND_HEADER_CRC,
+            start,
+            f"corrupted record header at offset {start} (record {self.index}): the CRC of "
+            f"the length field does not match (stored 0x{stored:08x}, computed "
+            f"0x{computed:08x}), so the record length cannot be trusted{hint}",
+            field_offset=start + 8,
+            stored_crc=stored,
+            computed_crc=computed,
+            tf_message=f"corrupted record at {start}{tf_hint}",
+            resync_from=start + 1,
+        )
+        return _SKIPPED
+
+    def _absurd(self, start: int, length: int) -> _Skipped:
+        remaining = self._stream.remaining()
+        tf_message = None
+        if length >= _TOO_LARGE:
+            tf_message = "record size too large"
+        elif length < _NEGATIVE_READ and remaining is not None and length + 16 > remaining:
+            tf_message = _truncated_tf_message(start, compressed=False)
+        self._damage(
+            KIND_ABSURD_LENGTH,
+            start,
+            f"record {self.index} at offset {start} declares {length} data bytes, more "
+            f"than max_record_bytes={self._max}; pass a larger max_record_bytes if the "
+            "file really holds records this large",
+            field_offset=start,
+            tf_message=tf_message,
+            resync_from=start + 1,
+        )
+        return _SKIPPED
+
+    def _truncated(self, start: int, length: int, *, got: int) -> _Skipped:
+        compressed = self._stream.remaining() is None
+        if compressed:
+            self._cut_at_end = True
+        cut = self._stream.end_damage
+        note = f"; {cut.detail}" if cut is not None and cut.kind == KIND_TRUNCATED_STREAM else ""
+        self._damage(
+            KIND_TRUNCATED_DATA,
+            start,
+            f"record {self.index} at offset {start} declares {length} data bytes plus a "
+            f"4-byte CRC, but only {max(got, 0)} bytes follow its header: the file is "
+            f"truncated{note}",
+            field_offset=start + 12,
+            tf_message=_truncated_tf_message(start, compressed=compressed),
+            resync_from=None if compressed else start + 1,
+        )
+        return _SKIPPED
+
+    def _bad_data(self, start: int, length: int, stored: int, computed: int) -> _Skipped:
+        self._damage(
+            KIND_DATA_CRC,
+            start,
+            f"record {self.index} at offset {start} is corrupted: the CRC of its {length} "
+            f"data bytes does not match (stored 0x{stored:08x}, computed 0x{computed:08x})",
+            field_offset=start + 12 + length,
+            stored_crc=stored,
+            computed_crc=computed,
+            tf_message=f"corrupted record at {start + 12}",
+            records_lost=1,
+        )
+        self.index += 1
+        return _SKIPPED
+
+    def _at_end(self) -> None:
+        damage = self._stream.end_damage
+        if damage is not None and not (damage.kind == KIND_TRUNCATED_STREAM and self._cut_at_end):
+            self._container_damage(damage, self._stream.pos)
+
+    def _container_damage(self, damage: StreamDamageError, start: int) -> None:
+        self._damage(
+            damage.kind,
+            start,
+            f"{damage.detail}; reached at record {self.index} (stream offset {start})",
+            field_offset=self._stream.base + len(self._stream.data),
+            compressed_offset=damage.compressed_offset,
+            tf_message=damage.tf_message,
+            resync_from=None,
+            resumes=False,
+        )
+
+    def _damage(
+        self,
+        kind: str,
+        start: int,
+        message: str,
+        *,
+        field_offset: int,
+        tf_message: str | None = None,
+        stored_crc: int | None = None,
+        computed_crc: int | None = None,
+        records_lost: int | None = None,
+        compressed_offset: int | None = None,
+        resync_from: int | None = None,
+        resumes: bool = True,
+    ) -> None:
+        """Raise, or (skip mode) resynchronise from ``resync_from`` and report the region."""
+        stream = self._stream
+        event = CorruptionEvent(
+            path=self._path,
+            kind=kind,
+            offset=start,
+            record_index=self.index,
+            message=f"{self._path}: {message}",
+            field_offset=field_offset,
+            records_lost=records_lost,
+            compressed_offset=(
+                stream.compressed_offset if compressed_offset is None else compressed_offset
+            ),
+            stored_crc=stored_crc,
+            computed_crc=computed_crc,
+            tf_message=tf_message,
+        )
+        if not self._skip:
+            self._emit(event)
+            raise CorruptRecordError(
+                f"{event.message} (on_corruption='skip' reads every undamaged record and "
+                "reports the damage instead of raising)",
+                path=self._path,
+                offset=start,
+                record_index=self.index,
+                kind=kind,
+            )
+        try:
+            found = resync_from is None or self._resync(resync_from)
+        except StreamDamageError:
+            self._emit(event)
+            raise
+        if not found and kind == KIND_HEADER_CRC:
+            event = replace(
+                event,
+                kind=KIND_TRAILING_GARBAGE,
+                message=f"{event.message}; no valid record follows: the file ends in garbage",
+            )
+        self._emit(replace(event, resume_offset=stream.pos if resumes else None))
+
+    def _emit(self, event: CorruptionEvent) -> None:
+        if self._report is not None:
+            self._report.add(event)
+
+    def _resync(self, scan_from: int) -> bool:
+        """Move to the next offset holding a fully verified frame; False if there is none."""
+        stream = self._stream
+        stream.skip(scan_from - stream.pos)
+        while True:
+            have = stream.fill(_SCAN_WINDOW)
+            if have < 12:
+                stream.skip(have)
+                return False
+            window = np.frombuffer(stream.data, dtype=np.uint8, count=have, offset=stream.off)
+            for candidate in header_candidates(window).tolist():
+                if self._verified_frame_at(candidate):
+                    stream.skip(candidate)
+                    return True
+            stream.skip(have - 11)
+
+    def _verified_frame_at(self, ahead: int) -> bool:
+        stream = self._stream
+        length = _LENGTH.unpack_from(stream.data, stream.off + ahead)[0]
+        remaining = stream.remaining()
+        if length > self._max or (remaining is not None and ahead + length + 16 > remaining):
+            return False
+        size = ahead + length + 16
+        if stream.fill(size) < size:
+            return False
+        begin = stream.off + ahead + 12
+        view = memoryview(stream.data)[begin : begin + length]
+        stored = _U32.unpack_from(stream.data, begin + length)[0]
+        return bool(mask(crc32c(view)) == stored)
+
+
+def _gather_u32(data: bytes, at: npt.NDArray[np.int64]) -> npt.NDArray[np.uint32]:
+    """Little-endian uint32 values stored at the byte offsets ``at`` of ``data``."""
+    raw = np.frombuffer(data, dtype=np.uint8)[at[:, None] + _ARANGE4]
+    values: npt.NDArray[np.uint32] = raw.view("<u4").ravel()
+    return values
+
+
+def _leading_matches(computed: npt.NDArray[np.uint32], stored: npt.NDArray[np.uint32]) -> int:
+    mismatch = computed != stored
+    return int(mismatch.argmax()) if mismatch.any() else len(computed)
+
+
+def _truncated_tf_message(start: int, *, compressed: bool) -> str:
+    reason = "EOF reached" if compressed else "Read less bytes than requested"
+    return f"truncated record at {start}' failed with {reason}"

@@ -1,0 +1,364 @@
+"""readplan.index: the sidecar format, its binding to the data file, refusal, text form."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+from crc32c import crc32c
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from readplan import index, tfrecord
+from readplan.errors import ConfigError, CorruptRecordError, IndexFileError
+from readplan.index import (
+    HEADER_SIZE,
+    MAGIC,
+    RecordIndex,
+    build_index,
+    export_text,
+    import_text,
+    index_path_for,
+    load_index,
+)
+from readplan.tfrecord import RecordFile
+from tests.conftest import DATA
+
+FIXTURES = DATA / "tfrecord"
+MANIFEST = json.loads((FIXTURES / "manifest.json").read_text(encoding="utf-8"))
+SIZES = MANIFEST["files"]["examples.tfrecord"]["record_sizes"]
+# Record offsets of examples.tfrecord, from the sizes TensorFlow reported.
+OFFSETS = [sum(size + 16 for size in SIZES[:i]) for i in range(len(SIZES))]
+
+
+@pytest.fixture
+def data_file(tmp_path: Path) -> Path:
+    path = tmp_path / "examples.tfrecord"
+    shutil.copy(FIXTURES / "examples.tfrecord", path)
+    return path
+
+
+def sidecar(path: Path) -> Path:
+    return Path(index_path_for(path))
+
+
+def header_fields(path: Path) -> list[int | bytes]:
+    return list(struct.unpack("<8sIIQQQIIII", sidecar(path).read_bytes()[:HEADER_SIZE]))
+
+
+def test_layout_of_a_sidecar(data_file: Path) -> None:
+    written = build_index(data_file)
+    assert written == str(data_file) + ".index"
+    raw = Path(written).read_bytes()
+    magic, version, code, count, data_size, stream_size, binding, body_crc, header_crc, zero = (
+        struct.unpack("<8sIIQQQIIII", raw[:HEADER_SIZE])
+    )
+    data = data_file.read_bytes()
+    body = raw[HEADER_SIZE:]
+    assert (magic, version, code, count) == (b"RPTFRIDX", 1, 0, 40)
+    assert (data_size, stream_size, zero) == (len(data), len(data), 0)
+    assert binding == crc32c(data[-65536:], crc32c(data[:65536]))
+    assert body == struct.pack(f"<{len(OFFSETS)}Q", *OFFSETS)
+    assert body_crc == crc32c(body)
+    assert header_crc == crc32c(raw[: HEADER_SIZE - 8])
+    assert len(raw) == HEADER_SIZE + 8 * 40
+
+
+@pytest.mark.parametrize(("name", "code"), [("examples.tfrecord.gz", 2), ("empty.tfrecord.zz", 1)])
+def test_compressed_sidecars_hold_stream_offsets(tmp_path: Path, name: str, code: int) -> None:
+    path = tmp_path / name
+    shutil.copy(FIXTURES / name, path)
+    build_index(path, compression="auto")
+    fields = header_fields(path)
+    records = MANIFEST["files"][name]["record_sizes"]
+    assert fields[2] == code
+    assert fields[3] == len(records)
+    assert fields[5] == sum(size + 16 for size in records)
+    loaded = load_index(path, compression="auto")
+    assert loaded.offsets.tolist() == [
+        sum(s + 16 for s in records[:i]) for i in range(len(records))
+    ]
+
+
+def test_count_uses_the_sidecar_without_walking(
+    data_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    build_index(data_file)
+
+    def no_walk(*args: object, **kwargs: object) -> None:
+        raise AssertionError("walked the headers although an index exists")
+
+    monkeypatch.setattr(index, "walk_offsets", no_walk)
+    assert tfrecord.count(data_file) == 40
+    with RecordFile(data_file) as rf:
+        assert rf.indexed
+        assert rf.offsets.tolist() == OFFSETS
+        assert rf[39] == (FIXTURES / "examples.tfrecord").read_bytes()[OFFSETS[39] + 12 : -4]
+
+
+def test_use_index_false_ignores_the_sidecar(data_file: Path) -> None:
+    build_index(data_file)
+    sidecar(data_file).write_bytes(b"junk")
+    assert tfrecord.count(data_file, use_index=False) == 40
+    with RecordFile(data_file, use_index=False) as rf:
+        assert not rf.indexed
+        assert len(rf) == 40
+
+
+def test_progress_reports_every_byte(data_file: Path) -> None:
+    steps: list[int] = []
+    build_index(data_file, progress=steps.append)
+    assert sum(steps) == data_file.stat().st_size
+    assert all(step >= 0 for step in steps)
+
+
+def test_build_index_refuses_damaged_files_and_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "d.tfrecord"
+    shutil.copy(FIXTURES / "damaged_flip_length_bit.tfrecord", path)
+    with pytest.raises(CorruptRecordError):
+        build_index(path)
+    assert sorted(os.listdir(tmp_path)) == ["d.tfrecord"]
+
+
+def test_rebuilding_replaces_atomically(data_file: Path) -> None:
+    build_index(data_file)
+    build_index(data_file)
+    assert sorted(os.listdir(data_file.parent)) == ["examples.tfrecord", "examples.tfrecord.index"]
+
+
+# ------------------------------------------------------------------------------ refusal
+def patch_index(path: Path, offset: int, data: bytes) -> None:
+    raw = bytearray(sidecar(path).read_bytes())
+    raw[offset : offset + len(data)] = data
+    sidecar(path).write_bytes(bytes(raw))
+
+
+def reseal(path: Path) -> None:
+    """Recompute the header CRC after a deliberate edit of a header field."""
+    raw = bytearray(sidecar(path).read_bytes())
+    raw[48:52] = struct.pack("<I", crc32c(bytes(raw[:48])))
+    sidecar(path).write_bytes(bytes(raw))
+
+
+def refusal_field(path: Path, **options: object) -> str | None:
+    with pytest.raises(IndexFileError) as info:
+        tfrecord.count(path, **options)  # type: ignore[arg-type]
+    with pytest.raises(IndexFileError) as info_rf:
+        RecordFile(path, **options)  # type: ignore[arg-type]
+    assert info.value.path == str(sidecar(path)) == info_rf.value.path
+    assert str(sidecar(path)) in str(info_rf.value)
+    return info_rf.value.field
+
+
+def test_refuses_a_truncated_header(data_file: Path) -> None:
+    build_index(data_file)
+    sidecar(data_file).write_bytes(sidecar(data_file).read_bytes()[:30])
+    assert refusal_field(data_file) == "header"
+
+
+def test_refuses_a_truncated_body(data_file: Path) -> None:
+    build_index(data_file)
+    sidecar(data_file).write_bytes(sidecar(data_file).read_bytes()[:-8])
+    assert refusal_field(data_file) == "record_count"
+
+
+def test_refuses_bad_magic(data_file: Path) -> None:
+    build_index(data_file)
+    patch_index(data_file, 0, b"NOTINDEX")
+    assert refusal_field(data_file) == "magic"
+
+
+def test_refuses_another_version(data_file: Path) -> None:
+    build_index(data_file)
+    patch_index(data_file, 8, struct.pack("<I", 2))
+    assert refusal_field(data_file) == "version"
+
+
+def test_refuses_a_damaged_header(data_file: Path) -> None:
+    build_index(data_file)
+    patch_index(data_file, 16, struct.pack("<Q", 39))
+    assert refusal_field(data_file) == "header_crc"
+
+
+def test_refuses_a_stale_index_of_another_size(data_file: Path) -> None:
+    build_index(data_file)
+    tfrecord.write(data_file, [b"other", b"records"])
+    assert refusal_field(data_file) == "data_size"
+
+
+def test_refuses_a_foreign_index_of_the_same_size(data_file: Path) -> None:
+    build_index(data_file)
+    data = bytearray(data_file.read_bytes())
+    data[100] ^= 1
+    data_file.write_bytes(bytes(data))
+    assert refusal_field(data_file) == "binding_crc"
+
+
+def test_refuses_an_index_of_another_compression(tmp_path: Path) -> None:
+    path = tmp_path / "f.gz"
+    shutil.copy(FIXTURES / "examples.tfrecord.gz", path)
+    build_index(path, compression="GZIP")
+    assert refusal_field(path, compression="ZLIB") == "compression"
+
+
+def test_refuses_damaged_offsets(data_file: Path) -> None:
+    build_index(data_file)
+    patch_index(data_file, HEADER_SIZE + 8, struct.pack("<Q", 5))
+    with pytest.raises(IndexFileError) as info:
+        RecordFile(data_file)
+    assert info.value.field == "offsets_crc"
+
+
+@pytest.mark.parametrize(
+    "offsets",
+    [
+        [0, 233, 200],  # not increasing
+        [0, 233, 240],  # a span shorter than a frame
+        [8, 233, 524],  # not starting at 0
+        [0, 233, 20_470],  # the last frame runs past the end
+    ],
+)
+def test_refuses_offsets_that_cannot_frame_the_file(data_file: Path, offsets: list[int]) -> None:
+    build_index(data_file)
+    body = struct.pack(f"<{len(offsets)}Q", *offsets)
+    raw = bytearray(sidecar(data_file).read_bytes()[:HEADER_SIZE])
+    raw[16:24] = struct.pack("<Q", len(offsets))
+    raw[44:48] = struct.pack("<I", crc32c(body))
+    sidecar(data_file).write_bytes(bytes(raw) + body)
+    reseal(data_file)
+    with pytest.raises(IndexFileError) as info:
+        RecordFile(data_file)
+    assert info.value.field == "offsets"
+
+
+def test_record_file_refuses_an_index_whose_lengths_disagree(data_file: Path) -> None:
+    # Offsets that tile the file but split records wrongly pass every header check;
+    # reading the record then shows the disagreement.
+    build_index(data_file)
+    offsets = [0, OFFSETS[2], *OFFSETS[3:]]
+    body = struct.pack(f"<{len(offsets)}Q", *offsets)
+    raw = bytearray(sidecar(data_file).read_bytes()[:HEADER_SIZE])
+    raw[16:24] = struct.pack("<Q", len(offsets))
+    raw[44:48] = struct.pack("<I", crc32c(body))
+    sidecar(data_file).write_bytes(bytes(raw) + body)
+    reseal(data_file)
+    with RecordFile(data_file) as rf, pytest.raises(IndexFileError) as info:
+        rf[0]
+    assert info.value.field == "offsets"
+
+
+def test_record_index_validates_itself() -> None:
+    with pytest.raises(IndexFileError, match="16 framing bytes") as info:
+        RecordIndex("f", None, np.array([0, 10]), 40, 40, 0)
+    assert info.value.field == "offsets"
+    with pytest.raises(IndexFileError, match="must equal"):
+        RecordIndex("f", None, np.array([0]), 40, 41, 0)
+    with pytest.raises(IndexFileError, match="compression"):
+        RecordIndex("f", "gzip", np.array([0]), 40, 40, 0)
+    built = RecordIndex("f", "GZIP", np.array([0, 20]), 40, 12, 0)
+    assert built.frame_sizes().tolist() == [20, 20]
+    assert not built.offsets.flags.writeable
+
+
+# ---------------------------------------------------------------------------- text form
+def dali_text(path: Path) -> str:
+    """The text NVIDIA DALI's tfrecord2idx writes, re-expressed from its documented walk."""
+    lines = []
+    data = path.read_bytes()
+    position = 0
+    while position < len(data):
+        (length,) = struct.unpack_from("<q", data, position)
+        end = position + 8 + 4 + length + 4
+        lines.append(f"{position} {end - position}\n")
+        position = end
+    return "".join(lines)
+
+
+def test_export_matches_dali(data_file: Path, tmp_path: Path) -> None:
+    build_index(data_file)
+    out = export_text(load_index(data_file), tmp_path / "examples.idx")
+    text = Path(out).read_text()
+    assert text == dali_text(data_file)
+    assert text.splitlines()[:2] == [f"0 {SIZES[0] + 16}", f"{SIZES[0] + 16} {SIZES[1] + 16}"]
+
+
+def test_import_round_trip(data_file: Path, tmp_path: Path) -> None:
+    text = tmp_path / "examples.idx"
+    text.write_text(dali_text(data_file))
+    written = import_text(text, data_file)
+    assert written == str(sidecar(data_file))
+    assert load_index(data_file).offsets.tolist() == OFFSETS
+    assert tfrecord.count(data_file) == 40
+
+
+@pytest.mark.parametrize(
+    ("edit", "field"),
+    [
+        (lambda lines: lines[:-1], "offsets"),  # records end before the file does
+        (lambda lines: [lines[1], lines[0], *lines[2:]], "offsets"),  # out of order
+        (lambda lines: [*lines[:3], "12 x\n", *lines[3:]], "line"),
+        (lambda lines: ["0 249\n", *lines[2:]], "offsets"),  # does not tile
+    ],
+)
+def test_import_refuses_text_that_does_not_frame_the_file(
+    data_file: Path, tmp_path: Path, edit: object, field: str
+) -> None:
+    text = tmp_path / "examples.idx"
+    text.write_text("".join(edit(dali_text(data_file).splitlines(keepends=True))))  # type: ignore[operator]
+    with pytest.raises(IndexFileError) as info:
+        import_text(text, data_file)
+    assert (info.value.field, info.value.path) == (field, str(text))
+    assert not sidecar(data_file).exists()
+
+
+def test_import_spot_checks_record_headers(data_file: Path, tmp_path: Path) -> None:
+    lines = dali_text(data_file).splitlines(keepends=True)
+    first, second = (int(x) for x in lines[0].split()), (int(x) for x in lines[1].split())
+    (offset, size), (_, size2) = first, second
+    merged = [f"{offset} {size + size2}\n", *lines[2:]]
+    text = tmp_path / "examples.idx"
+    text.write_text("".join(merged))
+    with pytest.raises(IndexFileError, match="record 0"):
+        import_text(text, data_file)
+
+
+def test_import_refuses_compressed_files(tmp_path: Path) -> None:
+    path = tmp_path / "f.gz"
+    shutil.copy(FIXTURES / "examples.tfrecord.gz", path)
+    text = tmp_path / "f.idx"
+    text.write_text("0 20\n")
+    with pytest.raises(ConfigError):
+        import_text(text, path)
+
+
+@given(st.lists(st.binary(max_size=40), max_size=20))
+@example([])
+@example([b""])
+def test_index_round_trip(records: list[bytes]) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "f"
+        tfrecord.write(path, records)
+        build_index(path)
+        loaded = load_index(path)
+        expected = np.cumsum([0] + [len(r) + 16 for r in records])
+        assert loaded.offsets.tolist() == expected[:-1].tolist()
+        assert loaded.stream_size == int(expected[-1])
+        text = Path(tmp) / "f.idx"
+        export_text(loaded, text)
+        os.unlink(index_path_for(path))
+        import_text(text, path)
+        assert load_index(path).offsets.tolist() == loaded.offsets.tolist()
+        with RecordFile(path) as rf:
+            assert list(rf.read()) == records
+
+
+def test_magic_constant() -> None:
+    assert MAGIC == b"RPTFRIDX"
+    assert HEADER_SIZE == 56

@@ -726,3 +726,15 @@ def test_read_iterator_survives_closing_its_record_file(tmp_path: Path) -> None:
     other.write_bytes(b"\x00" * 1000)
     with open(other, "rb"):  # may take the closed descriptor's number
         assert [first, *iterator] == records[2:12]
+
+
+def test_raised_errors_carry_the_crc_values_and_tf_text() -> None:
+    path = str(FIXTURES / "damaged_flip_data_bit.tfrecord")
+    with pytest.raises(CorruptRecordError) as raised:
+        list(tfrecord.read(path))
+    err = raised.value
+    assert err.kind == tfrecord.KIND_DATA_CRC
+    assert err.stored_crc is not None
+    assert err.computed_crc is not None
+    assert err.stored_crc != err.computed_crc
+    assert err.tf_message == "corrupted record at 1666"

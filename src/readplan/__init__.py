@@ -42,7 +42,8 @@ from readplan.shuffle import (
     shuffle_order,
 )
 from readplan.splits import AllSplits, ReadInstruction, SplitSpec, parse_split
-from readplan.tfrecord import CorruptionReport, RecordFile, TFRecordWriter
+from readplan.index import build_index
+from readplan.tfrecord import CorruptionEvent, CorruptionReport, RecordFile, TFRecordWriter
 
 __version__ = "0.1.0"
 
@@ -53,6 +54,7 @@ __all__ = [
     "CheckpointMismatchError",
     "ConfigError",
     "CorruptRecordError",
+    "CorruptionEvent",
     "CorruptionReport",
     "DatasetInfo",
     "DatasetInfoError",
@@ -79,6 +81,7 @@ __all__ = [
     "VarLen",
     "__version__",
     "buffer_shuffle",
+    "build_index",
     "catalog_names",
     "epoch_seed_pair",
     "even_splits",

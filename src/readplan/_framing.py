@@ -519,6 +519,10 @@ class FrameParser:
                 offset=start,
                 record_index=self.index,
                 kind=kind,
+                compressed_offset=event.compressed_offset,
+                stored_crc=event.stored_crc,
+                computed_crc=event.computed_crc,
+                tf_message=event.tf_message,
             )
         try:
             found = resync_from is None or self._resync(resync_from)

@@ -40,7 +40,11 @@ class SplitError(ReadplanError, ValueError):
     """
 
     def __init__(
-        self, message: str, *, spec: str | None = None, part: str | None = None,
+        self,
+        message: str,
+        *,
+        spec: str | None = None,
+        part: str | None = None,
         tfds_message: str | None = None,
     ) -> None:
         super().__init__(message)
@@ -93,16 +97,35 @@ class CorruptRecordError(ReadplanError, ValueError):
         offset: byte offset of the damaged record's start (in the decompressed stream).
         record_index: index of the damaged record (the number of valid records before it).
         kind: one of the ``KIND_*`` names in :mod:`readplan.tfrecord`.
+        compressed_offset: for GZIP/ZLIB files, where in the compressed file the failing
+            inflate step started, when known.
+        stored_crc, computed_crc: the masked CRC found in the file and the one computed,
+            for checksum damage.
+        tf_message: the text TensorFlow reports for the same damage, when it reports any.
     """
 
     def __init__(
-        self, message: str, *, path: str | None, offset: int, record_index: int, kind: str,
+        self,
+        message: str,
+        *,
+        path: str | None,
+        offset: int,
+        record_index: int,
+        kind: str,
+        compressed_offset: int | None = None,
+        stored_crc: int | None = None,
+        computed_crc: int | None = None,
+        tf_message: str | None = None,
     ) -> None:
         super().__init__(message)
         self.path = path
         self.offset = offset
         self.record_index = record_index
         self.kind = kind
+        self.compressed_offset = compressed_offset
+        self.stored_crc = stored_crc
+        self.computed_crc = computed_crc
+        self.tf_message = tf_message
 
 
 class IndexFileError(ReadplanError, ValueError):

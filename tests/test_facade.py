@@ -22,3 +22,11 @@ def test_every_error_is_a_readplan_error_and_a_builtin() -> None:
         if cls is not readplan.ReadplanError:
             assert issubclass(cls, ValueError), name
     assert issubclass(readplan.UnsupportedSplitError, NotImplementedError)
+
+
+def test_every_error_can_be_rebuilt_from_its_message_alone() -> None:
+    # PyTorch re-raises a DataLoader worker's exception as `type(err)(message)`.
+    for name in errors.__all__:
+        cls = getattr(errors, name)
+        rebuilt = cls("boom")
+        assert str(rebuilt) == "boom"

@@ -33,6 +33,7 @@ from readplan.instructions import (
 )
 from readplan.interleave import InterleaveSchedule, interleave_order
 from readplan.plan import EpochOrder, ExampleShuffle, InputContext, ReadConfig, ReadPlan
+from readplan.reader import Batch, Item, Reader, merge_states
 from readplan.shuffle import (
     ShuffleBufferState,
     buffer_shuffle,
@@ -49,6 +50,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AllSplits",
+    "Batch",
     "Checkpoint",
     "CheckpointError",
     "CheckpointMismatchError",
@@ -67,9 +69,11 @@ __all__ = [
     "IndexFileError",
     "InputContext",
     "InterleaveSchedule",
+    "Item",
     "ReadConfig",
     "ReadInstruction",
     "ReadPlan",
+    "Reader",
     "ReadplanError",
     "RecordFile",
     "ShuffleBufferState",
@@ -87,6 +91,7 @@ __all__ = [
     "even_splits",
     "file_instructions",
     "interleave_order",
+    "merge_states",
     "parse_split",
     "permutation",
     "seed_pair",

@@ -4,6 +4,8 @@ Every error readplan raises on purpose derives from :class:`ReadplanError` and a
 the built-in exception a caller would expect for that situation (``ValueError`` for bad
 input), so ``except ValueError`` keeps working for code written against TFDS.  Each
 error carries the offending value as attributes, so callers never have to parse messages.
+Every attribute has a default, so an error can be rebuilt from its message alone (as
+PyTorch does when it forwards an exception out of a DataLoader worker).
 """
 
 from __future__ import annotations
@@ -108,10 +110,10 @@ class CorruptRecordError(ReadplanError, ValueError):
         self,
         message: str,
         *,
-        path: str | None,
-        offset: int,
-        record_index: int,
-        kind: str,
+        path: str | None = None,
+        offset: int | None = None,
+        record_index: int | None = None,
+        kind: str | None = None,
         compressed_offset: int | None = None,
         stored_crc: int | None = None,
         computed_crc: int | None = None,
@@ -173,6 +175,9 @@ class CheckpointMismatchError(CheckpointError):
         differences: ``{field: (checkpoint value, plan value)}`` for every differing field.
     """
 
-    def __init__(self, message: str, *, differences: dict[str, tuple[Any, Any]]) -> None:
+    def __init__(
+        self, message: str, *, differences: dict[str, tuple[Any, Any]] | None = None
+    ) -> None:
+        differences = {} if differences is None else differences
         super().__init__(message, field=next(iter(differences), None))
         self.differences = differences

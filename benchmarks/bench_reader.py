@@ -1,0 +1,151 @@
+"""Reader throughput in plan order, and the time from a restore to the first record.
+
+Usage: python benchmarks/bench_reader.py [--dir DIR] [--repeats N]
+
+Writes 256 shards x 4,000 records x 100 bytes (a TFDS layout) and reads them in the order
+of a plan with cycle length 16, block length 16 and shuffled files (seed 32):
+
+* throughput of ``Reader.batches()`` and of item iteration (and of one rank of four),
+  against the framing reader's sequential ``readplan.tfrecord.read`` over the same files,
+  as records per second relative to it (target: ratio >= 0.70);
+* time from ``load_state_dict`` to the first record at an early and a late position
+  (target: late/early <= 2, and <= 10 ms with index sidecars);
+
+first without index sidecars, then with them.  Prints medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+from readplan import tfrecord
+from readplan._progress import Progress
+from readplan.dataset_info import DatasetInfo
+from readplan.index import build_index
+from readplan.plan import ReadConfig, ReadPlan
+from readplan.reader import Reader
+
+SHARDS = 256
+RECORDS = 4_000
+SIZE = 100
+CONFIG = ReadConfig(
+    interleave_cycle_length=16, interleave_block_length=16, shuffle_files=True, shuffle_seed=32
+)
+
+
+def write_layout(directory: Path) -> ReadPlan:
+    info = DatasetInfo("bench", {"train": [RECORDS] * SHARDS}, data_dir=directory)
+    records = [(k.to_bytes(4, "little") * (SIZE // 4 + 1))[:SIZE] for k in range(RECORDS)]
+    with Progress("writing shards", total=SHARDS, unit=" files") as bar:
+        for path in info.shard_paths("train"):
+            tfrecord.write(path, records)
+            bar.advance()
+    return ReadPlan(info, "train", CONFIG)
+
+
+def timed(run: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    run()
+    return time.perf_counter() - start
+
+
+def sequential(plan: ReadPlan) -> int:
+    count = 0
+    for fi in plan.instructions:
+        for _ in tfrecord.read(fi.filename):
+            count += 1
+    return count
+
+
+def batches(plan: ReadPlan) -> int:
+    return sum(len(batch) for batch in Reader(plan).batches())
+
+
+def items(plan: ReadPlan) -> int:
+    return sum(1 for _ in Reader(plan))
+
+
+def rank_items(plan: ReadPlan) -> int:
+    return sum(1 for _ in Reader(plan, rank=1, world_size=4))
+
+
+def first_record_after_restore(plan: ReadPlan, state: dict[str, object], repeats: int) -> float:
+    times = []
+    for _ in range(repeats + 1):
+        reader = Reader(plan)
+        start = time.perf_counter()
+        reader.load_state_dict(state)
+        next(iter(reader))
+        times.append(time.perf_counter() - start)
+        reader.close()
+    return statistics.median(times[1:])
+
+
+def report(plan: ReadPlan, label: str, repeats: int) -> None:
+    total = plan.num_examples
+    megabytes = total * (SIZE + 16) / 1e6
+    readers = {
+        "Reader.batches(), plan order": (batches, total),
+        "Reader items, plan order": (items, total),
+        "Reader items, rank 1 of 4": (rank_items, len(range(1, total, 4))),
+    }
+    # Runs alternate with the baseline so that a busy machine slows both alike; the ratio
+    # is taken per round, then the median of the rounds is reported.
+    base_times: list[float] = []
+    times: dict[str, list[float]] = {name: [] for name in readers}
+    ratios: dict[str, list[float]] = {name: [] for name in readers}
+    for round_ in range(repeats + 1):
+        base = timed(lambda: sequential(plan))
+        for name, (run, share) in readers.items():
+            seconds = timed(partial(run, plan))
+            if round_:  # the first round warms the page cache and the plan's caches
+                times[name].append(seconds)
+                ratios[name].append(base / seconds * share / total)
+        if round_:
+            base_times.append(base)
+    base = statistics.median(base_times)
+    print(f"\n[{label}] {total:,} records, {megabytes:.0f} MB, medians of {repeats} rounds")
+    print(f"  tfrecord.read, shard by shard   {base:6.3f} s  {total / base / 1e6:5.2f} M rec/s")
+    for name, (_, share) in readers.items():
+        seconds = statistics.median(times[name])
+        print(
+            f"  {name:<31} {seconds:6.3f} s  {share / seconds / 1e6:5.2f} M rec/s  "
+            f"throughput ratio {statistics.median(ratios[name]):.2f}"
+        )
+    early = plan.checkpoint(0, 1_000).to_dict()
+    late = plan.checkpoint(0, total - 1_000).to_dict()
+    restores = 4 * repeats + 1
+    early_s = first_record_after_restore(plan, early, restores)
+    late_s = first_record_after_restore(plan, late, restores)
+    print(
+        f"  restore -> first record: early {early_s * 1e3:.2f} ms, late {late_s * 1e3:.2f} ms, "
+        f"late/early {late_s / early_s:.2f}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--dir", help="write the shards here (default: a temporary directory)")
+    parser.add_argument("--repeats", type=int, default=5, help="timed runs per figure")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="readplan-bench-") as scratch:
+        directory = Path(args.dir or scratch)
+        directory.mkdir(parents=True, exist_ok=True)
+        plan = write_layout(directory)
+        print(f"plan: {plan}")
+        report(plan, "without index sidecars", args.repeats)
+        with Progress("building index sidecars", total=SHARDS, unit=" files") as bar:
+            for fi in plan.instructions:
+                build_index(fi.filename)
+                bar.advance()
+        report(plan, "with index sidecars", args.repeats)
+
+
+if __name__ == "__main__":
+    main()

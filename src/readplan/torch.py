@@ -1,0 +1,163 @@
+"""PyTorch integration: a plan's records as an ``IterableDataset``, exactly resumable.
+
+``specs/reader.md`` ("PyTorch") is normative.  PyTorch is an optional dependency
+(``pip install 'readplan[torch]'``); importing this module without it raises an
+``ImportError`` that says so.
+
+The work of each epoch is dealt out position by position: with ``R`` ranks (from
+``torch.distributed`` when it is initialised) of ``W`` DataLoader workers each, consumer
+``c = rank * W + worker`` delivers the positions ``p`` with ``p mod (R * W) == c``.  The
+dataset's ``state_dict``/``load_state_dict`` follow torchdata's ``StatefulDataLoader``
+protocol (each worker saves and restores its own reader); :func:`merge_loader_states`
+turns the loader states of all ranks into one state from which any number of ranks and
+workers continues exactly.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
+
+try:
+    import torch.distributed as _dist
+    from torch.utils.data import IterableDataset, get_worker_info
+except ImportError as err:  # pragma: no cover - exercised without torch only
+    raise ImportError(
+        "readplan.torch needs PyTorch, an optional dependency of readplan: "
+        "pip install 'readplan[torch]'"
+    ) from err
+
+from readplan.checkpoint import FORMAT
+from readplan.plan import ReadPlan
+from readplan.reader import STATE_KEY, Item, Reader, merge_states
+
+__all__ = ["ReadplanIterableDataset", "consumer", "merge_loader_states"]
+
+
+def consumer() -> tuple[int, int]:
+    """``(index, count)`` of the calling consumer: ``rank * workers + worker`` of all of them.
+
+    Ranks come from ``torch.distributed`` when it is initialised (one rank otherwise),
+    workers from ``torch.utils.data.get_worker_info()`` (one, the main process, outside
+    DataLoader workers).
+    """
+    info = get_worker_info()
+    worker, workers = (0, 1) if info is None else (info.id, info.num_workers)
+    if _dist.is_available() and _dist.is_initialized():
+        rank, world_size = _dist.get_rank(), _dist.get_world_size()
+    else:
+        rank, world_size = 0, 1
+    return rank * workers + worker, world_size * workers
+
+
+class ReadplanIterableDataset(IterableDataset[Any]):
+    """The records of ``plan`` in plan order, split across DataLoader workers and ranks.
+
+    Each consumer (see :func:`consumer`) runs a :class:`readplan.reader.Reader` with
+    ``rank``/``world_size`` set to its consumer index and count.  An iteration reads
+    epochs up to ``epochs`` (exclusive; ``None``: forever), starting where the loaded state
+    stands (from the beginning without one).  It yields ``transform(item)`` for each
+    :class:`~readplan.reader.Item`, or the item's record without a transform.
+
+    ``state_dict()`` is the state of the consumer's reader (call it where the iteration
+    runs: in the worker, as ``StatefulDataLoader`` does); ``load_state_dict(state)``
+    applies to the iterations that start afterwards.  A state restores the consumer that
+    saved it, or, when merged by :func:`merge_loader_states`, any consumer of any layout.
+    """
+
+    def __init__(
+        self,
+        plan: ReadPlan,
+        *,
+        data_dir: str | os.PathLike[str] | None = None,
+        epochs: int | None = 1,
+        decode: bool | Mapping[str, Any] | None = None,
+        transform: Callable[[Item], Any] | None = None,
+    ) -> None:
+        super().__init__()
+        self.plan = plan
+        self.data_dir = data_dir
+        self.epochs = epochs
+        self.decode = decode
+        self.transform = transform
+        self._state: dict[str, Any] | None = None
+        self._reader: Reader | None = None
+        self._new_reader(0, 1, None)  # checks every argument now, not in a worker
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Workers started by "spawn" receive a pickled copy; an open reader stays behind.
+        state = self.__dict__.copy()
+        state["_reader"] = None
+        return state
+
+    def _new_reader(self, index: int, count: int, state: Mapping[str, Any] | None) -> Reader:
+        reader = Reader(
+            self.plan,
+            data_dir=self.data_dir,
+            epochs=self.epochs,
+            decode=self.decode,
+            rank=index,
+            world_size=count,
+        )
+        if state is not None:
+            reader.load_state_dict(state)
+        return reader
+
+    def __iter__(self) -> Iterator[Any]:
+        # Not a generator: the reader exists (and state_dict() answers) as soon as the
+        # DataLoader has called iter(), before the first record is asked for.
+        if self._reader is not None:
+            self._reader.close()
+        self._reader = self._new_reader(*consumer(), self._state)
+        return self._records(self._reader)
+
+    def _records(self, reader: Reader) -> Iterator[Any]:
+        transform = self.transform
+        if transform is None:
+            for item in reader:
+                yield item.record
+        else:
+            for item in reader:
+                yield transform(item)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The state of this consumer's reader (``specs/reader.md``)."""
+        reader = self._reader
+        if reader is None:
+            reader = self._new_reader(*consumer(), self._state)
+        return reader.state_dict()
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Start the next iterations from ``state`` (checked against the plan now)."""
+        self._new_reader(*consumer(), state)
+        self._state = dict(state)
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+
+
+def merge_loader_states(states: Iterable[Any]) -> dict[str, Any]:
+    """One global state from the saved states of every rank's loader (or dataset).
+
+    ``states`` holds, per rank, a ``StatefulDataLoader.state_dict()`` (or the dataset's own
+    ``state_dict()``); the readplan reader states nested in them, one per consumer, are
+    merged by :func:`readplan.reader.merge_states`.  Load the result with
+    ``dataset.load_state_dict(merged)`` before building the new loaders.
+    """
+    found: list[Mapping[str, Any]] = []
+    for state in states:
+        found.extend(_reader_states(state))
+    return merge_states(found)
+
+
+def _reader_states(value: Any) -> Iterator[Mapping[str, Any]]:
+    if isinstance(value, Mapping):
+        if value.get("format") == FORMAT and STATE_KEY in value:
+            yield value
+            return
+        for child in value.values():
+            yield from _reader_states(child)
+    elif isinstance(value, (list, tuple)):
+        for child in value:
+            yield from _reader_states(child)

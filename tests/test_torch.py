@@ -1,0 +1,236 @@
+"""readplan.torch: DataLoader workers, torch.distributed ranks, StatefulDataLoader resume.
+
+Expected orders come from the reader in elastic mode (tested against TFDS in
+tests/test_reader.py) and from the toy dataset's own ``id`` features.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import pickle
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from torch.utils.data import DataLoader
+from torchdata.stateful_dataloader import StatefulDataLoader  # type: ignore[import-untyped]
+
+from readplan.dataset_info import DatasetInfo
+from readplan.errors import CheckpointError, ConfigError, CorruptRecordError
+from readplan.plan import ReadConfig, ReadPlan
+from readplan.reader import STATE_KEY, Item, Reader
+from readplan.torch import ReadplanIterableDataset, consumer, merge_loader_states
+from tests.conftest import DATA
+
+TOY_DIR = DATA / "tfds" / "readplan_toy" / "1.0.0"
+PLAN = ReadPlan(
+    DatasetInfo.load(TOY_DIR),
+    "train",
+    ReadConfig(
+        interleave_cycle_length=2, interleave_block_length=3, shuffle_files=True, shuffle_seed=7
+    ),
+)
+# torchdata 0.11 calls an API that torch 2.13 deprecates, on every loader it builds.
+STATEFUL = pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")
+# More workers than this machine's CPUs is the point of some tests: torch warns about it.
+MANY_WORKERS = pytest.mark.filterwarnings("ignore:This DataLoader will create:UserWarning")
+
+
+def key(item: Item) -> tuple[int, int, int]:
+    assert isinstance(item.record, dict)
+    return item.epoch, item.position, int(item.record["id"][0])
+
+
+def dataset(epochs: int = 1) -> ReadplanIterableDataset:
+    return ReadplanIterableDataset(PLAN, decode=True, epochs=epochs, transform=key)
+
+
+def everything(epochs: int = 1) -> list[tuple[int, int, int]]:
+    return [key(item) for item in Reader(PLAN, decode=True, epochs=epochs)]
+
+
+def flat(batches: list[Any]) -> list[tuple[int, int, int]]:
+    """Default-collated batches of (epoch, position, id) back into tuples."""
+    out: list[tuple[int, int, int]] = []
+    for epochs, positions, ids in batches:
+        out.extend(zip(epochs.tolist(), positions.tolist(), ids.tolist()))
+    return out
+
+
+def test_one_process_yields_the_plans_order() -> None:
+    assert list(dataset(epochs=2)) == everything(epochs=2)
+    plain = ReadplanIterableDataset(PLAN)
+    assert list(plain) == [item.record for item in Reader(PLAN)]
+    assert consumer() == (0, 1)
+
+
+def test_two_workers_cover_the_epoch_once_in_a_fixed_order() -> None:
+    unbatched = [tuple(x) for x in DataLoader(dataset(), batch_size=None, num_workers=2)]
+    assert sorted(unbatched) == everything()
+    # Workers take turns, one record each: the plan's order while both have records.
+    assert unbatched == everything()
+    loader = DataLoader(dataset(epochs=2), batch_size=4, num_workers=2)
+    first, second = flat(list(loader)), flat(list(loader))
+    assert first == second
+    assert sorted(first) == everything(epochs=2)
+    shares = [
+        [key(i) for i in Reader(PLAN, decode=True, epochs=2, rank=w, world_size=2)]
+        for w in range(2)
+    ]
+    expected: list[tuple[int, int, int]] = []
+    for start in range(0, max(map(len, shares)), 4):
+        for share in shares:
+            expected.extend(share[start : start + 4])
+    assert first == expected
+
+
+@STATEFUL
+@pytest.mark.parametrize("workers", [0, 2])
+def test_stateful_loader_resumes_exactly_with_the_same_layout(workers: int) -> None:
+    uninterrupted = flat(list(StatefulDataLoader(dataset(2), batch_size=3, num_workers=workers)))
+    loader = StatefulDataLoader(dataset(2), batch_size=3, num_workers=workers)
+    stream = iter(loader)
+    before = flat([next(stream) for _ in range(7)])
+    state = pickle.loads(pickle.dumps(loader.state_dict()))
+    del stream, loader
+    resumed = StatefulDataLoader(dataset(2), batch_size=3, num_workers=workers)
+    resumed.load_state_dict(state)
+    assert before + flat(list(resumed)) == uninterrupted
+
+
+@STATEFUL
+@MANY_WORKERS
+@pytest.mark.parametrize(("steps", "new_workers"), [(4, 3), (6, 1), (0, 2)])
+def test_merged_loader_state_resumes_with_other_worker_counts(steps: int, new_workers: int) -> None:
+    loader = StatefulDataLoader(dataset(2), batch_size=3, num_workers=2)
+    stream = iter(loader)
+    before = flat([next(stream) for _ in range(steps)])
+    merged = merge_loader_states([loader.state_dict()])
+    del stream, loader
+    assert merged[STATE_KEY] == {"rank": 0, "world_size": 1}
+    assert merged["position"] == len(before)
+    restored = dataset(2)
+    restored.load_state_dict(merged)
+    after = flat(list(DataLoader(restored, batch_size=3, num_workers=new_workers)))
+    assert sorted(before + after) == everything(epochs=2)
+
+
+@STATEFUL
+def test_merging_refuses_workers_out_of_step() -> None:
+    loader = StatefulDataLoader(dataset(), batch_size=3, num_workers=2)
+    stream = iter(loader)
+    for _ in range(3):  # worker 0 has delivered positions 0..10, worker 1 only 1, 3, 5
+        next(stream)
+    with pytest.raises(CheckpointError, match=r"below 7 of epoch 0.*rank 0: 2"):
+        merge_loader_states([loader.state_dict()])
+    del stream
+
+
+def test_state_protocol_on_the_dataset() -> None:
+    data = dataset()
+    assert data.state_dict()["position"] == 0
+    stream = iter(data)
+    taken = [next(stream) for _ in range(10)]
+    state = data.state_dict()
+    assert state["position"] == 10
+    copy = pickle.loads(pickle.dumps(data))
+    again = dataset()
+    again.load_state_dict(state)
+    assert taken + list(again) == everything()
+    assert taken + list(again) == everything(), "every iteration starts from the loaded state"
+    assert list(copy) == everything()
+    with pytest.raises(CheckpointError, match="rank 1 of 2"):
+        dataset().load_state_dict(
+            PLAN.checkpoint(0, 11).to_dict() | {STATE_KEY: {"rank": 1, "world_size": 2}}
+        )
+    with pytest.raises(ConfigError):
+        ReadplanIterableDataset(PLAN, epochs=0)
+
+
+@MANY_WORKERS
+def test_more_workers_than_records_leave_some_idle() -> None:
+    tiny = ReadPlan(PLAN.info, "train[:3]", PLAN.config)
+    finite = ReadplanIterableDataset(tiny, decode=True, transform=key)
+    got = [tuple(x) for x in DataLoader(finite, batch_size=None, num_workers=4)]
+    assert got == [key(i) for i in Reader(tiny, decode=True)]
+
+
+def test_damage_in_a_worker_names_the_position(tmp_path: Path) -> None:
+    directory = tmp_path / "toy"
+    shutil.copytree(TOY_DIR, directory)
+    shard = directory / "readplan_toy-train.tfrecord-00002-of-00008"
+    data = bytearray(shard.read_bytes())
+    data[12] ^= 0x01  # the first record's first data byte: its data CRC fails
+    shard.write_bytes(bytes(data))
+    plan = ReadPlan(DatasetInfo.load(directory), "train", ReadConfig(interleave_cycle_length=1))
+    position = plan.position_of(0, 2, 0)
+    loader = DataLoader(ReadplanIterableDataset(plan), batch_size=None, num_workers=2)
+    # torch re-raises a worker's error in the main process, as RuntimeError when the
+    # error's class cannot be rebuilt from its message alone.
+    with pytest.raises((CorruptRecordError, RuntimeError), match=f"position {position} of epoch 0"):
+        list(loader)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def test_two_ranks_split_an_epoch_and_one_rank_resumes_their_checkpoint(tmp_path: Path) -> None:
+    port, steps = _free_port(), 9
+    worker = Path(__file__).with_name("torch_dist_worker.py")
+    outputs = [tmp_path / f"rank{rank}.json" for rank in range(2)]
+    processes = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                str(worker),
+                str(rank),
+                "2",
+                str(port),
+                str(TOY_DIR),
+                str(steps),
+                str(outputs[rank]),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        for rank in range(2)
+    ]
+    try:
+        logs = [p.communicate(timeout=90)[0].decode(errors="replace") for p in processes]
+    finally:
+        for process in processes:
+            process.kill()
+    assert [p.returncode for p in processes] == [0, 0], logs
+    reports = [json.loads(path.read_text()) for path in outputs]
+    assert [r["consumer"] for r in reports] == [[0, 2], [1, 2]]
+    seen = [[tuple(k) for k in r["before"] + r["rest"]] for r in reports]
+    assert sorted(seen[0] + seen[1]) == everything()
+    for rank, keys in enumerate(seen):
+        assert all(position % 2 == rank for _, position, _ in keys)
+    merged = merge_loader_states(reports[0]["gathered"])
+    assert merged["position"] == 2 * steps
+    single = dataset()
+    single.load_state_dict(json.loads(json.dumps(merged)))
+    before = [tuple(k) for r in reports for k in r["before"]]
+    after = list(single)
+    assert sorted(before + after) == everything()
+    assert after == everything()[2 * steps :]
+
+
+def test_importing_without_torch_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("torch", "torch.distributed", "torch.utils", "torch.utils.data"):
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.delitem(sys.modules, "readplan.torch")
+    with pytest.raises(ImportError, match=r"pip install 'readplan\[torch\]'"):
+        importlib.import_module("readplan.torch")
+    monkeypatch.undo()
+    assert importlib.import_module("readplan.torch").ReadplanIterableDataset is not None

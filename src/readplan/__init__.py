@@ -25,6 +25,7 @@ from readplan.errors import (
     UnsupportedSplitError,
 )
 from readplan.example import FixedLen, VarLen
+from readplan.index import build_index
 from readplan.instructions import (
     FileInstruction,
     even_splits,
@@ -43,7 +44,6 @@ from readplan.shuffle import (
     shuffle_order,
 )
 from readplan.splits import AllSplits, ReadInstruction, SplitSpec, parse_split
-from readplan.index import build_index
 from readplan.tfrecord import CorruptionEvent, CorruptionReport, RecordFile, TFRecordWriter
 
 __version__ = "0.1.0"

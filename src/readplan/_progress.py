@@ -18,8 +18,14 @@ class Progress:
     """``with Progress("indexing", total=n_bytes, unit="B") as bar: bar.advance(k)``."""
 
     def __init__(
-        self, label: str, *, total: int | None, unit: str = "", delay: float = 1.0,
-        stream: TextIO | None = None, force: bool = False,
+        self,
+        label: str,
+        *,
+        total: int | None,
+        unit: str = "",
+        delay: float = 1.0,
+        stream: TextIO | None = None,
+        force: bool = False,
     ) -> None:
         self.label = label
         self.total = total
@@ -36,7 +42,9 @@ class Progress:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
         if self._drawn:
@@ -58,7 +66,8 @@ class Progress:
             fraction = min(1.0, self.done / self.total)
             filled = int(fraction * 30)
             bar = "#" * filled + "-" * (30 - filled)
-            text = f"\r{self.label} [{bar}] {fraction:6.1%} {_human(self.done)}/{_human(self.total)}{self.unit}"
+            amount = f"{_human(self.done)}/{_human(self.total)}{self.unit}"
+            text = f"\r{self.label} [{bar}] {fraction:6.1%} {amount}"
         else:
             text = f"\r{self.label} {_human(self.done)}{self.unit}"
         self._stream.write(text)

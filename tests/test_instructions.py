@@ -538,3 +538,32 @@ def test_strict_mode_accepts_disjoint_non_empty_parts(info: DatasetInfo, data: A
         return
     spec = "+".join(data.draw(st.permutations(parts)))
     assert file_instructions(info, spec, strict=True) == file_instructions(info, spec)
+
+
+# -- even splits without the dataset (resolved lazily, as TFDS does) ----------------------
+
+
+def test_lazy_even_splits_resolve_like_eager_ones() -> None:
+    info = DatasetInfo(name="d", splits={"train": [4, 4, 3], "test": [6]})
+    lazy = even_splits("train[2:]+test", 2)
+    eager = even_splits("train[2:]+test", 2, info=info)
+    assert [piece.resolve(info) for piece in lazy] == eager
+    for piece, concrete in zip(lazy, eager):
+        assert file_instructions(info, piece) == file_instructions(info, concrete)
+    assert str(lazy[1]) == (
+        "_EvenSplit(split='train[2:]+test', index=1, count=2, drop_remainder=False)"
+    )
+
+
+def test_lazy_even_splits_compose_with_plus() -> None:
+    info = DatasetInfo(name="d", splits={"train": [4, 4, 3], "test": [6]})
+    combined = even_splits("test", 2)[0] + "train[:5]"
+    assert file_instructions(info, combined) == file_instructions(info, "test[0:3]+train[:5]")
+    reversed_ = "train[:5]" + even_splits("test", 2)[1]
+    assert file_instructions(info, reversed_) == file_instructions(info, "train[:5]+test[3:6]")
+
+
+def test_split_for_process_without_info() -> None:
+    info = DatasetInfo(name="d", splits={"train": [11]})
+    piece = split_for_process("train", 1, 4)
+    assert file_instructions(info, piece) == file_instructions(info, "train[3:6]")

@@ -28,6 +28,7 @@ from readplan.example import FixedLen, VarLen
 from readplan.index import build_index
 from readplan.instructions import (
     FileInstruction,
+    LazySplit,
     even_splits,
     file_instructions,
     split_for_process,
@@ -70,6 +71,7 @@ __all__ = [
     "InputContext",
     "InterleaveSchedule",
     "Item",
+    "LazySplit",
     "ReadConfig",
     "ReadInstruction",
     "ReadPlan",

@@ -17,7 +17,13 @@ from readplan.dataset_info import DatasetInfo, SplitInfo
 from readplan.errors import EmptySplitError, SplitError
 from readplan.splits import AllSplits, ReadInstruction, SplitArg, SplitSpec
 
-__all__ = ["FileInstruction", "even_splits", "file_instructions", "split_for_process"]
+__all__ = [
+    "FileInstruction",
+    "LazySplit",
+    "even_splits",
+    "file_instructions",
+    "split_for_process",
+]
 
 
 def _is_int(value: object) -> bool:
@@ -187,8 +193,11 @@ def file_instructions(
 
     File names are basenames when ``info.data_dir`` is None, else full paths.  An empty
     result is returned as ``[]`` (TFDS only fails when reading it); with ``strict=True``
-    it, and every quirk listed in ``specs/splits.md`` §8, raise SplitError.
+    it, and every quirk listed in ``specs/splits.md`` §8, raise SplitError.  A
+    :class:`LazySplit` (from :func:`even_splits` without ``info``) is resolved first.
     """
+    if isinstance(spec, LazySplit):
+        spec = spec.resolve(info)
     ranges = _resolve(info, spec)
     if strict:
         _check_strict(ranges, spec)
@@ -301,7 +310,7 @@ def even_splits(
     split: SplitArg,
     n: int,
     *,
-    info: DatasetInfo,
+    info: DatasetInfo | None = None,
     drop_remainder: bool = False,
     strict: bool = False,
 ) -> list[str]:
@@ -309,10 +318,21 @@ def even_splits(
 
     Each ``+`` part of ``split`` (after ``all`` expansion) is cut into ``n`` runs of records
     whose sizes differ by at most one, the longer ones first; with ``drop_remainder`` the
-    remainder is left out instead.  Unlike TFDS, the sizes are taken from ``info`` up front,
-    so the results are ordinary split strings.  ``strict`` rejects empty pieces and dropped
-    remainders.  See ``specs/splits.md`` §9.
+    remainder is left out instead.  ``strict`` rejects empty pieces and dropped remainders.
+    See ``specs/splits.md`` §9.
+
+    With ``info`` the sizes are taken up front and the results are ordinary split strings
+    such as ``"train[0:4]"``.  Without it, as in TFDS, the sizes are only known when a
+    dataset is given: the results are :class:`LazySplit` strings that
+    :func:`file_instructions` and :class:`readplan.ReadPlan` resolve against their dataset
+    (and that compose with ``+``).
     """
+    if info is None:
+        _check_count(n)
+        return [
+            LazySplit((_EvenPiece(str(split), index, n, drop_remainder, strict),))
+            for index in range(n)
+        ]
     ranges = _even_ranges(split, n, info=info, drop_remainder=drop_remainder, strict=strict)
     return [_piece_spec(ranges, index, n, drop_remainder) for index in range(n)]
 
@@ -322,27 +342,97 @@ def split_for_process(
     process_index: int,
     process_count: int,
     *,
-    info: DatasetInfo,
+    info: DatasetInfo | None = None,
     drop_remainder: bool = False,
     strict: bool = False,
 ) -> str:
     """Sub-split ``process_index`` of ``even_splits(split, process_count, ...)``."""
-    ranges = _even_ranges(
-        split, process_count, info=info, drop_remainder=drop_remainder, strict=strict
-    )
+    _check_count(process_count)
     if not _is_int(process_index) or not 0 <= process_index < process_count:
         raise SplitError(
             f"process_index must be an int in [0, {process_count}) for {process_count} "
             f"processes, got {process_index!r}"
         )
-    return _piece_spec(ranges, process_index, process_count, drop_remainder)
+    pieces = even_splits(
+        split, process_count, info=info, drop_remainder=drop_remainder, strict=strict
+    )
+    return pieces[process_index]
+
+
+@dataclass(frozen=True)
+class _EvenPiece:
+    split: str
+    index: int
+    count: int
+    drop_remainder: bool
+    strict: bool
+
+    def __str__(self) -> str:
+        return (
+            f"_EvenSplit(split={self.split!r}, index={self.index}, count={self.count}, "
+            f"drop_remainder={self.drop_remainder})"
+        )
+
+    def resolve(self, info: DatasetInfo) -> str:
+        ranges = _even_ranges(
+            self.split,
+            self.count,
+            info=info,
+            drop_remainder=self.drop_remainder,
+            strict=self.strict,
+        )
+        return _piece_spec(ranges, self.index, self.count, self.drop_remainder)
+
+
+class LazySplit(str):
+    """A split that needs the dataset's sizes to resolve (an unresolved even split).
+
+    Its text shows TFDS's representation; ``+`` with a split string or another lazy
+    split concatenates, and :meth:`resolve` gives the ordinary split string for a dataset.
+    """
+
+    parts: tuple[str | _EvenPiece, ...]
+
+    def __new__(cls, parts: tuple[str | _EvenPiece, ...]) -> LazySplit:
+        self = super().__new__(cls, "+".join(str(part) for part in parts))
+        self.parts = parts
+        return self
+
+    def __add__(self, other: object) -> LazySplit:
+        return LazySplit(self.parts + _lazy_parts(other))
+
+    def __radd__(self, other: object) -> LazySplit:
+        return LazySplit(_lazy_parts(other) + self.parts)
+
+    def __reduce__(self) -> tuple[type[LazySplit], tuple[tuple[str | _EvenPiece, ...]]]:
+        return LazySplit, (self.parts,)
+
+    def resolve(self, info: DatasetInfo) -> str:
+        """The ordinary split string this lazy split means for ``info``."""
+        return "+".join(
+            part.resolve(info) if isinstance(part, _EvenPiece) else part for part in self.parts
+        )
+
+
+def _lazy_parts(other: object) -> tuple[str | _EvenPiece, ...]:
+    if isinstance(other, LazySplit):
+        return other.parts
+    if isinstance(other, str):
+        return (other,)
+    if isinstance(other, (ReadInstruction, SplitSpec)):
+        return (str(other),)
+    raise TypeError(f"Adding split {other!r} to an even split: not a split")
+
+
+def _check_count(count: object) -> None:
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise SplitError(f"the number of sub-splits must be a positive int, got {count!r}")
 
 
 def _even_ranges(
     split: SplitArg, count: int, *, info: DatasetInfo, drop_remainder: bool, strict: bool
 ) -> list[_Range]:
-    if not _is_int(count) or count < 1:
-        raise SplitError(f"the number of sub-splits must be a positive int, got {count!r}")
+    _check_count(count)
     ranges = _resolve(info, split)
     for entry in ranges:
         if entry.start > entry.stop:

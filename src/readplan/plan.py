@@ -21,10 +21,10 @@ import numpy.typing as npt
 
 from readplan.dataset_info import DatasetInfo
 from readplan.errors import ConfigError, EmptySplitError, SplitError
-from readplan.instructions import FileInstruction, file_instructions
+from readplan.instructions import FileInstruction, LazySplit, file_instructions
 from readplan.interleave import InterleaveSchedule
 from readplan.shuffle import buffer_shuffle, epoch_seed_pair, permutation, seed_pair
-from readplan.splits import ReadInstruction
+from readplan.splits import SplitArg
 
 if TYPE_CHECKING:
     from readplan.checkpoint import Checkpoint
@@ -185,12 +185,14 @@ class ReadPlan:
     def __init__(
         self,
         info: DatasetInfo,
-        spec: str | ReadInstruction,
+        spec: SplitArg,
         config: ReadConfig | None = None,
         *,
         strict: bool = False,
     ) -> None:
         self.info = info
+        if isinstance(spec, LazySplit):
+            spec = spec.resolve(info)
         self.spec = spec if isinstance(spec, str) else str(spec)
         self.config = config if config is not None else ReadConfig()
         self.cycle_length = self.config.cycle_length_for(info)

@@ -380,3 +380,24 @@ def test_input_context_skips_the_cardinality_check_as_tfds_does() -> None:
         ReadConfig(input_context=InputContext(0, 1)),
     )
     assert plan.num_examples == 2 + 13
+
+
+# Orders computed by TensorFlow 2.21 / TFDS 4.9.10: the fixture read with as_dataset(...)
+# followed by ds.shuffle(buffer, seed=seed) (after tf.random.set_seed(global_seed) when
+# given), iterated three times.
+EXAMPLE_SHUFFLE_TF = json.loads((DATA / "vectors" / "example_shuffle_tf.json").read_text())
+
+
+@pytest.mark.parametrize(
+    "case", EXAMPLE_SHUFFLE_TF, ids=[f"{c['spec']}-b{c['buffer']}" for c in EXAMPLE_SHUFFLE_TF]
+)
+def test_example_shuffle_matches_tfdata(case: dict[str, Any]) -> None:
+    config = ReadConfig(
+        shuffle_files=case["shuffle_files"],
+        global_seed=case["global_seed"],
+        example_shuffle=ExampleShuffle(case["buffer"], case["seed"]),
+        **case["rc"],
+    )
+    plan = ReadPlan(DatasetInfo.load(TOY_DIR), case["spec"], config)
+    for epoch, expected in enumerate(case["epochs"]):
+        assert plan.epoch(epoch).tfds_ids() == expected

@@ -18,7 +18,10 @@ from readplan.dataset_info import DatasetInfo, shard_lengths
 from readplan.errors import CheckpointError, CheckpointMismatchError
 from readplan.plan import ExampleShuffle, InputContext, ReadConfig, ReadPlan
 from readplan.testing import assert_resumes_exactly, plans, read_configs
+from tests.conftest import DATA
 from tests.reference_models import ReferenceInterleave, reference_interleave
+
+TOY_DIR = DATA / "tfds" / "readplan_toy" / "1.0.0"
 
 plain_configs = read_configs().map(
     lambda c: ReadConfig(
@@ -419,3 +422,34 @@ def test_schema_rejects_what_the_loader_rejects(small_plan: ReadPlan) -> None:
     document["version"] = 2
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(document, SCHEMA)
+
+
+# TFDS 4.9.10 / TF 2.21 reading plan.resume_instructions(checkpoint) of the fixture through
+# ReadConfig(experimental_interleave_sort_fn=...) with shuffle_files=False: the order it
+# yields is the rest of the checkpoint's epoch.
+BRIDGE_TF = json.loads((DATA / "vectors" / "resume_bridge_tf.json").read_text())
+
+
+@pytest.mark.parametrize(
+    "case",
+    BRIDGE_TF,
+    ids=[
+        f"{c['spec']}-c{c['cycle_length']}b{c['block_length']}-p{c['position']}" for c in BRIDGE_TF
+    ],
+)
+def test_tfds_reading_the_bridge_continues_the_epoch(case: dict[str, Any]) -> None:
+    config = ReadConfig(
+        interleave_cycle_length=case["cycle_length"],
+        interleave_block_length=case["block_length"],
+        shuffle_files=case["shuffle_files"],
+        shuffle_seed=case["shuffle_seed"],
+    )
+    plan = ReadPlan(DatasetInfo.load(TOY_DIR), case["spec"], config)
+    checkpoint = plan.checkpoint(case["epoch"], case["position"])
+    assert plan.resume(checkpoint).tfds_ids() == case["tf_order"]
+    bridge = plan.resume_instructions(checkpoint)
+    ids = [
+        f"{os.path.basename(filename)}__{record}"
+        for filename, record in _tfdata_read(bridge, plan.cycle_length, plan.block_length)
+    ]
+    assert ids == case["tf_order"]

@@ -34,6 +34,7 @@ __all__ = [
     "make_checkpoint",
     "remaining_instructions",
     "resume",
+    "resume_instructions",
 ]
 
 FORMAT = "readplan-checkpoint"
@@ -232,9 +233,11 @@ class Checkpoint:
 
         TFDS's recipe: every file's unread tail, in this epoch's input order.  Read with
         ``cycle_length=1`` it continues the order exactly; with a larger cycle use
-        :meth:`resume_instructions` (``specs/checkpoint.md``).  With an example-level
-        shuffle the buffered records are only known to the plan: use
-        :meth:`readplan.ReadPlan.remaining_instructions`.
+        :meth:`resume_instructions` (``specs/checkpoint.md`` §6).  File names are the
+        planned base names, joined to ``data_dir`` when given
+        (:meth:`readplan.ReadPlan.remaining_instructions` uses the plan's own paths).
+        With an example-level shuffle the buffered records are only known to the plan:
+        use :meth:`readplan.ReadPlan.remaining_instructions`.
         """
         if self.example_buffer is not None:
             raise CheckpointError(
@@ -242,22 +245,35 @@ class Checkpoint:
                 "by interleave position; call plan.remaining_instructions(checkpoint)",
                 field="example_buffer",
             )
-        out = []
-        for file_index, consumed, remaining in self.files:
-            if remaining:
-                skip = self.fingerprint["files"][file_index][1] + consumed
-                out.append(self._instruction(file_index, skip, remaining, data_dir))
-        return out
+        return [self._instruction(f, skip, take, data_dir) for f, skip, take in self._unread()]
 
     def resume_instructions(self, *, data_dir: str | None = None) -> list[FileInstruction]:
         """FileInstructions that tf.data's interleave reads in exactly the remaining order.
 
         Feed them to TFDS through ``ReadConfig(experimental_interleave_sort_fn=lambda _:
         instructions, interleave_cycle_length=c, interleave_block_length=b)`` with
-        ``shuffle_files=False`` and no ``input_context``.  The list rotates the slots so the
-        cursor's slot comes first, splits a partly read block into a head that ends the
-        block and a tail that the same slot opens next round, and uses empty (take 0)
-        instructions where the original slot would spend a visit producing nothing.
+        ``shuffle_files=False`` and no ``input_context``.  File names as in
+        :meth:`remaining_instructions` (:meth:`readplan.ReadPlan.resume_instructions`
+        uses the plan's own paths).  See ``specs/checkpoint.md`` §6.
+        """
+        return [self._instruction(f, skip, take, data_dir) for f, skip, take in self._bridge()]
+
+    def _unread(self) -> list[tuple[int, int, int]]:
+        """``(file_index, skip, take)`` of every file's unread tail, in input order."""
+        planned = self.fingerprint["files"]
+        return [
+            (file_index, planned[file_index][1] + consumed, remaining)
+            for file_index, consumed, remaining in self.files
+            if remaining
+        ]
+
+    def _bridge(self) -> list[tuple[int, int, int]]:
+        """``(file_index, skip, take)`` of the exact tf.data continuation.
+
+        The list rotates the slots so the cursor's slot comes first, splits a partly read
+        block into a head that ends the block and a tail that the same slot opens next
+        round, and uses empty (take 0) entries where the original slot would spend a visit
+        producing nothing.
         """
         if self.example_buffer is not None:
             raise CheckpointError(
@@ -266,42 +282,41 @@ class Checkpoint:
                 "readplan's reader instead",
                 field="example_buffer",
             )
-        fp = self.fingerprint
-        block = int(fp["block_length"])
+        planned = self.fingerprint["files"]
+        block = int(self.fingerprint["block_length"])
         cycle = len(self.slots)
-        unopened = list(self.files[self.next_input :])
-        entries: list[FileInstruction] = []
-        tail: FileInstruction | None = None
-        placeholder = self._instruction(self.files[0][0], 0, 0, data_dir) if self.files else None
+        unopened = [
+            (file_index, planned[file_index][1] + consumed, remaining)
+            for file_index, consumed, remaining in self.files[self.next_input :]
+        ]
+        entries: list[tuple[int, int, int]] = []
+        tail: tuple[int, int, int] | None = None
+        placeholder = (self.files[0][0], 0, 0) if self.files else None
         for j in range(cycle):
             slot = self.slots[(self.cursor + j) % cycle]
             if slot is None:
                 if not self.inputs_done and unopened:
-                    file_index, consumed, remaining = unopened.pop(0)
-                    skip = fp["files"][file_index][1] + consumed
-                    entries.append(self._instruction(file_index, skip, remaining, data_dir))
+                    entries.append(unopened.pop(0))
                 elif placeholder is not None:
                     entries.append(placeholder)
                 continue
             file_index, offset = slot
-            remaining = fp["files"][file_index][1] + fp["files"][file_index][2] - offset
+            remaining = planned[file_index][1] + planned[file_index][2] - offset
             if j == 0 and self.block_counter:
-                # The head ends the partly read block.  When the input's records last
-                # at least to the block's end, the original slot keeps the input for its
-                # next visit, so the tail (possibly empty: the visit that finds the end)
-                # must be what that slot opens next round.
+                # The head ends the partly read block.  When the file's records last at
+                # least to the block's end, the original slot keeps the file for its next
+                # visit, so the tail (possibly empty: the visit that finds the end) must be
+                # what that slot opens next round.
                 head = min(remaining, block - self.block_counter)
-                entries.append(self._instruction(file_index, offset, head, data_dir))
+                entries.append((file_index, offset, head))
                 if remaining >= block - self.block_counter:
-                    tail = self._instruction(file_index, offset + head, remaining - head, data_dir)
+                    tail = (file_index, offset + head, remaining - head)
             else:
-                entries.append(self._instruction(file_index, offset, remaining, data_dir))
+                entries.append((file_index, offset, remaining))
         if tail is not None:
             entries.append(tail)
-        for file_index, consumed, remaining in unopened:
-            skip = fp["files"][file_index][1] + consumed
-            entries.append(self._instruction(file_index, skip, remaining, data_dir))
-        while entries and entries[-1].take == 0 and tail is None:
+        entries.extend(unopened)
+        while entries and entries[-1][2] == 0 and tail is None:
             entries.pop()
         return entries
 
@@ -493,14 +508,10 @@ def resume(plan: ReadPlan, checkpoint: Checkpoint) -> EpochOrder:
 
 
 def remaining_instructions(plan: ReadPlan, checkpoint: Checkpoint) -> list[FileInstruction]:
-    """FileInstructions covering exactly the records not yet delivered in this epoch.
+    """FileInstructions covering exactly the records not yet delivered, with the plan's paths.
 
-    TFDS's own recipe: records waiting in an example shuffle buffer come first, one
-    instruction each, then every file's unread tail in this epoch's input order.  Reading
-    the list with ``cycle_length=1`` continues the order exactly when there is no example
-    shuffle; with a larger cycle a fresh interleave starts new blocks in new slots, so use
-    :meth:`Checkpoint.resume_instructions` for an exact continuation
-    (``specs/checkpoint.md``).
+    Records waiting in an example shuffle buffer come first, one instruction each, then
+    every file's unread tail in this epoch's input order (``specs/checkpoint.md`` §6).
     """
     _verified_state(plan, checkpoint)
     out = []
@@ -509,13 +520,20 @@ def remaining_instructions(plan: ReadPlan, checkpoint: Checkpoint) -> list[FileI
         for ordinal in checkpoint.example_buffer.buffer:
             input_index, within = schedule.locate(ordinal)
             file_index = int(files[input_index])
-            instruction = plan.instructions[file_index]
-            out.append(replace(instruction, skip=instruction.skip + within, take=1))
-    for file_index, consumed, remaining in checkpoint.files:
-        if remaining:
-            instruction = plan.instructions[file_index]
-            out.append(replace(instruction, skip=instruction.skip + consumed, take=remaining))
+            out.append(_planned(plan, file_index, plan._skips[file_index] + within, 1))
+    out += [_planned(plan, f, skip, take) for f, skip, take in checkpoint._unread()]
     return out
+
+
+def resume_instructions(plan: ReadPlan, checkpoint: Checkpoint) -> list[FileInstruction]:
+    """The exact tf.data continuation (:meth:`Checkpoint.resume_instructions`), with the
+    plan's file paths."""
+    _verified_state(plan, checkpoint)
+    return [_planned(plan, f, skip, take) for f, skip, take in checkpoint._bridge()]
+
+
+def _planned(plan: ReadPlan, file_index: int, skip: int, take: int) -> FileInstruction:
+    return replace(plan.instructions[file_index], skip=int(skip), take=take)
 
 
 def iter_from(

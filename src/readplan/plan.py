@@ -495,6 +495,13 @@ class ReadPlan:
 
         return remaining_instructions(self, checkpoint)
 
+    def resume_instructions(self, checkpoint: Checkpoint) -> list[FileInstruction]:
+        """The list tf.data's interleave reads in exactly the rest of the checkpoint's
+        epoch, with this plan's file paths (``specs/checkpoint.md`` §6)."""
+        from readplan.checkpoint import resume_instructions
+
+        return resume_instructions(self, checkpoint)
+
     def epoch_instructions(self, epoch: int) -> list[FileInstruction]:
         """The instructions in epoch ``epoch``'s file order.
 

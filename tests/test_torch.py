@@ -21,6 +21,7 @@ from torch.utils.data import DataLoader
 from torchdata.stateful_dataloader import StatefulDataLoader  # type: ignore[import-untyped]
 
 from readplan.dataset_info import DatasetInfo
+from readplan.demo import write_dataset
 from readplan.errors import CheckpointError, ConfigError, CorruptRecordError
 from readplan.plan import ReadConfig, ReadPlan
 from readplan.reader import STATE_KEY, Item, Reader
@@ -234,3 +235,18 @@ def test_importing_without_torch_says_how_to_install(monkeypatch: pytest.MonkeyP
         importlib.import_module("readplan.torch")
     monkeypatch.undo()
     assert importlib.import_module("readplan.torch").ReadplanIterableDataset is not None
+
+
+def test_worker_errors_keep_their_readplan_class(tmp_path: Path) -> None:
+    """A damaged shard read inside a DataLoader worker raises CorruptRecordError here."""
+    info = write_dataset(str(tmp_path / "data"))
+    plan = ReadPlan(info, "train", ReadConfig())
+    first = plan.instructions[int(plan.epoch(0).file_index[0])].filename
+    data = bytearray(Path(first).read_bytes())
+    data[20] ^= 0xFF  # a payload byte of the first record: its data CRC fails
+    Path(first).write_bytes(bytes(data))
+    for sidecar in Path(first).parent.glob("*.index"):
+        sidecar.unlink()
+    loader = DataLoader(ReadplanIterableDataset(plan), batch_size=None, num_workers=1)
+    with pytest.raises(CorruptRecordError):
+        list(loader)

@@ -10,11 +10,16 @@ Philox and the list form of the buffer algorithm, specs/shuffle.md §3-§5).
 from __future__ import annotations
 
 import statistics
+import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 
 from readplan.shuffle import buffer_shuffle, epoch_seed_pair, permutation, stream_words
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.reference_models import ref_buffer_order
 
 PAIR = (2390514801, 1543945521)  # epoch 0 of seed=32
 
@@ -27,40 +32,6 @@ def median_seconds(fn: Callable[[], object], *, repeats: int, number: int = 1) -
             fn()
         times.append((time.perf_counter() - start) / number)
     return statistics.median(times)
-
-
-def naive_stream(pair: tuple[int, int]) -> Iterator[int]:
-    lo, hi = pair
-    counter = hi << 64
-    while True:
-        x0, x1, x2, x3 = ((counter >> shift) & 0xFFFFFFFF for shift in (0, 32, 64, 96))
-        u, v = lo & 0xFFFFFFFF, lo >> 32
-        for r in range(10):
-            p = 0xD2511F53 * x0
-            q = 0xCD9E8D57 * x2
-            x0, x1, x2, x3 = (q >> 32) ^ x1 ^ u, q & 0xFFFFFFFF, (p >> 32) ^ x3 ^ v, p & 0xFFFFFFFF
-            if r < 9:
-                u = (u + 0x9E3779B9) & 0xFFFFFFFF
-                v = (v + 0xBB67AE85) & 0xFFFFFFFF
-        yield from (x0, x1, x2, x3)
-        counter = (counter + 1) % 2**128
-
-
-def naive_buffer_order(n: int, buffer_size: int, pair: tuple[int, int]) -> list[int]:
-    draws = naive_stream(pair)
-    buf: list[int] = []
-    pulled = 0
-    out: list[int] = []
-    while True:
-        while len(buf) < buffer_size and pulled < n:
-            buf.append(pulled)
-            pulled += 1
-        if not buf:
-            return out
-        j = next(draws) % len(buf)
-        out.append(buf[j])
-        buf[j] = buf[0]
-        del buf[0]
 
 
 def report(
@@ -76,7 +47,7 @@ def report(
 
 def main() -> None:
     fast = median_seconds(lambda: permutation(1024, PAIR), repeats=7, number=50)
-    slow = median_seconds(lambda: naive_buffer_order(1024, 1024, PAIR), repeats=5)
+    slow = median_seconds(lambda: ref_buffer_order(1024, 1024, PAIR), repeats=5)
     report("permutation(1024)  [file shuffle of 1024 shards]", fast, naive=slow)
 
     fast = median_seconds(lambda: permutation(100_000, PAIR), repeats=5)
@@ -91,7 +62,7 @@ def main() -> None:
     # grows with the buffer because removing the front of a list is O(buffer)).
     small = 50_000
     fast = median_seconds(lambda: buffer_shuffle(small, 1_000, PAIR), repeats=5)
-    slow = median_seconds(lambda: naive_buffer_order(small, 1_000, PAIR), repeats=3)
+    slow = median_seconds(lambda: ref_buffer_order(small, 1_000, PAIR), repeats=3)
     report("buffer_shuffle(n=50k, buffer_size=1000)", fast, items=small, naive=slow)
 
     _, state = buffer_shuffle(n, 10_000, PAIR, count=n // 2)

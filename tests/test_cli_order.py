@@ -123,57 +123,26 @@ def test_order_errors_exit_2_with_a_message(
     assert message in err
 
 
+CHECKPOINT_ARGS = (
+    "checkpoint", TOY_DIR, "train", "--shuffle-files", "--seed", "7", "--cycle-length", "2",
+    "--block-length", "3", "--epoch", "1", "--position", "17",
+)  # fmt: skip
+
+
 def test_checkpoint_saves_a_loadable_checkpoint(
     capsys: pytest.CaptureFixture[str], tmp_path: object
 ) -> None:
     path = f"{tmp_path}/state.json"
-    status, _, _ = run(
-        capsys,
-        "checkpoint",
-        TOY_DIR,
-        "train",
-        "--shuffle-files",
-        "--seed",
-        "7",
-        "--cycle-length",
-        "2",
-        "--block-length",
-        "3",
-        "--epoch",
-        "1",
-        "--position",
-        "17",
-        "-o",
-        path,
-    )
+    status, _, _ = run(capsys, *CHECKPOINT_ARGS, "-o", path)
     assert status == 0
-    info = DatasetInfo.load(TOY_DIR)
-    plan = ReadPlan(
-        info,
-        "train",
-        ReadConfig(
-            shuffle_files=True, shuffle_seed=7, interleave_cycle_length=2, interleave_block_length=3
-        ),
+    config = ReadConfig(
+        shuffle_files=True, shuffle_seed=7, interleave_cycle_length=2, interleave_block_length=3
     )
+    plan = ReadPlan(DatasetInfo.load(TOY_DIR), "train", config)
     checkpoint = Checkpoint.load(path)
     assert checkpoint == plan.checkpoint(1, 17)
-    status, out, _ = run(
-        capsys,
-        "checkpoint",
-        TOY_DIR,
-        "train",
-        "--shuffle-files",
-        "--seed",
-        "7",
-        "--cycle-length",
-        "2",
-        "--block-length",
-        "3",
-        "--epoch",
-        "1",
-        "--position",
-        "17",
-    )
+    status, out, _ = run(capsys, *CHECKPOINT_ARGS)
+    assert status == 0
     assert Checkpoint.from_json(out) == checkpoint
 
 

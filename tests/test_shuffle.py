@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,68 +31,18 @@ from readplan.shuffle import (
     shuffle_order,
     stream_words,
 )
+from tests.reference_models import (
+    ref_block,
+    ref_buffer_order,
+    ref_epoch_pair,
+    ref_stream,
+    ref_words,
+)
 
 VECTORS = Path(__file__).parent / "data" / "vectors" / "tfdata.json"
 M = 2**31 - 1
 
 # --- reference model -------------------------------------------------------------------
-
-
-def ref_block(counter: list[int], key: tuple[int, int]) -> list[int]:
-    x0, x1, x2, x3 = counter
-    u, v = key
-    for r in range(10):
-        p = 0xD2511F53 * x0
-        q = 0xCD9E8D57 * x2
-        x0, x1, x2, x3 = (q >> 32) ^ x1 ^ u, q & 0xFFFFFFFF, (p >> 32) ^ x3 ^ v, p & 0xFFFFFFFF
-        if r < 9:
-            u = (u + 0x9E3779B9) & 0xFFFFFFFF
-            v = (v + 0xBB67AE85) & 0xFFFFFFFF
-    return [x0, x1, x2, x3]
-
-
-def ref_increment(counter: list[int]) -> None:
-    for i in range(4):
-        counter[i] = (counter[i] + 1) & 0xFFFFFFFF
-        if counter[i] != 0:
-            return
-
-
-def ref_stream(pair: tuple[int, int], counter: list[int] | None = None) -> Iterator[int]:
-    lo, hi = pair
-    key = (lo & 0xFFFFFFFF, lo >> 32)
-    ctr = [0, 0, hi & 0xFFFFFFFF, hi >> 32] if counter is None else list(counter)
-    while True:
-        yield from ref_block(ctr, key)
-        ref_increment(ctr)
-
-
-def ref_words(pair: tuple[int, int], count: int) -> list[int]:
-    stream = ref_stream(pair)
-    return [next(stream) for _ in range(count)]
-
-
-def ref_epoch_pair(pair: tuple[int, int], epoch: int) -> tuple[int, int]:
-    words = ref_words(pair, 2 * epoch + 2)
-    return words[2 * epoch], words[2 * epoch + 1]
-
-
-def ref_buffer_order(n: int, buffer_size: int, pair: tuple[int, int]) -> list[int]:
-    stream = ref_stream(pair)
-    limit = n if buffer_size == UNKNOWN_CARDINALITY else buffer_size
-    buf: list[int] = []
-    pulled = 0
-    out: list[int] = []
-    while True:
-        while len(buf) < limit and pulled < n:
-            buf.append(pulled)
-            pulled += 1
-        if not buf:
-            return out
-        j = next(stream) % len(buf)
-        out.append(buf[j])
-        buf[j] = buf[0]
-        del buf[0]
 
 
 # --- strategies ------------------------------------------------------------------------

@@ -453,3 +453,59 @@ def test_tfds_reading_the_bridge_continues_the_epoch(case: dict[str, Any]) -> No
         for filename, record in _tfdata_read(bridge, plan.cycle_length, plan.block_length)
     ]
     assert ids == case["tf_order"]
+
+
+BASE_CONFIG: dict[str, Any] = {
+    "interleave_cycle_length": 2,
+    "interleave_block_length": 2,
+    "shuffle_files": True,
+    "shuffle_seed": 32,
+    "example_shuffle": ExampleShuffle(4, 1),
+}
+
+
+@pytest.mark.parametrize(
+    ("change", "fields"),
+    [
+        ({"interleave_block_length": 3}, {"block_length"}),
+        ({"interleave_cycle_length": 3}, {"cycle_length"}),
+        ({"shuffle_files": False, "shuffle_seed": None}, {"shuffle_files", "shuffle_seed"}),
+        ({"shuffle_seed": 33}, {"shuffle_seed"}),
+        ({"shuffle_reshuffle_each_iteration": False}, {"reshuffle_each_iteration"}),
+        ({"global_seed": 5}, {"global_seed"}),
+        ({"input_context": InputContext(0, 1)}, {"input_context"}),
+        ({"example_shuffle": ExampleShuffle(4, 2)}, {"example_shuffle"}),
+        ({"example_shuffle": ExampleShuffle(5, 1)}, {"example_shuffle"}),
+        ({"example_shuffle": ExampleShuffle(4, 1, reshuffle_each_iteration=False)},
+         {"example_shuffle"}),
+        ({"example_shuffle": None}, {"example_shuffle"}),
+    ],
+)  # fmt: skip
+def test_every_fingerprint_field_is_checked(change: dict[str, Any], fields: set[str]) -> None:
+    info = DatasetInfo(name="toy", splits={"train": [5, 7, 3], "test": [4]})
+    saved = ReadPlan(info, "train", ReadConfig(**BASE_CONFIG)).checkpoint(0, 3)
+    other = ReadPlan(info, "train", ReadConfig(**{**BASE_CONFIG, **change}))
+    with pytest.raises(CheckpointMismatchError) as raised:
+        other.resume(saved)
+    assert set(raised.value.differences) == fields
+
+
+@pytest.mark.parametrize(
+    ("info", "spec", "fields"),
+    [
+        (DatasetInfo(name="other", splits={"train": [5, 7, 3], "test": [4]}), "train",
+         {"dataset", "files[0]", "files[1]", "files[2]"}),
+        (DatasetInfo(name="toy", splits={"train": [5, 7, 4], "test": [4]}), "train",
+         {"shard_lengths.train", "files[2]"}),
+        (DatasetInfo(name="toy", splits={"train": [5, 7, 3], "test": [4]}), "train[1:]",
+         {"split", "files[0]"}),
+    ],
+)  # fmt: skip
+def test_dataset_and_split_changes_are_listed(
+    info: DatasetInfo, spec: str, fields: set[str]
+) -> None:
+    base = DatasetInfo(name="toy", splits={"train": [5, 7, 3], "test": [4]})
+    saved = ReadPlan(base, "train", ReadConfig(**BASE_CONFIG)).checkpoint(0, 3)
+    with pytest.raises(CheckpointMismatchError) as raised:
+        ReadPlan(info, spec, ReadConfig(**BASE_CONFIG)).resume(saved)
+    assert set(raised.value.differences) == fields

@@ -125,9 +125,25 @@ def test_build_index_refuses_damaged_files_and_writes_nothing(tmp_path: Path) ->
     assert sorted(os.listdir(tmp_path)) == ["d.tfrecord"]
 
 
-def test_rebuilding_replaces_atomically(data_file: Path) -> None:
+def test_rebuilding_leaves_one_sidecar_and_no_temporary(data_file: Path) -> None:
     build_index(data_file)
     build_index(data_file)
+    assert sorted(os.listdir(data_file.parent)) == ["examples.tfrecord", "examples.tfrecord.index"]
+
+
+def test_a_failed_rebuild_keeps_the_previous_sidecar(
+    data_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sidecar = Path(build_index(data_file))
+    before = sidecar.read_bytes()
+
+    def crash(*args: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", crash)
+    with pytest.raises(OSError, match="disk full"):
+        build_index(data_file)
+    assert sidecar.read_bytes() == before
     assert sorted(os.listdir(data_file.parent)) == ["examples.tfrecord", "examples.tfrecord.index"]
 
 

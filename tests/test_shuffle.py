@@ -1,8 +1,9 @@
 """Tests for readplan.shuffle against TensorFlow's own orders and an independent model.
 
-The reference model below is written per element straight from specs/shuffle.md (a
-Philox with a four-word counter that carries word by word, a one-word-at-a-time stream,
-and the list form of the buffer algorithm); it shares no code with the vectorised module.
+The reference model (tests/reference_models.py) is written per element straight from
+specs/shuffle.md (a Philox with a four-word counter that carries word by word, a
+one-word-at-a-time stream, and the list form of the buffer algorithm); it shares no code
+with the vectorised module.
 """
 
 from __future__ import annotations
@@ -41,9 +42,6 @@ from tests.reference_models import (
 
 VECTORS = Path(__file__).parent / "data" / "vectors" / "tfdata.json"
 M = 2**31 - 1
-
-# --- reference model -------------------------------------------------------------------
-
 
 # --- strategies ------------------------------------------------------------------------
 

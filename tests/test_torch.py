@@ -10,7 +10,6 @@ import importlib
 import json
 import pickle
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +20,6 @@ from torch.utils.data import DataLoader
 from torchdata.stateful_dataloader import StatefulDataLoader  # type: ignore[import-untyped]
 
 from readplan.dataset_info import DatasetInfo
-from readplan.demo import write_dataset
 from readplan.errors import CheckpointError, ConfigError, CorruptRecordError
 from readplan.plan import ReadConfig, ReadPlan
 from readplan.reader import STATE_KEY, Item, Reader
@@ -171,21 +169,30 @@ def test_damage_in_a_worker_names_the_position(tmp_path: Path) -> None:
     plan = ReadPlan(DatasetInfo.load(directory), "train", ReadConfig(interleave_cycle_length=1))
     position = plan.position_of(0, 2, 0)
     loader = DataLoader(ReadplanIterableDataset(plan), batch_size=None, num_workers=2)
-    # torch re-raises a worker's error in the main process, as RuntimeError when the
-    # error's class cannot be rebuilt from its message alone.
-    with pytest.raises((CorruptRecordError, RuntimeError), match=f"position {position} of epoch 0"):
-        list(loader)
+    error = _first_error(loader)
+    # Every readplan error can be rebuilt from its message, so torch re-raises it with its
+    # own class in the main process.
+    assert isinstance(error, CorruptRecordError)
+    assert f"position {position} of epoch 0" in str(error)
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+def _first_error(loader: DataLoader[Any]) -> BaseException | None:
+    """Iterate ``loader`` until it fails; the iterator (and its workers) end with the call.
+
+    Keeping the traceback would keep the loader's iterator alive until garbage collection,
+    whose worker shutdown then stalls whichever test happens to trigger it.
+    """
+    try:
+        for _ in loader:
+            pass
+    except Exception as err:  # the test inspects whatever torch re-raised
+        err.__traceback__ = None
+        return err
+    return None
 
 
 def test_two_ranks_split_an_epoch_and_one_rank_resumes_their_checkpoint(tmp_path: Path) -> None:
-    port, steps = _free_port(), 9
+    rendezvous, steps = tmp_path / "rendezvous", 9
     worker = Path(__file__).with_name("torch_dist_worker.py")
     outputs = [tmp_path / f"rank{rank}.json" for rank in range(2)]
     processes = [
@@ -195,7 +202,7 @@ def test_two_ranks_split_an_epoch_and_one_rank_resumes_their_checkpoint(tmp_path
                 str(worker),
                 str(rank),
                 "2",
-                str(port),
+                str(rendezvous),
                 str(TOY_DIR),
                 str(steps),
                 str(outputs[rank]),
@@ -235,18 +242,3 @@ def test_importing_without_torch_says_how_to_install(monkeypatch: pytest.MonkeyP
         importlib.import_module("readplan.torch")
     monkeypatch.undo()
     assert importlib.import_module("readplan.torch").ReadplanIterableDataset is not None
-
-
-def test_worker_errors_keep_their_readplan_class(tmp_path: Path) -> None:
-    """A damaged shard read inside a DataLoader worker raises CorruptRecordError here."""
-    info = write_dataset(str(tmp_path / "data"))
-    plan = ReadPlan(info, "train", ReadConfig())
-    first = plan.instructions[int(plan.epoch(0).file_index[0])].filename
-    data = bytearray(Path(first).read_bytes())
-    data[20] ^= 0xFF  # a payload byte of the first record: its data CRC fails
-    Path(first).write_bytes(bytes(data))
-    for sidecar in Path(first).parent.glob("*.index"):
-        sidecar.unlink()
-    loader = DataLoader(ReadplanIterableDataset(plan), batch_size=None, num_workers=1)
-    with pytest.raises(CorruptRecordError):
-        list(loader)

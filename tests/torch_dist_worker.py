@@ -33,11 +33,12 @@ def key(item: Item) -> list[int]:
 
 
 def main(argv: list[str]) -> None:
-    rank, world_size, port = int(argv[1]), int(argv[2]), int(argv[3])
+    rank, world_size, rendezvous = int(argv[1]), int(argv[2]), argv[3]
     directory, steps, out = argv[4], int(argv[5]), argv[6]
     dist.init_process_group(
         "gloo",
-        init_method=f"tcp://127.0.0.1:{port}",
+        # A file rendezvous: no port to pick, so nothing to race for.
+        init_method=f"file://{rendezvous}",
         rank=rank,
         world_size=world_size,
         timeout=datetime.timedelta(seconds=30),

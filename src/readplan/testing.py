@@ -183,9 +183,12 @@ def split_specs(info: DatasetInfo) -> SearchStrategy[str]:
     return specs
 
 
-def read_configs(*, max_cycle: int = 6, max_block: int = 5) -> SearchStrategy[ReadConfig]:
+def read_configs(
+    *, max_cycle: int = 6, max_block: int = 5, example_shuffle: bool = True
+) -> SearchStrategy[ReadConfig]:
     """Read configurations: cycle and block lengths from 1, seeded file shuffles,
-    reshuffling on or off, input contexts and example-level shuffles."""
+    reshuffling on or off, input contexts and (unless ``example_shuffle=False``)
+    example-level shuffles."""
     st = _st()
     seeds = st.integers(-(2**40), 2**40)
     contexts = st.one_of(
@@ -194,10 +197,14 @@ def read_configs(*, max_cycle: int = 6, max_block: int = 5) -> SearchStrategy[Re
             lambda n: st.integers(0, n - 1).map(lambda i: InputContext(i, n))
         ),
     )
-    example_shuffles = st.one_of(
-        st.none(),
-        st.builds(ExampleShuffle, st.integers(1, 9), seeds, reshuffle_each_iteration=st.booleans()),
-    )
+    example_shuffles = st.none()
+    if example_shuffle:
+        example_shuffles = st.one_of(
+            st.none(),
+            st.builds(
+                ExampleShuffle, st.integers(1, 9), seeds, reshuffle_each_iteration=st.booleans()
+            ),
+        )
 
     def build(
         cycle: int,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import tracemalloc
 from typing import Any
 
 import numpy as np
@@ -431,3 +432,20 @@ def test_input_pipelines_together_read_the_split_once(spec: str, count: int) -> 
         for record in range(fi.skip, fi.skip + fi.take)
     ]
     assert sorted(read) == sorted(expected)
+
+
+def test_streaming_memory_does_not_grow_with_the_epoch() -> None:
+    """2 * 10^8 examples: streaming the first chunks holds the files and a chunk, not the
+    epoch (which would take 3.2 GB as two int64 arrays)."""
+    info = DatasetInfo(name="big", splits={"train": [10_000] * 20_000})
+    plan = ReadPlan(info, "train", ReadConfig(shuffle_files=True, shuffle_seed=1))
+    plan.file_order(0)  # the per-epoch schedule: O(files)
+    tracemalloc.start()
+    try:
+        chunks = plan.iter_epoch(0, chunk_size=1 << 16)
+        total = sum(len(next(chunks)) for _ in range(8))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert total == 8 << 16
+    assert peak < 32 * 2**20

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from readplan.checkpoint import Checkpoint, digest
 from readplan.dataset_info import DatasetInfo, shard_lengths
-from readplan.errors import CheckpointError, CheckpointMismatchError
+from readplan.errors import CheckpointError, CheckpointMismatchError, ConfigError
 from readplan.plan import ExampleShuffle, InputContext, ReadConfig, ReadPlan
 from readplan.testing import assert_resumes_exactly, plans, read_configs
 from tests.conftest import DATA
@@ -509,3 +509,74 @@ def test_dataset_and_split_changes_are_listed(
     with pytest.raises(CheckpointMismatchError) as raised:
         ReadPlan(info, spec, ReadConfig(**BASE_CONFIG)).resume(saved)
     assert set(raised.value.differences) == fields
+
+
+# -- regressions: edited checkpoints fail with the field named ------------------------------
+
+
+def _with_plan_edit(plan: ReadPlan, edit: Any) -> str:
+    document = json.loads(plan.checkpoint(0, 3).to_json())
+    edit(document["plan"])
+    document["plan_digest"] = digest(document["plan"])  # an edit made on purpose
+    return json.dumps(document)
+
+
+@pytest.mark.parametrize(
+    ("edit", "field"),
+    [
+        (lambda p: p["files"].__setitem__(0, p["files"][0][:3]), "plan.files[0]"),
+        (lambda p: p.pop("block_length"), "plan.block_length"),
+        (lambda p: p.pop("dataset"), "plan.dataset"),
+        (lambda p: p["files"][0].__setitem__(0, 7), "plan.files[0]"),
+        (lambda p: p["files"][0].__setitem__(1, "3"), "plan.files[0]"),
+        (lambda p: p.update(shuffle_seed="32"), "plan.shuffle_seed"),
+        (lambda p: p.update(input_context=[1]), "plan.input_context"),
+        (lambda p: p["shard_lengths"].update(train=[-1]), "plan.shard_lengths.train[0]"),
+        (lambda p: p.update(cycle_length=0), "plan.cycle_length"),
+    ],
+)
+def test_edited_plan_sections_are_refused_with_the_field(
+    small_plan: ReadPlan, edit: Any, field: str
+) -> None:
+    with pytest.raises(CheckpointError) as raised:
+        Checkpoint.from_json(_with_plan_edit(small_plan, edit))
+    assert raised.value.field == field
+
+
+@pytest.fixture
+def shuffled_plan() -> ReadPlan:
+    info = DatasetInfo(name="d", splits={"train": [5, 7, 13]})
+    return ReadPlan(info, "train", ReadConfig(example_shuffle=ExampleShuffle(4, 9)))
+
+
+def test_a_missing_example_buffer_is_refused(shuffled_plan: ReadPlan) -> None:
+    document = json.loads(shuffled_plan.checkpoint(0, 0).to_json())
+    document["example_buffer"] = None
+    with pytest.raises(CheckpointError) as raised:
+        shuffled_plan.resume(Checkpoint.from_json(json.dumps(document)))
+    assert raised.value.field == "example_buffer"
+
+
+def test_buffer_draws_must_equal_the_position(shuffled_plan: ReadPlan) -> None:
+    document = json.loads(shuffled_plan.checkpoint(0, 10).to_json())
+    document["position"] = 3
+    with pytest.raises(CheckpointError) as raised:
+        Checkpoint.from_json(json.dumps(document))
+    assert raised.value.field == "example_buffer.draws"
+
+
+def test_iter_from_checks_its_arguments_at_once(shuffled_plan: ReadPlan) -> None:
+    checkpoint = shuffled_plan.checkpoint(2, 5)
+    with pytest.raises(ConfigError):
+        shuffled_plan.iter_from(checkpoint, chunk_size=0)
+    assert list(shuffled_plan.iter_from(checkpoint, stop_epoch=1)) == []
+    assert list(shuffled_plan.iter_from(checkpoint, stop_epoch=2)) == []
+    rest = [len(c) for c in shuffled_plan.iter_from(checkpoint, stop_epoch=3, chunk_size=4)]
+    assert sum(rest) == shuffled_plan.num_examples - 5
+    assert all(size == 4 for size in rest[:-1])
+
+
+@pytest.mark.parametrize("text", ["[" * 100_000, '{"epoch": ' + "9" * 5000 + "}"])
+def test_pathological_json_is_a_checkpoint_error(text: str) -> None:
+    with pytest.raises(CheckpointError):
+        Checkpoint.from_json(text)

@@ -738,3 +738,48 @@ def test_raised_errors_carry_the_crc_values_and_tf_text() -> None:
     assert err.computed_crc is not None
     assert err.stored_crc != err.computed_crc
     assert err.tf_message == "corrupted record at 1666"
+
+
+# -- regressions: fast paths must hand damage and oversize frames to the careful path -----
+
+
+def _flip_length_crc(tmp_path: Path, *, records: int = 100, damaged: int = 50) -> Path:
+    path = tmp_path / "many.tfrecord"
+    tfrecord.write(path, [bytes([k]) * 10 for k in range(records)])
+    data = bytearray(path.read_bytes())
+    data[damaged * 26 + 8] ^= 0x01  # one bit of record 50's length checksum
+    path.write_bytes(bytes(data))
+    return path
+
+
+def test_a_damaged_length_checksum_in_a_batch_is_reported_not_looped_on(tmp_path: Path) -> None:
+    path = _flip_length_crc(tmp_path)
+    for call in (
+        lambda: tfrecord.count(path),
+        lambda: build_index(path),
+        lambda: len(tfrecord.RecordFile(path)),
+    ):
+        with pytest.raises(CorruptRecordError) as raised:
+            call()
+        assert raised.value.record_index == 50
+        assert raised.value.offset == 50 * 26
+
+
+def test_max_record_bytes_holds_on_every_path(tmp_path: Path) -> None:
+    path = tmp_path / "sizes.tfrecord"
+    tfrecord.write(path, [b"x"] + [bytes(100)] * 100)
+    with pytest.raises(CorruptRecordError) as raised:
+        list(tfrecord.read(path, max_record_bytes=10))
+    assert (raised.value.kind, raised.value.record_index) == (tfrecord.KIND_ABSURD_LENGTH, 1)
+    with pytest.raises(CorruptRecordError):
+        tfrecord.count(path, max_record_bytes=10)
+    build_index(path)
+    with tfrecord.RecordFile(path, max_record_bytes=10) as rf, pytest.raises(CorruptRecordError):
+        rf[5]
+
+
+def test_invalid_options_leave_no_half_built_record_file(tmp_path: Path) -> None:
+    path = tmp_path / "ok.tfrecord"
+    tfrecord.write(path, [b"a"])
+    with pytest.raises(ConfigError):
+        tfrecord.RecordFile(path, max_record_bytes=-1)

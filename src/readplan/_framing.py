@@ -186,7 +186,7 @@ class FrameParser:
         if count < _MIN_BATCH:
             return []
         lengths = np.diff(begin, append=after) - 16
-        good = self._good_headers(data, begin, lengths)
+        good = min(self._good_headers(data, begin, lengths), self._within_limit(lengths))
         data_begin = begin + 12
         data_end = data_begin + lengths
         batch = [data[b:e] for b, e in zip(data_begin.tolist(), data_end.tolist(), strict=True)]
@@ -240,6 +240,11 @@ class FrameParser:
             stream.hint = AFTER_LARGE
             self.index += len(batch)
         return batch
+
+    def _within_limit(self, lengths: npt.NDArray[np.int64]) -> int:
+        """Number of leading frames no longer than ``max_record_bytes``."""
+        over = np.flatnonzero(lengths > self._max)
+        return int(over[0]) if over.size else int(lengths.size)
 
     def _good_headers(
         self, data: bytes, begin: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]
@@ -296,7 +301,12 @@ class FrameParser:
         begin, after = walk_frames(data, stream.off)
         if len(begin) < _MIN_BATCH:
             return None
-        good = self._good_headers(data, begin, np.diff(begin, append=after) - 16)
+        lengths = np.diff(begin, append=after) - 16
+        good = min(self._good_headers(data, begin, lengths), self._within_limit(lengths))
+        if good == 0:
+            # The first frame is damaged or too long: the careful path must report it (an
+            # empty batch here would be yielded again and again).
+            return None
         stream.off = after if good == len(begin) else int(begin[good])
         self.index += good
         absolute: npt.NDArray[np.int64] = begin[:good] + stream.base

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from readplan.errors import CheckpointError, CheckpointMismatchError
+from readplan.errors import CheckpointError, CheckpointMismatchError, ConfigError
 from readplan.instructions import FileInstruction
 from readplan.plan import EpochOrder, ReadPlan
 from readplan.shuffle import ShuffleBufferState, buffer_shuffle
@@ -117,7 +117,7 @@ class Checkpoint:
         """Parse and validate a checkpoint; every problem names the field at fault."""
         try:
             document = json.loads(text)
-        except (ValueError, UnicodeDecodeError) as err:
+        except (ValueError, RecursionError) as err:  # incl. decode and digit-limit errors
             raise CheckpointError(
                 f"checkpoint is not valid JSON ({err}); was the file truncated or overwritten?",
                 field="$",
@@ -148,6 +148,7 @@ class Checkpoint:
                 "was edited or damaged",
                 field="plan_digest",
             )
+        _check_plan_section(plan)
         inter = _Fields(reader.get("interleave", dict), "interleave")
         buffer_doc = reader.get("example_buffer", dict, optional=True)
         buffer = None
@@ -447,6 +448,15 @@ def check_compatible(plan: ReadPlan, checkpoint: Checkpoint) -> None:
 def _verified_state(plan: ReadPlan, checkpoint: Checkpoint) -> Checkpoint:
     """Recompute the state the checkpoint claims and refuse it if any field disagrees."""
     check_compatible(plan, checkpoint)
+    if (checkpoint.example_buffer is None) != (plan.config.example_shuffle is None):
+        raise CheckpointError(
+            "example_buffer is "
+            + ("missing" if checkpoint.example_buffer is None else "present")
+            + " but the plan "
+            + ("has" if plan.config.example_shuffle is not None else "has no")
+            + " example-level shuffle: the checkpoint was edited or damaged",
+            field="example_buffer",
+        )
     if checkpoint.example_buffer is None:
         expected = _build(plan, checkpoint.fingerprint, checkpoint.epoch, checkpoint.position)
     else:
@@ -485,6 +495,11 @@ def _verified_state(plan: ReadPlan, checkpoint: Checkpoint) -> Checkpoint:
 def resume(plan: ReadPlan, checkpoint: Checkpoint) -> EpochOrder:
     """The rest of the checkpoint's epoch, exactly the uninterrupted order's suffix."""
     _verified_state(plan, checkpoint)
+    return _rest(plan, checkpoint)
+
+
+def _rest(plan: ReadPlan, checkpoint: Checkpoint) -> EpochOrder:
+    """The rest of the epoch from a verified checkpoint."""
     files, schedule = plan._epoch(checkpoint.epoch)
     buffer = checkpoint.example_buffer
     if buffer is None:
@@ -543,19 +558,43 @@ def iter_from(
     chunk_size: int = 1 << 20,
     stop_epoch: int | None = None,
 ) -> Iterator[EpochOrder]:
-    """Continue from ``checkpoint`` through later epochs (until ``stop_epoch``, exclusive)."""
+    """Continue from ``checkpoint`` through later epochs (until ``stop_epoch``, exclusive).
+
+    The checkpoint and the arguments are checked when this is called, not at the first
+    chunk.
+    """
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+        raise ConfigError(
+            f"chunk_size must be a positive integer, got {chunk_size!r}",
+            field="chunk_size",
+            value=chunk_size,
+        )
+    if stop_epoch is not None and (isinstance(stop_epoch, bool) or not isinstance(stop_epoch, int)):
+        raise ConfigError(
+            f"stop_epoch must be an integer or None, got {stop_epoch!r}",
+            field="stop_epoch",
+            value=stop_epoch,
+        )
     _verified_state(plan, checkpoint)
+    return _continue(plan, checkpoint, chunk_size, stop_epoch)
+
+
+def _continue(
+    plan: ReadPlan, checkpoint: Checkpoint, chunk_size: int, stop_epoch: int | None
+) -> Iterator[EpochOrder]:
     epoch, start = checkpoint.epoch, checkpoint.position
-    if checkpoint.example_buffer is not None and start < plan.num_examples:
-        rest = resume(plan, checkpoint)
+    if stop_epoch is not None and epoch >= stop_epoch:
+        return
+    if checkpoint.example_buffer is not None:
+        # The buffer's state continues only this epoch; later epochs start afresh.
+        rest = _rest(plan, checkpoint)
         for first in range(0, len(rest), chunk_size):
-            yield plan._epoch_order(
-                epoch,
-                start + first,
-                np.arange(len(plan.instructions), dtype=np.int64),
-                rest.file_index[first : first + chunk_size].copy(),
-                rest.record_index[first : first + chunk_size]
-                - plan._skips[rest.file_index[first : first + chunk_size]],
+            yield EpochOrder(
+                plan=plan,
+                epoch=epoch,
+                start=start + first,
+                file_index=rest.file_index[first : first + chunk_size],
+                record_index=rest.record_index[first : first + chunk_size],
             )
         epoch, start = epoch + 1, 0
     while stop_epoch is None or epoch < stop_epoch:
@@ -704,6 +743,79 @@ def _file_entry(entry: Any, field: str) -> tuple[int, int, int]:
     return _int(entry[0], field), _int(entry[1], field), _int(entry[2], field)
 
 
+def _check_plan_section(plan: dict[str, Any]) -> None:
+    """The ``plan`` section has every field of ``checkpoint.schema.json``, well typed.
+
+    Its digest only proves it was not damaged by accident; a hand-edited section with a
+    recomputed digest must still fail with the field named, not deep inside a resume.
+    """
+    fields = _Fields(plan, "plan")
+    fields.get("dataset", str)
+    fields.get("split", str)
+    for split, lengths in fields.get("shard_lengths", dict).items():
+        if not isinstance(lengths, list):
+            raise CheckpointError(
+                f"checkpoint field 'plan.shard_lengths.{split}' must be a list of shard lengths",
+                field=f"plan.shard_lengths.{split}",
+            )
+        for k, value in enumerate(lengths):
+            _int(value, f"plan.shard_lengths.{split}[{k}]")
+    for k, entry in enumerate(fields.get("files", list)):
+        field = f"plan.files[{k}]"
+        if not (isinstance(entry, list) and len(entry) == 4 and isinstance(entry[0], str)):
+            raise CheckpointError(
+                f"checkpoint field {field!r} must be [basename, skip, take, examples_in_shard], "
+                f"got {entry!r:.80}",
+                field=field,
+            )
+        for value in entry[1:]:
+            _int(value, field)
+    for name in ("cycle_length", "block_length"):
+        if fields.get(name, int) < 1:
+            raise CheckpointError(
+                f"checkpoint field 'plan.{name}' must be >= 1", field=f"plan.{name}"
+            )
+    fields.get("shuffle_files", bool)
+    fields.get("reshuffle_each_iteration", bool)
+    for name in ("shuffle_seed", "global_seed"):
+        _signed_int_or_none(fields, name)
+    context = fields.get("input_context", list, optional=True)
+    if context is not None and (
+        len(context) != 2 or not all(isinstance(v, int) and v >= 0 for v in context)
+    ):
+        raise CheckpointError(
+            "checkpoint field 'plan.input_context' must be null or [pipeline_id, pipelines]",
+            field="plan.input_context",
+        )
+    shuffle = fields.get("example_shuffle", dict, optional=True)
+    if shuffle is not None:
+        example = _Fields(shuffle, "plan.example_shuffle")
+        if example.get("buffer_size", int) < 1:
+            raise CheckpointError(
+                "checkpoint field 'plan.example_shuffle.buffer_size' must be >= 1",
+                field="plan.example_shuffle.buffer_size",
+            )
+        _signed_int_or_none(example, "seed")
+        example.get("reshuffle_each_iteration", bool)
+    if fields.get("format_version", int) != VERSION:
+        raise CheckpointError(
+            f"checkpoint field 'plan.format_version' must be {VERSION}",
+            field="plan.format_version",
+        )
+
+
+def _signed_int_or_none(fields: _Fields, name: str) -> None:
+    value = fields.document.get(name)
+    if name not in fields.document or not (
+        value is None or (isinstance(value, int) and not isinstance(value, bool))
+    ):
+        field = f"{fields.path}.{name}"
+        raise CheckpointError(
+            f"checkpoint field {field!r} must be an integer or null, got {value!r:.80}",
+            field=field,
+        )
+
+
 def _validate(checkpoint: Checkpoint) -> None:
     """Internal consistency that holds for every genuine checkpoint (ranges, sums)."""
     fields = checkpoint.fingerprint
@@ -739,6 +851,19 @@ def _validate(checkpoint: Checkpoint) -> None:
             f"interleave.next_input {checkpoint.next_input} is beyond the "
             f"{len(checkpoint.files)} files of the epoch",
             field="interleave.next_input",
+        )
+    buffer = checkpoint.example_buffer
+    if buffer is not None and buffer.draws != checkpoint.position:
+        raise CheckpointError(
+            f"example_buffer.draws is {buffer.draws} but position is {checkpoint.position}: "
+            "the buffer draws once per delivered record",
+            field="example_buffer.draws",
+        )
+    if buffer is not None and buffer.consumed != checkpoint.interleave_position:
+        raise CheckpointError(
+            f"example_buffer.consumed is {buffer.consumed} but interleave.position is "
+            f"{checkpoint.interleave_position}: the buffer holds what the interleave produced",
+            field="example_buffer.consumed",
         )
     if sum(entry[1] for entry in checkpoint.files) != checkpoint.interleave_position:
         raise CheckpointError(

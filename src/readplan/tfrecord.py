@@ -288,11 +288,11 @@ class RecordFile:
         use_index: bool = True,
         max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
     ) -> None:
+        self._fd = -1  # first, so that close() (and __del__) work whatever fails below
         _check_read_options("raise", max_record_bytes)
         self.path = os.fspath(path)
         self._verify = verify
         self._max = max_record_bytes
-        self._fd = -1
         fd = open_fd(self.path)
         try:
             self.compression = _index.resolve_compression(fd, compression)
@@ -371,6 +371,13 @@ class RecordFile:
         start = int(offsets[i])
         end = int(offsets[i + 1]) if i + 1 < len(offsets) else self._stream_size
         length = end - start - 16
+        if length > self._max:
+            raise self._error(
+                KIND_ABSURD_LENGTH,
+                i,
+                start,
+                f"its length {length} exceeds max_record_bytes={self._max}",
+            )
         fd = self._open_fd()
         if length < LARGE:
             frame = pread(fd, end - start, start)

@@ -176,3 +176,12 @@ def test_output_into_a_closed_pipe_is_not_an_error() -> None:
     )
     assert process.stdout == "0\n"
     assert process.stderr == ""
+
+
+@pytest.mark.parametrize("value", ["²/4", "1/x", "1/-2", "0/"])
+def test_input_context_accepts_ascii_digits_only(
+    capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    status, _, err = run(capsys, "order", "imagenet2012", "train", "--input-context", value)
+    assert status == 2
+    assert "ID/N" in err

@@ -434,3 +434,12 @@ def test_unknown_catalog_name() -> None:
     with pytest.raises(DatasetInfoError) as info:
         DatasetInfo.from_catalog("imagenet")
     assert "imagenet2012" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "text", ["[" * 100_000, '{"name": "d", "splits": [{"shardLengths": [' + "9" * 5000 + "]}]}"]
+)
+def test_pathological_dataset_info_json_is_a_dataset_info_error(tmp_path: Path, text: str) -> None:
+    (tmp_path / "dataset_info.json").write_text(text)
+    with pytest.raises(DatasetInfoError, match=r"dataset_info\.json"):
+        DatasetInfo.load(tmp_path)

@@ -378,3 +378,14 @@ def test_index_round_trip(records: list[bytes]) -> None:
 def test_magic_constant() -> None:
     assert MAGIC == b"RPTFRIDX"
     assert HEADER_SIZE == 56
+
+
+@pytest.mark.parametrize("line", [b"0 \xff\n", b"0 99999999999999999999999\n", b"\xd9\xa3 16\n"])
+def test_text_index_with_foreign_numbers_is_refused(tmp_path: Path, line: bytes) -> None:
+    data = tmp_path / "d.tfrecord"
+    tfrecord.write(data, [b"x"])
+    text = tmp_path / "d.idx"
+    text.write_bytes(line)
+    with pytest.raises(IndexFileError) as raised:
+        import_text(text, data)
+    assert raised.value.field == "line"

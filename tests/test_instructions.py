@@ -567,3 +567,9 @@ def test_split_for_process_without_info() -> None:
     info = DatasetInfo(name="d", splits={"train": [11]})
     piece = split_for_process("train", 1, 4)
     assert file_instructions(info, piece) == file_instructions(info, "train[3:6]")
+
+
+def test_instructions_and_specs_compose_with_lazy_splits() -> None:
+    info = DatasetInfo(name="d", splits={"train": [4, 4, 3], "test": [6]})
+    combined = ReadInstruction("test") + even_splits("train", 2)[0]
+    assert file_instructions(info, combined) == file_instructions(info, "test+train[0:6]")

@@ -449,3 +449,19 @@ def test_streaming_memory_does_not_grow_with_the_epoch() -> None:
         tracemalloc.stop()
     assert total == 8 << 16
     assert peak < 32 * 2**20
+
+
+def test_cached_orders_cannot_be_changed_through_returned_arrays() -> None:
+    info = DatasetInfo(name="d", splits={"train": [2, 3, 4]})
+    for config in (ReadConfig(), ReadConfig(shuffle_files=True, shuffle_seed=1)):
+        plan = ReadPlan(info, "train", config)
+        before = plan.epoch(0).global_ids().tolist()
+        with pytest.raises(ValueError, match="read-only"):
+            plan.file_order(0)[:] = 0
+        assert plan.epoch(0).global_ids().tolist() == before
+
+
+def test_position_of_refuses_a_non_integer_record() -> None:
+    plan = ReadPlan(DatasetInfo(name="d", splits={"train": [2, 3]}), "train")
+    with pytest.raises(ConfigError, match="'x'"):
+        plan.position_of(0, 1, "x")  # type: ignore[arg-type]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -200,7 +201,7 @@ def _input_context(text: str | None) -> InputContext | None:
     if text is None:
         return None
     pipeline, _, count = text.partition("/")
-    if not (pipeline.isdigit() and count.isdigit()):
+    if not (re.fullmatch("[0-9]{1,9}", pipeline) and re.fullmatch("[0-9]{1,9}", count)):
         raise ConfigError(
             f"--input-context must look like ID/N (e.g. 0/4), got {text!r}",
             field="input_context",

@@ -436,6 +436,8 @@ def _read_json(path: str, directory: str) -> Any:
             f"{path} is not valid JSON: {err.msg} at line {err.lineno} column {err.colno}",
             path=path,
         ) from None
+    except (ValueError, RecursionError) as err:  # absurd numbers or nesting
+        raise DatasetInfoError(f"{path} cannot be read as JSON: {err}", path=path) from None
 
 
 def _nearby_hint(directory: str) -> str:

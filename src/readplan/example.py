@@ -396,6 +396,8 @@ def _default_tuple(default: object, dtype: str, shape: tuple[int, ...]) -> tuple
             raise _bad_default(default, dtype, "it holds values that are not bytes or str")
         return tuple(v.encode("utf-8") if isinstance(v, str) else v for v in flat)
     allowed = "iub" if dtype == INT64 else "iubf"
+    if flat.size == 0:
+        return ()  # numpy reads [] as float64; an empty default has no values to convert
     if flat.dtype.kind not in allowed or (
         flat.size and flat.dtype.kind == "u" and int(flat.max()) > _INT64_MAX
     ):

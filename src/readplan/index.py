@@ -13,6 +13,7 @@ record, ``size`` being the framed size ``length + 16``) can be exported and impo
 from __future__ import annotations
 
 import os
+import re
 import struct
 import tempfile
 from collections.abc import Callable
@@ -453,18 +454,21 @@ def import_text(
     return write_index(RecordIndex(target, None, offsets, size, size, binding), index_path)
 
 
+_TEXT_NUMBER = re.compile(rb"[0-9]{1,18}")
+
+
 def _parse_text(source: str) -> tuple[Int64Array, Int64Array]:
     offsets: list[int] = []
     sizes: list[int] = []
-    with open(source, encoding="ascii") as lines:
-        for number, line in enumerate(lines, start=1):
-            fields = line.split()
+    with open(source, "rb") as lines:
+        for number, raw in enumerate(lines, start=1):
+            fields = raw.split()
             if not fields:
                 continue
-            if len(fields) != 2 or not all(field.isdigit() for field in fields):
-                raise _refuse(
-                    source, "line", f"line {number} is {line.strip()!r}, not '<offset> <size>'"
-                )
+            # ASCII digits only, and small enough for a u64 file offset.
+            if len(fields) != 2 or not all(_TEXT_NUMBER.fullmatch(field) for field in fields):
+                shown = raw.strip().decode("ascii", errors="backslashreplace")
+                raise _refuse(source, "line", f"line {number} is {shown!r}, not '<offset> <size>'")
             offsets.append(int(fields[0]))
             sizes.append(int(fields[1]))
     starts = np.array(offsets, dtype=np.int64)

@@ -392,6 +392,8 @@ class LazySplit(str):
     """
 
     parts: tuple[str | _EvenPiece, ...]
+    # Lets split types that cannot resolve it hand `+` over to __radd__.
+    needs_dataset = True
 
     def __new__(cls, parts: tuple[str | _EvenPiece, ...]) -> LazySplit:
         self = super().__new__(cls, "+".join(str(part) for part in parts))

@@ -284,6 +284,7 @@ class ReadPlan:
 
     def _select_for_pipeline(self) -> IntArray:
         everything = np.arange(len(self.instructions), dtype=np.int64)
+        everything.flags.writeable = False
         context = self.config.input_context
         if context is None or context.num_input_pipelines == 1:
             return everything
@@ -343,6 +344,7 @@ class ReadPlan:
                 self.seed_pair, epoch, reshuffle_each_iteration=self.config.reshuffle_each_iteration
             )
             files = files[permutation(files.size, pair)]
+        files.flags.writeable = False  # handed out by file_order(): cached, shared
         schedule = InterleaveSchedule(
             lengths=self.lengths[files],
             cycle_length=self.cycle_length,
@@ -383,6 +385,8 @@ class ReadPlan:
             order, _ = buffer_shuffle(self.num_examples, shuffle.buffer_size, pair)
             inverse = np.empty_like(order)
             inverse[order] = np.arange(order.size, dtype=np.int64)
+            order.flags.writeable = False
+            inverse.flags.writeable = False
             cached = (order, inverse)
             self._example_orders[key] = cached
             if len(self._example_orders) > 2:
@@ -450,8 +454,8 @@ class ReadPlan:
         files, schedule = self._epoch(epoch)
         input_index = self._input_of_file(files, file_index)
         instruction = self.instructions[file_index]
-        within = record_index - instruction.skip
-        if _not_int(record_index) or not 0 <= within < instruction.num_records:
+        within = -1 if _not_int(record_index) else record_index - instruction.skip
+        if not 0 <= within < instruction.num_records:
             raise ConfigError(
                 f"record {record_index!r} of file {file_index} ({instruction.filename}) is not "
                 f"read by this plan: it reads records {instruction.skip}.."

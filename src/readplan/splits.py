@@ -146,7 +146,7 @@ class ReadInstruction:
         return f"{self.split_name}[{start}:{stop}]"
 
     def __add__(self, other: SplitArg) -> SplitSpec:
-        return SplitSpec((self,)) + other
+        return SplitSpec((self,)).__add__(other)
 
     @classmethod
     def from_spec(cls, spec: str) -> SplitSpec:
@@ -180,6 +180,9 @@ class SplitSpec:
                 raise TypeError(f"a split part must be a ReadInstruction or AllSplits: {part!r}")
 
     def __add__(self, other: SplitArg) -> SplitSpec:
+        if getattr(other, "needs_dataset", False):
+            # An unresolved even split: it composes (LazySplit.__radd__) once it has sizes.
+            return NotImplemented
         if isinstance(other, str):
             other = parse_split(other)
         elif isinstance(other, ReadInstruction):

@@ -35,6 +35,7 @@ __all__ = [
     "remaining_instructions",
     "resume",
     "resume_instructions",
+    "verify",
 ]
 
 FORMAT = "readplan-checkpoint"
@@ -445,8 +446,14 @@ def check_compatible(plan: ReadPlan, checkpoint: Checkpoint) -> None:
         )
 
 
-def _verified_state(plan: ReadPlan, checkpoint: Checkpoint) -> Checkpoint:
-    """Recompute the state the checkpoint claims and refuse it if any field disagrees."""
+def verify(plan: ReadPlan, checkpoint: Checkpoint) -> Checkpoint:
+    """Refuse a checkpoint of another plan, or one whose state its position does not imply.
+
+    The fingerprint must match (``CheckpointMismatchError``), and the interleave state and
+    per-file progress must equal what the plan computes for the checkpoint's position
+    (``CheckpointError`` naming the field).  An example buffer's contents are checked for
+    consistency, not replayed, so verifying costs the same at every position.
+    """
     check_compatible(plan, checkpoint)
     if (checkpoint.example_buffer is None) != (plan.config.example_shuffle is None):
         raise CheckpointError(
@@ -494,7 +501,7 @@ def _verified_state(plan: ReadPlan, checkpoint: Checkpoint) -> Checkpoint:
 
 def resume(plan: ReadPlan, checkpoint: Checkpoint) -> EpochOrder:
     """The rest of the checkpoint's epoch, exactly the uninterrupted order's suffix."""
-    _verified_state(plan, checkpoint)
+    verify(plan, checkpoint)
     return _rest(plan, checkpoint)
 
 
@@ -528,7 +535,7 @@ def remaining_instructions(plan: ReadPlan, checkpoint: Checkpoint) -> list[FileI
     Records waiting in an example shuffle buffer come first, one instruction each, then
     every file's unread tail in this epoch's input order (``specs/checkpoint.md`` §6).
     """
-    _verified_state(plan, checkpoint)
+    verify(plan, checkpoint)
     out = []
     if checkpoint.example_buffer is not None:
         files, schedule = plan._epoch(checkpoint.epoch)
@@ -543,7 +550,7 @@ def remaining_instructions(plan: ReadPlan, checkpoint: Checkpoint) -> list[FileI
 def resume_instructions(plan: ReadPlan, checkpoint: Checkpoint) -> list[FileInstruction]:
     """The exact tf.data continuation (:meth:`Checkpoint.resume_instructions`), with the
     plan's file paths."""
-    _verified_state(plan, checkpoint)
+    verify(plan, checkpoint)
     return [_planned(plan, f, skip, take) for f, skip, take in checkpoint._bridge()]
 
 
@@ -575,7 +582,7 @@ def iter_from(
             field="stop_epoch",
             value=stop_epoch,
         )
-    _verified_state(plan, checkpoint)
+    verify(plan, checkpoint)
     return _continue(plan, checkpoint, chunk_size, stop_epoch)
 
 

@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from readplan import example, tfrecord
-from readplan.checkpoint import Checkpoint, check_compatible
+from readplan.checkpoint import Checkpoint, verify
 from readplan.errors import (
     CheckpointError,
     ConfigError,
@@ -314,7 +314,7 @@ class Reader:
         self._restore(Checkpoint.from_dict(dict(state)), owner=owner)
 
     def _restore(self, checkpoint: Checkpoint, *, owner: tuple[int, int] | None) -> None:
-        _check_genuine(self.plan, checkpoint)
+        verify(self.plan, checkpoint)
         if self.epochs is not None and checkpoint.epoch >= self.epochs:
             raise ConfigError(
                 f"the state is in epoch {checkpoint.epoch}, but this reader reads epochs "
@@ -732,18 +732,6 @@ def _shares(
 
 
 # -- argument checks -------------------------------------------------------------------
-
-
-def _check_genuine(plan: ReadPlan, checkpoint: Checkpoint) -> None:
-    """Refuse a checkpoint of another plan, or one whose state its position does not imply."""
-    check_compatible(plan, checkpoint)
-    expected = plan.checkpoint(checkpoint.epoch, checkpoint.position)
-    if expected != checkpoint:
-        raise CheckpointError(
-            f"the checkpoint's interleave state is not the one position {checkpoint.position} "
-            f"of epoch {checkpoint.epoch} of this plan implies: it was edited or damaged",
-            field="interleave",
-        )
 
 
 def _owner(reader: object) -> tuple[int, int] | None:

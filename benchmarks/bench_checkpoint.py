@@ -16,11 +16,11 @@ Measures, in one run:
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
+
+from _timing import median_ms
 
 from readplan.checkpoint import Checkpoint
 from readplan.dataset_info import DatasetInfo, shard_lengths
@@ -30,16 +30,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.reference_models import ReferenceInterleave
 
 N_EXAMPLES = 1_281_167
-
-
-def median_ms(fn: Callable[[], object], repeats: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
 
 
 def main() -> None:

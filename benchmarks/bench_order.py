@@ -20,25 +20,15 @@ import subprocess
 import sys
 import time
 import tracemalloc
-from collections.abc import Callable
 
 import numpy as np
+from _timing import median_ms
 
 from readplan.dataset_info import DatasetInfo, shard_lengths
 from readplan.plan import ReadConfig, ReadPlan
 
 N_EXAMPLES = 1_281_167
 CONFIG = ReadConfig(shuffle_files=True, shuffle_seed=32)
-
-
-def median_ms(fn: Callable[[], object], repeats: int) -> float:
-    fn()  # warm caches and imports
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
 
 
 def imagenet_plan() -> ReadPlan:

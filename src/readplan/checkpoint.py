@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from readplan._checks import is_int
 from readplan.errors import CheckpointError, CheckpointMismatchError, ConfigError
 from readplan.instructions import FileInstruction
 from readplan.plan import EpochOrder, ReadPlan
@@ -570,13 +571,13 @@ def iter_from(
     The checkpoint and the arguments are checked when this is called, not at the first
     chunk.
     """
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+    if not is_int(chunk_size) or chunk_size < 1:
         raise ConfigError(
             f"chunk_size must be a positive integer, got {chunk_size!r}",
             field="chunk_size",
             value=chunk_size,
         )
-    if stop_epoch is not None and (isinstance(stop_epoch, bool) or not isinstance(stop_epoch, int)):
+    if stop_epoch is not None and not is_int(stop_epoch):
         raise ConfigError(
             f"stop_epoch must be an integer or None, got {stop_epoch!r}",
             field="stop_epoch",
@@ -720,7 +721,7 @@ def _json_kind(kind: type) -> str:
 
 
 def _int(value: Any, field: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if not is_int(value) or value < 0:
         raise CheckpointError(
             f"checkpoint field {field!r} must be a non-negative integer, got {value!r:.80}",
             field=field,

@@ -17,6 +17,7 @@ from dataclasses import KW_ONLY, dataclass, field
 from importlib import resources
 from typing import Any
 
+from readplan._checks import is_int
 from readplan.errors import DatasetInfoError
 
 __all__ = [
@@ -42,10 +43,6 @@ _SHARD_PLACEHOLDERS = frozenset({"SHARD_INDEX", "SHARD_X_OF_Y"})
 _RESERVED_SPLIT = "all"
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def shard_lengths(num_examples: int, num_shards: int) -> list[int]:
     """Shard lengths TFDS's (non-Beam) writer produces for ``num_examples`` in ``num_shards``.
 
@@ -54,7 +51,7 @@ def shard_lengths(num_examples: int, num_shards: int) -> list[int]:
     ``dataset_info.json``.  See ``specs/splits.md`` §10.1.
     """
     for name, value in (("num_examples", num_examples), ("num_shards", num_shards)):
-        if not _is_int(value) or value < 0:
+        if not is_int(value) or value < 0:
             raise DatasetInfoError(f"{name} must be a non-negative int, got {value!r}", field=name)
     if num_shards == 0:
         raise DatasetInfoError(
@@ -153,7 +150,7 @@ class SplitInfo:
                 "that records shardLengths?)",
                 field="shard_lengths",
             )
-        bad = next((v for v in lengths if not _is_int(v) or v < 0), None)
+        bad = next((v for v in lengths if not is_int(v) or v < 0), None)
         if bad is not None:
             raise DatasetInfoError(
                 f"shard lengths of split {self.name!r} must be non-negative ints, got {bad!r}",
@@ -161,7 +158,7 @@ class SplitInfo:
             )
         object.__setattr__(self, "shard_lengths", lengths)
         self._check_template(len(lengths))
-        if not _is_int(self.num_bytes) or self.num_bytes < 0:
+        if not is_int(self.num_bytes) or self.num_bytes < 0:
             raise DatasetInfoError(
                 f"num_bytes of split {self.name!r} must be a non-negative int, got "
                 f"{self.num_bytes!r}",
@@ -318,7 +315,7 @@ class DatasetInfo:
     def shard_filename(self, split: str, shard_index: int) -> str:
         """Basename of shard ``shard_index`` of ``split``, from the split's template."""
         info = self.split(split)
-        if not _is_int(shard_index) or not 0 <= shard_index < info.num_shards:
+        if not is_int(shard_index) or not 0 <= shard_index < info.num_shards:
             raise DatasetInfoError(
                 f"shard_index {shard_index!r} is out of range: split {split!r} has shards "
                 f"0..{info.num_shards - 1}",
@@ -505,7 +502,7 @@ class _Fields:
         """A proto3 JSON int64: a JSON number or a decimal string."""
         if isinstance(value, str) and _DECIMAL.fullmatch(value):
             return int(value)
-        if _is_int(value):
+        if is_int(value):
             return int(value)
         if isinstance(value, float) and value.is_integer():
             return int(value)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from readplan import example, index, tfrecord
+from readplan._checks import is_int
 from readplan._progress import Progress
 from readplan.checkpoint import Checkpoint
 from readplan.dataset_info import DEFAULT_FILEPATH_TEMPLATE, DatasetInfo
@@ -136,15 +137,13 @@ class DemoConfig:
     def __post_init__(self) -> None:
         for name in ("cycle_length", "block_length", "epochs"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if not is_int(value) or value < 1:
                 raise ConfigError(
                     f"demo {name} must be a positive integer, got {value!r}",
                     field=name,
                     value=value,
                 )
-        if self.stop_at is not None and (
-            isinstance(self.stop_at, bool) or not isinstance(self.stop_at, int) or self.stop_at < 0
-        ):
+        if self.stop_at is not None and (not is_int(self.stop_at) or self.stop_at < 0):
             raise ConfigError(
                 f"demo stop_at must be a non-negative integer (records delivered before the "
                 f"preemption), got {self.stop_at!r}",

@@ -13,6 +13,7 @@ import math
 from collections.abc import Iterator, Sequence
 from dataclasses import KW_ONLY, dataclass
 
+from readplan._checks import is_int
 from readplan.dataset_info import DatasetInfo, SplitInfo
 from readplan.errors import EmptySplitError, SplitError
 from readplan.splits import AllSplits, ReadInstruction, SplitArg, SplitSpec
@@ -24,10 +25,6 @@ __all__ = [
     "file_instructions",
     "split_for_process",
 ]
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True)
@@ -52,14 +49,14 @@ class FileInstruction:
         if not isinstance(self.filename, str):
             raise TypeError(f"filename must be a str, got {self.filename!r}")
         for name in ("skip", "take", "examples_in_shard"):
-            if not _is_int(getattr(self, name)):
+            if not is_int(getattr(self, name)):
                 raise TypeError(f"{name} must be an int, got {getattr(self, name)!r}")
         if self.take == -1:
             object.__setattr__(self, "take", self.examples_in_shard - self.skip)
         self._check_ranges()
         if self.split is not None and not isinstance(self.split, str):
             raise TypeError(f"split must be a str or None, got {self.split!r}")
-        if self.shard_index is not None and not _is_int(self.shard_index):
+        if self.shard_index is not None and not is_int(self.shard_index):
             raise TypeError(f"shard_index must be an int or None, got {self.shard_index!r}")
         if self.shard_index is not None and self.shard_index < 0:
             raise SplitError(f"shard_index must not be negative, got {self.shard_index}")
@@ -348,7 +345,7 @@ def split_for_process(
 ) -> str:
     """Sub-split ``process_index`` of ``even_splits(split, process_count, ...)``."""
     _check_count(process_count)
-    if not _is_int(process_index) or not 0 <= process_index < process_count:
+    if not is_int(process_index) or not 0 <= process_index < process_count:
         raise SplitError(
             f"process_index must be an int in [0, {process_count}) for {process_count} "
             f"processes, got {process_index!r}"
@@ -427,7 +424,7 @@ def _lazy_parts(other: object) -> tuple[str | _EvenPiece, ...]:
 
 
 def _check_count(count: object) -> None:
-    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+    if not is_int(count) or count < 1:
         raise SplitError(f"the number of sub-splits must be a positive int, got {count!r}")
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from readplan._checks import is_int
 from readplan.dataset_info import DatasetInfo
 from readplan.errors import ConfigError, EmptySplitError, SplitError
 from readplan.instructions import FileInstruction, LazySplit, file_instructions
@@ -622,4 +623,6 @@ def _check_epoch(epoch: int) -> None:
 
 
 def _not_int(value: object) -> bool:
-    return isinstance(value, bool) or not isinstance(value, (int, np.integer))
+    # numpy integers are accepted too: positions and indices often come out of the arrays
+    # of an EpochOrder.
+    return not (is_int(value) or isinstance(value, np.integer))

@@ -20,13 +20,14 @@ import os
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, islice, pairwise
-from types import TracebackType
-from typing import Any, TypeAlias, TypeGuard
+from typing import Any, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
 
 from readplan import example, tfrecord
+from readplan._checks import is_int
+from readplan._closing import Closing
 from readplan.checkpoint import Checkpoint, verify
 from readplan.errors import (
     CheckpointError,
@@ -73,7 +74,7 @@ class Item:
     def __post_init__(self) -> None:
         for name in ("epoch", "position", "file_index", "record_index"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            if not is_int(value) or value < 0:
                 raise ConfigError(
                     f"Item.{name} must be a non-negative int, got {value!r}",
                     field=name,
@@ -168,7 +169,7 @@ class Batch:
         )
 
 
-class Reader:
+class Reader(Closing):
     """Records of ``plan``, read from its shard files in the plan's order (``specs/reader.md``).
 
     Args:
@@ -278,17 +279,6 @@ class Reader:
         active, self._active = self._active, None
         if active is not None:
             active.close()
-
-    def __enter__(self) -> Reader:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # -- state ------------------------------------------------------------------------
 
@@ -743,7 +733,7 @@ def _owner(reader: object) -> tuple[int, int] | None:
             field=STATE_KEY,
         )
     rank, world_size = reader.get("rank"), reader.get("world_size")
-    if not (_is_int(rank) and _is_int(world_size) and 0 <= rank < world_size):
+    if not (is_int(rank) and is_int(world_size) and 0 <= rank < world_size):
         raise CheckpointError(
             f"{STATE_KEY} must hold integers 0 <= rank < world_size, got rank={rank!r}, "
             f"world_size={world_size!r}",
@@ -769,7 +759,7 @@ def _decoder(decode: bool | Mapping[str, Any] | None) -> Callable[[bytes], Any] 
 
 
 def _check_epochs(epochs: object) -> None:
-    if epochs is not None and (not _is_int(epochs) or epochs < 1):
+    if epochs is not None and (not is_int(epochs) or epochs < 1):
         raise ConfigError(
             f"epochs must be a positive integer (epochs 0..epochs-1 are read) or None "
             f"(read forever), got {epochs!r}",
@@ -779,20 +769,16 @@ def _check_epochs(epochs: object) -> None:
 
 
 def _check_rank(rank: object, world_size: object) -> None:
-    if not _is_int(world_size) or world_size < 1:
+    if not is_int(world_size) or world_size < 1:
         raise ConfigError(
             f"world_size must be a positive integer, got {world_size!r}",
             field="world_size",
             value=world_size,
         )
-    if not _is_int(rank) or not 0 <= rank < world_size:
+    if not is_int(rank) or not 0 <= rank < world_size:
         raise ConfigError(
             f"rank must be an integer in 0..{world_size - 1} for world_size {world_size}, "
             f"got {rank!r}",
             field="rank",
             value=rank,
         )
-
-
-def _is_int(value: object) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)

@@ -16,6 +16,7 @@ from dataclasses import KW_ONLY, dataclass
 from decimal import Decimal
 from typing import TypeAlias
 
+from readplan._checks import is_int
 from readplan.errors import SplitError, UnsupportedSplitError
 
 __all__ = [
@@ -43,10 +44,6 @@ _PLUS = re.compile(r"\s*\+\s*")
 _PART = re.compile(r"(?P<name>[\w-]+)(?:\[(?P<selector>[\w%:.-]+)\])?")
 _BOUND = re.compile(r"(?:(?P<number>-?[\d_.]+)(?P<unit>%|shard)?)?")
 _NAME = re.compile(r"[\w-]+")
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _format_g(value: int | float) -> str:
@@ -116,7 +113,7 @@ class ReadInstruction:
                 )
 
     def _check_bound_type(self, label: str, bound: object) -> None:
-        if bound is None or _is_int(bound):
+        if bound is None or is_int(bound):
             return
         if self.unit == "%" and isinstance(bound, float):
             return

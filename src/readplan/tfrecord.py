@@ -19,13 +19,13 @@ import operator
 import os
 import struct
 from collections.abc import Iterable, Iterator
-from types import TracebackType
 from typing import SupportsIndex
 
 import numpy as np
 import numpy.typing as npt
 
 from readplan import index as _index
+from readplan._closing import Closing
 from readplan._compression import Deflater, check_compression, pread
 from readplan._crc import crc32c, mask
 from readplan._damage import (
@@ -74,7 +74,7 @@ PathLike = str | os.PathLike[str]
 
 
 # ---------------------------------------------------------------------------- writing
-class TFRecordWriter:
+class TFRecordWriter(Closing):
     """Writes records to ``path`` (truncating it) in TensorFlow's exact byte format.
 
     ``compression`` is ``None`` (or ``""``), ``"GZIP"`` or ``"ZLIB"``; names are
@@ -126,17 +126,6 @@ class TFRecordWriter:
                 self._file.write(self._deflater.finish())
         finally:
             self._file.close()
-
-    def __enter__(self) -> TFRecordWriter:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def write(
@@ -268,7 +257,7 @@ def count(
 
 
 # ---------------------------------------------------------------------- random access
-class RecordFile:
+class RecordFile(Closing):
     """Random access to the records of one file: ``len(rf)``, ``rf[i]``, ``rf.read(skip, take)``.
 
     Offsets come from the index sidecar when one exists (validated at once; a stale one
@@ -429,17 +418,6 @@ class RecordFile:
             self._fd = -1
 
     def __del__(self) -> None:
-        self.close()
-
-    def __enter__(self) -> RecordFile:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
         self.close()
 
     def __repr__(self) -> str:

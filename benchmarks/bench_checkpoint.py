@@ -22,9 +22,8 @@ from pathlib import Path
 
 from _timing import median_ms
 
-from readplan.checkpoint import Checkpoint
-from readplan.dataset_info import DatasetInfo, shard_lengths
-from readplan.plan import ReadConfig, ReadPlan
+from readplan import Checkpoint, ReadConfig, ReadPlan
+from readplan.metadata.dataset_info import DatasetInfo, shard_lengths
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.reference_models import ReferenceInterleave

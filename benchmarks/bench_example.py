@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from readplan._example_pb import Example
 from readplan.example import FixedLen, VarLen, decode, encode, parse
+from readplan.records._example_pb import Example
 
 ROOT = Path(__file__).resolve().parents[1]
 REPEATS = 7

@@ -24,8 +24,8 @@ import tracemalloc
 import numpy as np
 from _timing import median_ms
 
-from readplan.dataset_info import DatasetInfo, shard_lengths
-from readplan.plan import ReadConfig, ReadPlan
+from readplan import ReadConfig, ReadPlan
+from readplan.metadata.dataset_info import DatasetInfo, shard_lengths
 
 N_EXAMPLES = 1_281_167
 CONFIG = ReadConfig(shuffle_files=True, shuffle_seed=32)
@@ -80,8 +80,8 @@ def locate(repeats: int) -> dict[str, float]:
 
 STREAM_CHILD = """
 import json, resource, time
-from readplan.dataset_info import DatasetInfo
-from readplan.plan import ReadConfig, ReadPlan
+from readplan.metadata.dataset_info import DatasetInfo
+from readplan import ReadConfig, ReadPlan
 info = DatasetInfo(name="synthetic", splits={"train": [10_000] * 100_000})
 start = time.perf_counter()
 plan = ReadPlan(info, "train", ReadConfig(shuffle_files=True, shuffle_seed=32))

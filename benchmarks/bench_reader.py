@@ -24,12 +24,10 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from readplan import tfrecord
-from readplan._progress import Progress
-from readplan.dataset_info import DatasetInfo
+from readplan import ReadConfig, Reader, ReadPlan, tfrecord
+from readplan._internal.progress import Progress
 from readplan.index import build_index
-from readplan.plan import ReadConfig, ReadPlan
-from readplan.reader import Reader
+from readplan.metadata.dataset_info import DatasetInfo
 
 SHARDS = 256
 RECORDS = 4_000

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from readplan.shuffle import buffer_shuffle, epoch_seed_pair, permutation, stream_words
+from readplan import buffer_shuffle, epoch_seed_pair, permutation
+from readplan.planning.philox import stream_words
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.reference_models import ref_buffer_order

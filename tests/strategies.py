@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from readplan.dataset_info import DatasetInfo
-from readplan.splits import ReadInstruction
+from readplan.metadata.dataset_info import DatasetInfo
+from readplan.planning.splits import ReadInstruction
 
 # ---------------------------------------------------------------------------------------------
 # Splits, shard layouts and dataset metadata (dataset_info.py, splits.py, instructions.py)

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from readplan.checkpoint import Checkpoint, digest
-from readplan.dataset_info import DatasetInfo, shard_lengths
+from readplan import Checkpoint, ExampleShuffle, InputContext, ReadConfig, ReadPlan
 from readplan.errors import CheckpointError, CheckpointMismatchError, ConfigError
-from readplan.plan import ExampleShuffle, InputContext, ReadConfig, ReadPlan
+from readplan.metadata.dataset_info import DatasetInfo, shard_lengths
+from readplan.state.fingerprint import digest
 from readplan.testing import assert_resumes_exactly, plans, read_configs
 from tests.conftest import DATA
 from tests.reference_models import ReferenceInterleave, reference_interleave

@@ -8,10 +8,9 @@ import sys
 
 import pytest
 
-from readplan.checkpoint import Checkpoint
+from readplan import Checkpoint, ReadConfig, ReadPlan
 from readplan.cli import main
-from readplan.dataset_info import DatasetInfo
-from readplan.plan import ReadConfig, ReadPlan
+from readplan.metadata.dataset_info import DatasetInfo
 from tests.conftest import DATA
 
 TOY_DIR = str(DATA / "tfds" / "readplan_toy" / "1.0.0")

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from readplan._cli_planning import load_dataset
 from readplan.cli import main
-from readplan.dataset_info import DatasetInfo
+from readplan.cli.planning import load_dataset
 from readplan.errors import DatasetInfoError
+from readplan.metadata.dataset_info import DatasetInfo
 from tests.conftest import DATA
 
 TOY_DIR = DATA / "tfds" / "readplan_toy" / "1.0.0"

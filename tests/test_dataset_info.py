@@ -12,8 +12,8 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from readplan.dataset_info import DatasetInfo, SplitInfo, catalog_names, shard_lengths
 from readplan.errors import DatasetInfoError
+from readplan.metadata.dataset_info import DatasetInfo, SplitInfo, catalog_names, shard_lengths
 from tests.conftest import DATA
 
 TOY_DIR = DATA / "tfds" / "readplan_toy" / "1.0.0"

@@ -10,14 +10,11 @@ from typing import Any
 
 import pytest
 
-from readplan import demo, tfrecord
-from readplan.checkpoint import Checkpoint
+from readplan import Checkpoint, ReadConfig, Reader, ReadPlan, demo, tfrecord
 from readplan.cli import main
-from readplan.dataset_info import DatasetInfo
 from readplan.errors import ConfigError
 from readplan.example import decode
-from readplan.plan import ReadConfig, ReadPlan
-from readplan.reader import Reader
+from readplan.metadata.dataset_info import DatasetInfo
 
 TRAIN = demo.DEFAULT_SPLITS["train"]
 

@@ -27,9 +27,9 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, te
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from readplan import _example_pb
 from readplan.errors import ConfigError, ExampleError
 from readplan.example import FixedLen, VarLen, decode, encode, parse
+from readplan.records import _example_pb
 from tests.conftest import DATA
 
 SPEC_PROTO = Path(__file__).parents[1] / "specs" / "example.proto"

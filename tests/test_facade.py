@@ -20,8 +20,11 @@ def test_every_error_is_a_readplan_error_and_a_builtin() -> None:
         cls = getattr(errors, name)
         assert issubclass(cls, readplan.ReadplanError)
         if cls is not readplan.ReadplanError:
-            assert issubclass(cls, ValueError), name
+            assert issubclass(cls, (ValueError, TypeError, IndexError)), name
     assert issubclass(readplan.UnsupportedSplitError, NotImplementedError)
+    assert issubclass(errors.ConfigTypeError, errors.ConfigError)
+    assert issubclass(errors.ConfigTypeError, TypeError)
+    assert issubclass(errors.ReadplanIndexError, IndexError)
 
 
 def test_every_error_can_be_rebuilt_from_its_message_alone() -> None:

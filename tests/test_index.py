@@ -14,7 +14,7 @@ from crc32c import crc32c
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from readplan import index, tfrecord
+from readplan import tfrecord
 from readplan.errors import ConfigError, CorruptRecordError, IndexFileError
 from readplan.index import (
     HEADER_SIZE,
@@ -26,6 +26,7 @@ from readplan.index import (
     index_path_for,
     load_index,
 )
+from readplan.records import index as records_index
 from readplan.tfrecord import RecordFile
 from tests.conftest import DATA
 
@@ -93,7 +94,7 @@ def test_count_uses_the_sidecar_without_walking(
     def no_walk(*args: object, **kwargs: object) -> None:
         raise AssertionError("walked the headers although an index exists")
 
-    monkeypatch.setattr(index, "walk_offsets", no_walk)
+    monkeypatch.setattr(records_index, "walk_offsets", no_walk)
     assert tfrecord.count(data_file) == 40
     with RecordFile(data_file) as rf:
         assert rf.indexed

@@ -10,15 +10,15 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from readplan.dataset_info import DatasetInfo
 from readplan.errors import EmptySplitError, SplitError
-from readplan.instructions import (
+from readplan.metadata.dataset_info import DatasetInfo
+from readplan.planning.instructions import (
     FileInstruction,
     even_splits,
     file_instructions,
     split_for_process,
 )
-from readplan.splits import ReadInstruction
+from readplan.planning.splits import ReadInstruction
 from tests.conftest import DATA
 from tests.strategies import dataset_infos, percent_bounds
 

@@ -10,7 +10,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from readplan.errors import ConfigError
-from readplan.interleave import InterleaveSchedule, interleave_order
+from readplan.planning.interleave import InterleaveSchedule, interleave_order
 from tests.conftest import DATA
 from tests.reference_models import ReferenceInterleave, reference_interleave
 

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from readplan.dataset_info import DatasetInfo, shard_lengths
+from readplan import ExampleShuffle, InputContext, ReadConfig, ReadPlan
 from readplan.errors import ConfigError, EmptySplitError
-from readplan.instructions import file_instructions
-from readplan.plan import ExampleShuffle, InputContext, ReadConfig, ReadPlan
+from readplan.metadata.dataset_info import DatasetInfo, shard_lengths
+from readplan.planning.instructions import file_instructions
 from readplan.testing import assert_epoch_is_permutation, plans, read_configs
 from tests.conftest import DATA
 from tests.reference_models import reference_interleave

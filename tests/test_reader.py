@@ -22,10 +22,17 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from readplan import reader as reader_module
-from readplan import tfrecord
-from readplan.checkpoint import Checkpoint
-from readplan.dataset_info import DatasetInfo
+from readplan import (
+    Batch,
+    Checkpoint,
+    ExampleShuffle,
+    Item,
+    ReadConfig,
+    Reader,
+    ReadPlan,
+    merge_states,
+    tfrecord,
+)
 from readplan.errors import (
     CheckpointError,
     CheckpointMismatchError,
@@ -36,8 +43,9 @@ from readplan.errors import (
 )
 from readplan.example import FixedLen
 from readplan.index import build_index
-from readplan.plan import ExampleShuffle, ReadConfig, ReadPlan
-from readplan.reader import STATE_KEY, Batch, Item, Reader, merge_states
+from readplan.metadata.dataset_info import DatasetInfo
+from readplan.reading import reader as reader_module
+from readplan.reading.ranks import STATE_KEY
 from readplan.testing import assert_resumes_exactly, plans
 from tests.conftest import DATA
 

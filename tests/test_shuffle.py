@@ -19,18 +19,14 @@ from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from readplan.errors import ConfigError, ReadplanError
-from readplan.shuffle import (
-    DEFAULT_GRAPH_SEED,
-    MAX_INT32,
+from readplan.planning.philox import philox4x32, stream_words
+from readplan.planning.seeds import DEFAULT_GRAPH_SEED, MAX_INT32, epoch_seed_pair, seed_pair
+from readplan.planning.shuffle import (
     UNKNOWN_CARDINALITY,
     ShuffleBufferState,
     buffer_shuffle,
-    epoch_seed_pair,
     permutation,
-    philox4x32,
-    seed_pair,
     shuffle_order,
-    stream_words,
 )
 from tests.reference_models import (
     ref_block,

@@ -10,7 +10,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from readplan.errors import SplitError, UnsupportedSplitError
-from readplan.splits import AllSplits, ReadInstruction, SplitSpec, parse_split
+from readplan.planning.splits import AllSplits, ReadInstruction, SplitSpec, parse_split
 from tests.strategies import percent_bounds, read_instructions
 
 URL = "https://www.tensorflow.org/datasets/splits"

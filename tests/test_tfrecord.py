@@ -23,9 +23,9 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from readplan import tfrecord
-from readplan._crc import mask, unmask
 from readplan.errors import ConfigError, CorruptRecordError, ReadplanError
 from readplan.index import build_index
+from readplan.records._crc import mask, unmask
 from readplan.tfrecord import (
     KIND_ABSURD_LENGTH,
     KIND_DATA_CRC,
@@ -653,8 +653,8 @@ def test_record_file_index_out_of_range(tmp_path: Path, i: int) -> None:
 def test_record_file_read_touches_only_the_requested_records(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import readplan._compression as compression_module
-    import readplan._framing as framing_module
+    import readplan.records._compression as compression_module
+    import readplan.records._framing as framing_module
 
     path = tmp_path / "f"
     records = make_mixed_file(path, None)

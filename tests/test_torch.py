@@ -19,10 +19,10 @@ import pytest
 from torch.utils.data import DataLoader
 from torchdata.stateful_dataloader import StatefulDataLoader  # type: ignore[import-untyped]
 
-from readplan.dataset_info import DatasetInfo
+from readplan import Item, ReadConfig, Reader, ReadPlan
 from readplan.errors import CheckpointError, ConfigError, CorruptRecordError
-from readplan.plan import ReadConfig, ReadPlan
-from readplan.reader import STATE_KEY, Item, Reader
+from readplan.metadata.dataset_info import DatasetInfo
+from readplan.reading.ranks import STATE_KEY
 from readplan.torch import ReadplanIterableDataset, consumer, merge_loader_states
 from tests.conftest import DATA
 

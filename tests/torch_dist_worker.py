@@ -17,9 +17,8 @@ from typing import Any
 
 import torch.distributed as dist
 
-from readplan.dataset_info import DatasetInfo
-from readplan.plan import ReadConfig, ReadPlan
-from readplan.reader import Item
+from readplan import Item, ReadConfig, ReadPlan
+from readplan.metadata.dataset_info import DatasetInfo
 from readplan.torch import ReadplanIterableDataset, consumer
 
 CONFIG = ReadConfig(

@@ -1,51 +1,52 @@
 """readplan: TFDS/tf.data read order, exact and resumable, without TensorFlow.
 
 The names below are the supported API; modules whose names start with an underscore are
-private.  Data flows one way: dataset metadata -> split instructions -> file instructions
--> epoch file order -> interleave -> positions -> checkpoint/reader.
+private.  The package is layered and data flows one way (README, "Development"):
+records and metadata -> planning (split instructions, file order, interleave) -> state
+(checkpoints) -> plan -> reading (Reader, ranks) -> cli and integrations.
 
 Generic verbs stay on their modules: ``readplan.tfrecord.read/write/count``,
 ``readplan.example.decode/encode/parse``; ``readplan.testing`` holds property-test helpers
 and ``readplan.torch`` the optional PyTorch integration.
 """
 
-from readplan.checkpoint import Checkpoint
-from readplan.dataset_info import DatasetInfo, SplitInfo, catalog_names, shard_lengths
 from readplan.errors import (
     CheckpointError,
     CheckpointMismatchError,
     ConfigError,
+    ConfigTypeError,
     CorruptRecordError,
     DatasetInfoError,
     EmptySplitError,
     ExampleError,
     IndexFileError,
     ReadplanError,
+    ReadplanIndexError,
+    ReadplanTypeError,
     SplitError,
     UnsupportedSplitError,
 )
-from readplan.example import FixedLen, VarLen
-from readplan.index import build_index
-from readplan.instructions import (
+from readplan.metadata.dataset_info import DatasetInfo, SplitInfo, catalog_names, shard_lengths
+from readplan.plan import EpochOrder, ReadPlan
+from readplan.planning.config import ExampleShuffle, InputContext, ReadConfig
+from readplan.planning.instructions import (
     FileInstruction,
     LazySplit,
     even_splits,
     file_instructions,
     split_for_process,
 )
-from readplan.interleave import InterleaveSchedule, interleave_order
-from readplan.plan import EpochOrder, ExampleShuffle, InputContext, ReadConfig, ReadPlan
-from readplan.reader import Batch, Item, Reader, merge_states
-from readplan.shuffle import (
-    ShuffleBufferState,
-    buffer_shuffle,
-    epoch_seed_pair,
-    permutation,
-    seed_pair,
-    shuffle_order,
-)
-from readplan.splits import AllSplits, ReadInstruction, SplitSpec, parse_split
-from readplan.tfrecord import CorruptionEvent, CorruptionReport, RecordFile, TFRecordWriter
+from readplan.planning.interleave import InterleaveSchedule, interleave_order
+from readplan.planning.seeds import epoch_seed_pair, seed_pair
+from readplan.planning.shuffle import ShuffleBufferState, buffer_shuffle, permutation, shuffle_order
+from readplan.planning.splits import AllSplits, ReadInstruction, SplitSpec, parse_split
+from readplan.reading.items import Batch, Item
+from readplan.reading.ranks import merge_states
+from readplan.reading.reader import Reader
+from readplan.records.example import FixedLen, VarLen
+from readplan.records.index import build_index
+from readplan.records.tfrecord import CorruptionEvent, CorruptionReport, RecordFile, TFRecordWriter
+from readplan.state.checkpoint import Checkpoint
 
 __version__ = "0.1.0"
 
@@ -56,6 +57,7 @@ __all__ = [
     "CheckpointError",
     "CheckpointMismatchError",
     "ConfigError",
+    "ConfigTypeError",
     "CorruptRecordError",
     "CorruptionEvent",
     "CorruptionReport",
@@ -77,6 +79,8 @@ __all__ = [
     "ReadPlan",
     "Reader",
     "ReadplanError",
+    "ReadplanIndexError",
+    "ReadplanTypeError",
     "RecordFile",
     "ShuffleBufferState",
     "SplitError",
@@ -101,3 +105,16 @@ __all__ = [
     "shuffle_order",
     "split_for_process",
 ]
+
+
+def _check_facade() -> None:
+    """``__all__`` is sorted and names exactly what this module defines: a name added to
+    one place and not the other fails at import, not in a user's code."""
+    if list(__all__) != sorted(set(__all__)):
+        raise ImportError("readplan.__all__ must be sorted and free of repeats")
+    missing = [name for name in __all__ if name not in globals()]
+    if missing:
+        raise ImportError(f"readplan.__all__ names undefined {missing}")
+
+
+_check_facade()

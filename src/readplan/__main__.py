@@ -2,6 +2,6 @@
 
 import sys
 
-from readplan.cli import main
+from readplan.cli.main import main
 
 sys.exit(main())

@@ -16,14 +16,16 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from readplan import example, index, tfrecord
-from readplan._checks import is_int
-from readplan._progress import Progress
-from readplan.checkpoint import Checkpoint
-from readplan.dataset_info import DEFAULT_FILEPATH_TEMPLATE, DatasetInfo
+from readplan._internal.progress import Progress
+from readplan._internal.validate import is_int
 from readplan.errors import ConfigError
-from readplan.plan import ReadConfig, ReadPlan
-from readplan.reader import Item, Reader
+from readplan.metadata.dataset_info import DEFAULT_FILEPATH_TEMPLATE, DatasetInfo
+from readplan.plan import ReadPlan
+from readplan.planning.config import ReadConfig
+from readplan.reading.items import Item
+from readplan.reading.reader import Reader
+from readplan.records import example, index, tfrecord
+from readplan.state.checkpoint import Checkpoint
 
 __all__ = [
     "DATASET_NAME",

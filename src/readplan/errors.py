@@ -10,25 +10,56 @@ PyTorch does when it forwards an exception out of a DataLoader worker).
 
 from __future__ import annotations
 
-from typing import Any
+import copy
+from typing import Any, TypeVar
 
 __all__ = [
     "CheckpointError",
     "CheckpointMismatchError",
     "ConfigError",
+    "ConfigTypeError",
     "CorruptRecordError",
     "DatasetInfoError",
     "EmptySplitError",
     "ExampleError",
     "IndexFileError",
     "ReadplanError",
+    "ReadplanIndexError",
+    "ReadplanTypeError",
     "SplitError",
     "UnsupportedSplitError",
 ]
 
 
+_E = TypeVar("_E", bound="ReadplanError")
+
+
 class ReadplanError(Exception):
     """Root of every error readplan raises deliberately."""
+
+    def with_context(self: _E, note: str) -> _E:
+        """The same error (class and attributes) with ``note`` appended to its message."""
+        extended = copy.copy(self)
+        extended.args = (f"{self}{note}",)
+        return extended
+
+
+class ReadplanTypeError(ReadplanError, TypeError):
+    """An argument of the wrong type (``except TypeError`` catches it too)."""
+
+
+class ReadplanIndexError(ReadplanError, IndexError):
+    """A key or index out of range (``except IndexError`` catches it too).
+
+    Attributes:
+        key: the offending key.
+        length: how many keys there are (valid: ``0 .. length - 1``), when known.
+    """
+
+    def __init__(self, message: str, *, key: Any = None, length: int | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+        self.length = length
 
 
 class SplitError(ReadplanError, ValueError):
@@ -89,6 +120,10 @@ class ConfigError(ReadplanError, ValueError):
         super().__init__(message)
         self.field = field
         self.value = value
+
+
+class ConfigTypeError(ConfigError, ReadplanTypeError):
+    """A configuration value of the wrong type: a :class:`ConfigError` and a ``TypeError``."""
 
 
 class CorruptRecordError(ReadplanError, ValueError):

@@ -11,167 +11,33 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from readplan._checks import is_int
-from readplan.dataset_info import DatasetInfo
+from readplan._internal.validate import check_int, check_optional_int, not_int
 from readplan.errors import ConfigError, EmptySplitError, SplitError
-from readplan.instructions import FileInstruction, LazySplit, file_instructions
-from readplan.interleave import InterleaveSchedule
-from readplan.shuffle import buffer_shuffle, epoch_seed_pair, permutation, seed_pair
-from readplan.splits import SplitArg
+from readplan.metadata.dataset_info import DatasetInfo
+from readplan.planning.config import ReadConfig
+from readplan.planning.instructions import FileInstruction, LazySplit, file_instructions
+from readplan.planning.interleave import InterleaveSchedule
+from readplan.planning.schedule import EpochSchedule, check_epoch
+from readplan.planning.seeds import epoch_seed_pair, seed_pair
+from readplan.planning.shuffle import buffer_shuffle, permutation
+from readplan.planning.splits import SplitArg
+from readplan.state import resume as _state
+from readplan.state.checkpoint import Checkpoint
+from readplan.state.fingerprint import fingerprint
 
-if TYPE_CHECKING:
-    from readplan.checkpoint import Checkpoint
-
-__all__ = ["EpochOrder", "ExampleShuffle", "InputContext", "ReadConfig", "ReadPlan"]
+__all__ = ["EpochOrder", "ReadPlan"]
 
 IntArray = npt.NDArray[np.int64]
-SortFn = Callable[[list[FileInstruction]], Sequence[FileInstruction]]
 
-# TFDS's ReadConfig default; datasets written with disable_shuffling default to 1.
-TFDS_DEFAULT_CYCLE_LENGTH = 16
 _SCHEDULE_CACHE_SIZE = 8
-
-
-@dataclass(frozen=True)
-class InputContext:
-    """``tf.distribute.InputContext``'s fields that TFDS uses: files are dealt out by index."""
-
-    input_pipeline_id: int = 0
-    num_input_pipelines: int = 1
-
-    def __post_init__(self) -> None:
-        if _not_int(self.num_input_pipelines) or self.num_input_pipelines < 1:
-            raise ConfigError(
-                f"num_input_pipelines must be a positive integer, got {self.num_input_pipelines!r}",
-                field="input_context.num_input_pipelines",
-                value=self.num_input_pipelines,
-            )
-        if _not_int(self.input_pipeline_id) or not (
-            0 <= self.input_pipeline_id < self.num_input_pipelines
-        ):
-            raise ConfigError(
-                f"input_pipeline_id must be in 0..{self.num_input_pipelines - 1} for "
-                f"{self.num_input_pipelines} pipelines, got {self.input_pipeline_id!r}",
-                field="input_context.input_pipeline_id",
-                value=self.input_pipeline_id,
-            )
-
-
-@dataclass(frozen=True)
-class ExampleShuffle:
-    """An example-level ``ds.shuffle(buffer_size, seed)`` applied after TFDS's interleave.
-
-    Modelled exactly on tf.data's buffer (``specs/shuffle.md``); epoch ``e`` uses the
-    ``e``-th iterator's seeds, as iterating the same dataset object again does.
-    """
-
-    buffer_size: int
-    seed: int
-    reshuffle_each_iteration: bool = True
-
-    def __post_init__(self) -> None:
-        if _not_int(self.buffer_size) or self.buffer_size < 1:
-            raise ConfigError(
-                f"example shuffle buffer_size must be a positive integer, got {self.buffer_size!r}",
-                field="example_shuffle.buffer_size",
-                value=self.buffer_size,
-            )
-        if _not_int(self.seed):
-            raise ConfigError(
-                f"example shuffle seed must be an integer (an unseeded shuffle cannot be "
-                f"reproduced), got {self.seed!r}",
-                field="example_shuffle.seed",
-                value=self.seed,
-            )
-
-
-@dataclass(frozen=True)
-class ReadConfig:
-    """Everything that decides TFDS's read order, with TFDS's names and defaults.
-
-    ``interleave_cycle_length=None`` means TFDS's default for the dataset (16, or 1 for a
-    dataset written with ``disable_shuffling``); tf.data's AUTOTUNE is machine-dependent
-    and is deliberately not modelled: pass the resolved number.
-    ``interleave_block_length=None`` means 1, as in tf.data.
-    ``shuffle_reshuffle_each_iteration=None`` means True, as in tf.data.
-    ``global_seed`` is the value given to ``tf.random.set_seed`` before the dataset was
-    built, if any (it changes the shuffles' seeds).  ``example_shuffle`` models a
-    ``ds.shuffle(...)`` the pipeline applies after TFDS's interleave.
-    """
-
-    interleave_cycle_length: int | None = TFDS_DEFAULT_CYCLE_LENGTH
-    interleave_block_length: int | None = 16
-    shuffle_files: bool = False
-    shuffle_seed: int | None = None
-    shuffle_reshuffle_each_iteration: bool | None = None
-    input_context: InputContext | None = None
-    experimental_interleave_sort_fn: SortFn | None = field(default=None, compare=False)
-    enable_ordering_guard: bool = True
-    global_seed: int | None = None
-    example_shuffle: ExampleShuffle | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("interleave_cycle_length", "interleave_block_length"):
-            value = getattr(self, name)
-            if value is not None and (_not_int(value) or value < 1):
-                raise ConfigError(
-                    f"{name} must be a positive integer or None, got {value!r}",
-                    field=name,
-                    value=value,
-                )
-        for name in ("shuffle_seed", "global_seed"):
-            value = getattr(self, name)
-            if value is not None and _not_int(value):
-                raise ConfigError(
-                    f"{name} must be an integer or None, got {value!r}", field=name, value=value
-                )
-        if self.shuffle_files and self.shuffle_seed is None:
-            raise ConfigError(
-                "shuffle_files=True without shuffle_seed: TFDS would then shuffle the files "
-                "with random seeds and interleave them non-deterministically, so no order "
-                "can be reproduced. Pass shuffle_seed=<int> (TFDS gives the same seed to "
-                "tf.data).",
-                field="shuffle_seed",
-                value=None,
-            )
-        if self.example_shuffle is not None and not isinstance(
-            self.example_shuffle, ExampleShuffle
-        ):
-            raise ConfigError(
-                f"example_shuffle must be a readplan.ExampleShuffle, got "
-                f"{type(self.example_shuffle).__name__}",
-                field="example_shuffle",
-                value=self.example_shuffle,
-            )
-        if self.input_context is not None and not isinstance(self.input_context, InputContext):
-            raise ConfigError(
-                f"input_context must be a readplan.InputContext, got "
-                f"{type(self.input_context).__name__}",
-                field="input_context",
-                value=self.input_context,
-            )
-
-    @property
-    def block_length(self) -> int:
-        return 1 if self.interleave_block_length is None else self.interleave_block_length
-
-    @property
-    def reshuffle_each_iteration(self) -> bool:
-        return self.shuffle_reshuffle_each_iteration is not False
-
-    def cycle_length_for(self, info: DatasetInfo) -> int:
-        """The cycle length TFDS uses for ``info`` (resolving ``None`` to its default)."""
-        if self.interleave_cycle_length is not None:
-            return self.interleave_cycle_length
-        return 1 if info.disable_shuffling else TFDS_DEFAULT_CYCLE_LENGTH
 
 
 class ReadPlan:
@@ -322,23 +188,49 @@ class ReadPlan:
         """TFDS's ``tfds_id`` prefix per instruction (``specs/order.md``, "Record ids")."""
         return tuple(_tfds_id_prefixes([fi.filename for fi in self.instructions]))
 
+    def tfds_ids(self, file_index: IntArray, record_index: IntArray) -> list[str]:
+        """TFDS's ``tfds_id`` strings, ``{file}__{index}``, of records of this plan."""
+        prefixes = self.tfds_id_prefixes
+        return [f"{prefixes[f]}__{r}" for f, r in zip(file_index.tolist(), record_index.tolist())]
+
     # -- per epoch ------------------------------------------------------------------
 
     def file_order(self, epoch: int) -> IntArray:
         """Instruction indices in the order epoch ``epoch`` feeds them to the interleave."""
-        return self._epoch(epoch)[0]
+        return self.epoch_schedule(epoch).files
 
     def schedule(self, epoch: int) -> InterleaveSchedule:
         """The closed-form interleave schedule of epoch ``epoch``."""
-        return self._epoch(epoch)[1]
+        return self.epoch_schedule(epoch).interleave
 
-    def _epoch(self, epoch: int) -> tuple[IntArray, InterleaveSchedule]:
-        _check_epoch(epoch)
+    def epoch_schedule(self, epoch: int) -> EpochSchedule:
+        """Epoch ``epoch``'s schedule: file order, interleave, skips, example shuffle seeds.
+
+        Schedules of recent epochs are cached; epochs that share their file order (no
+        reshuffle between epochs) share the files and interleave.
+        """
+        check_epoch(epoch)
         key = epoch if self._reshuffles else 0
         cached = self._schedules.get(key)
-        if cached is not None:
+        if cached is None:
+            cached = self._new_files_and_interleave(epoch)
+            self._schedules[key] = cached
+            if len(self._schedules) > _SCHEDULE_CACHE_SIZE:
+                self._schedules.popitem(last=False)
+        else:
             self._schedules.move_to_end(key)
-            return cached
+        files, interleave = cached
+        shuffle = self.config.example_shuffle
+        return EpochSchedule(
+            epoch=epoch,
+            files=files,
+            interleave=interleave,
+            skips=self._skips,
+            example_pair=self.example_pair(epoch),
+            buffer_size=None if shuffle is None else shuffle.buffer_size,
+        )
+
+    def _new_files_and_interleave(self, epoch: int) -> tuple[IntArray, InterleaveSchedule]:
         files = self.selected
         if self.seed_pair is not None:
             pair = epoch_seed_pair(
@@ -346,15 +238,12 @@ class ReadPlan:
             )
             files = files[permutation(files.size, pair)]
         files.flags.writeable = False  # handed out by file_order(): cached, shared
-        schedule = InterleaveSchedule(
+        interleave = InterleaveSchedule(
             lengths=self.lengths[files],
             cycle_length=self.cycle_length,
             block_length=self.block_length,
         )
-        self._schedules[key] = (files, schedule)
-        if len(self._schedules) > _SCHEDULE_CACHE_SIZE:
-            self._schedules.popitem(last=False)
-        return files, schedule
+        return files, interleave
 
     @property
     def _reshuffles(self) -> bool:
@@ -396,12 +285,12 @@ class ReadPlan:
 
     def epoch(self, epoch: int) -> EpochOrder:
         """The whole order of epoch ``epoch`` (the ``epoch+1``-th iteration in TFDS)."""
-        files, schedule = self._epoch(epoch)
-        inputs, within = schedule.order()
+        schedule = self.epoch_schedule(epoch)
+        inputs, within = schedule.interleave.order()
         shuffled = self._example_order(epoch)
         if shuffled is not None:
             inputs, within = inputs[shuffled[0]], within[shuffled[0]]
-        return self._epoch_order(epoch, 0, files, inputs, within)
+        return self._epoch_order(schedule, 0, inputs, within)
 
     def iter_epoch(
         self, epoch: int, *, chunk_size: int = 1 << 20, start: int = 0
@@ -412,50 +301,52 @@ class ReadPlan:
         large to materialise can be walked (with an example-level shuffle the buffer's
         permutation of the epoch is held as well).
         """
-        files, schedule = self._epoch(epoch)
-        self._check_position(start, allow_end=True)
+        schedule = self.epoch_schedule(epoch)
+        schedule.check_position(start, allow_end=True)
         shuffled = self._example_order(epoch)
         if shuffled is None:
-            chunks = schedule.iter_chunks(start=start, chunk_size=chunk_size)
+            chunks = schedule.interleave.iter_chunks(start=start, chunk_size=chunk_size)
         else:
-            chunks = _slices(schedule.order(), shuffled[0], start, chunk_size)
+            chunks = _slices(schedule.interleave.order(), shuffled[0], start, chunk_size)
         position = start
         for inputs, within in chunks:
-            yield self._epoch_order(epoch, position, files, inputs, within)
+            yield self._epoch_order(schedule, position, inputs, within)
             position += inputs.size
 
     def _epoch_order(
-        self, epoch: int, start: int, files: IntArray, inputs: IntArray, within: IntArray
+        self, schedule: EpochSchedule, start: int, inputs: IntArray, within: IntArray
     ) -> EpochOrder:
-        file_index = files[inputs]
-        # `within` is a fresh array (or a disjoint slice of one): adding in place keeps
-        # the peak memory of a whole epoch at the output arrays plus one temporary.
-        record_index = within
-        record_index += self._skips[file_index]
+        file_index, record_index = schedule.records(inputs, within)
         return EpochOrder(
-            plan=self, epoch=epoch, start=start, file_index=file_index, record_index=record_index
+            plan=self,
+            epoch=schedule.epoch,
+            start=start,
+            file_index=file_index,
+            record_index=record_index,
         )
 
     @cached_property
     def _skips(self) -> IntArray:
-        return np.array([fi.skip for fi in self.instructions], dtype=np.int64)
+        skips = np.array([fi.skip for fi in self.instructions], dtype=np.int64)
+        skips.flags.writeable = False
+        return skips
 
     def locate(self, epoch: int, position: int) -> tuple[int, int]:
         """``(file_index, record_index)`` of the record at ``position`` of ``epoch``."""
-        files, schedule = self._epoch(epoch)
-        self._check_position(position, allow_end=False)
+        schedule = self.epoch_schedule(epoch)
+        schedule.check_position(position, allow_end=False)
         shuffled = self._example_order(epoch)
         interleaved = position if shuffled is None else int(shuffled[0][position])
-        input_index, within = schedule.locate(interleaved)
-        file_index = int(files[input_index])
+        input_index, within = schedule.interleave.locate(interleaved)
+        file_index = int(schedule.files[input_index])
         return file_index, within + int(self._skips[file_index])
 
     def position_of(self, epoch: int, file_index: int, record_index: int) -> int:
         """The position in ``epoch`` of record ``record_index`` (absolute, within its file)."""
-        files, schedule = self._epoch(epoch)
-        input_index = self._input_of_file(files, file_index)
+        schedule = self.epoch_schedule(epoch)
+        input_index = self._input_of_file(schedule.files, file_index)
         instruction = self.instructions[file_index]
-        within = -1 if _not_int(record_index) else record_index - instruction.skip
+        within = -1 if not_int(record_index) else record_index - instruction.skip
         if not 0 <= within < instruction.num_records:
             raise ConfigError(
                 f"record {record_index!r} of file {file_index} ({instruction.filename}) is not "
@@ -464,11 +355,23 @@ class ReadPlan:
                 field="record_index",
                 value=record_index,
             )
-        interleaved = schedule.position_of(input_index, within)
+        interleaved = schedule.interleave.position_of(input_index, within)
         shuffled = self._example_order(epoch)
         return interleaved if shuffled is None else int(shuffled[1][interleaved])
 
-    # -- checkpoints (readplan.checkpoint holds the logic; data flows plan -> checkpoint) --
+    # -- checkpoints (readplan.state holds the logic) -------------------------------
+
+    @cached_property
+    def fingerprint(self) -> dict[str, Any]:
+        """The fields that identify this plan (``specs/checkpoint.md``, "Fingerprint")."""
+        return fingerprint(
+            self.info,
+            self.spec,
+            self.instructions,
+            self.config,
+            cycle_length=self.cycle_length,
+            block_length=self.block_length,
+        )
 
     def checkpoint(self, epoch: int, position: int) -> Checkpoint:
         """The complete read state after ``position`` records of ``epoch`` were delivered.
@@ -476,36 +379,74 @@ class ReadPlan:
         Costs ``O(files + cycle length)`` whatever the position; with an example-level
         shuffle the buffer's contents are simulated, linear in ``position``.
         """
-        from readplan.checkpoint import make_checkpoint
+        return _state.build(self.fingerprint, self.epoch_schedule(epoch), position)
 
-        return make_checkpoint(self, epoch, position)
+    def verify(self, checkpoint: Checkpoint) -> Checkpoint:
+        """Refuse a checkpoint of another plan, or one whose state its position does not
+        imply (:func:`readplan.state.resume.verify`); returns the recomputed state."""
+        return _state.verify(self.fingerprint, self.epoch_schedule(checkpoint.epoch), checkpoint)
 
     def resume(self, checkpoint: Checkpoint) -> EpochOrder:
         """The rest of the checkpoint's epoch: exactly the uninterrupted order's suffix."""
-        from readplan.checkpoint import resume
+        self.verify(checkpoint)
+        return self._rest(checkpoint)
 
-        return resume(self, checkpoint)
+    def _rest(self, checkpoint: Checkpoint) -> EpochOrder:
+        schedule = self.epoch_schedule(checkpoint.epoch)
+        inputs, within = _state.rest(schedule, checkpoint)
+        return self._epoch_order(schedule, checkpoint.position, inputs, within)
 
     def iter_from(
         self, checkpoint: Checkpoint, *, chunk_size: int = 1 << 20, stop_epoch: int | None = None
     ) -> Iterator[EpochOrder]:
-        """Continue from ``checkpoint`` across later epochs (``stop_epoch`` exclusive)."""
-        from readplan.checkpoint import iter_from
+        """Continue from ``checkpoint`` across later epochs (``stop_epoch`` exclusive).
 
-        return iter_from(self, checkpoint, chunk_size=chunk_size, stop_epoch=stop_epoch)
+        The checkpoint and the arguments are checked when this is called, not at the first
+        chunk.
+        """
+        check_int(chunk_size, "chunk_size", minimum=1, what="a positive integer")
+        check_optional_int(stop_epoch, "stop_epoch")
+        self.verify(checkpoint)
+        return self._continue(checkpoint, chunk_size, stop_epoch)
+
+    def _continue(
+        self, checkpoint: Checkpoint, chunk_size: int, stop_epoch: int | None
+    ) -> Iterator[EpochOrder]:
+        epoch, start = checkpoint.epoch, checkpoint.position
+        if stop_epoch is not None and epoch >= stop_epoch:
+            return
+        if checkpoint.example_buffer is not None:
+            # The buffer's state continues only this epoch; later epochs start afresh.
+            rest = self._rest(checkpoint)
+            for first in range(0, len(rest), chunk_size):
+                yield EpochOrder(
+                    plan=self,
+                    epoch=epoch,
+                    start=start + first,
+                    file_index=rest.file_index[first : first + chunk_size],
+                    record_index=rest.record_index[first : first + chunk_size],
+                )
+            epoch, start = epoch + 1, 0
+        while stop_epoch is None or epoch < stop_epoch:
+            yield from self.iter_epoch(epoch, chunk_size=chunk_size, start=start)
+            epoch, start = epoch + 1, 0
 
     def remaining_instructions(self, checkpoint: Checkpoint) -> list[FileInstruction]:
-        """The FileInstructions of the records not yet delivered (``specs/checkpoint.md``)."""
-        from readplan.checkpoint import remaining_instructions
+        """The FileInstructions of the records not yet delivered (``specs/checkpoint.md``).
 
-        return remaining_instructions(self, checkpoint)
+        Records waiting in an example shuffle buffer come first, one instruction each,
+        then every file's unread tail in this epoch's input order (§6).
+        """
+        self.verify(checkpoint)
+        schedule = self.epoch_schedule(checkpoint.epoch)
+        return _state.plan_instructions(self.instructions, schedule, checkpoint, exact=False)
 
     def resume_instructions(self, checkpoint: Checkpoint) -> list[FileInstruction]:
         """The list tf.data's interleave reads in exactly the rest of the checkpoint's
         epoch, with this plan's file paths (``specs/checkpoint.md`` §6)."""
-        from readplan.checkpoint import resume_instructions
-
-        return resume_instructions(self, checkpoint)
+        self.verify(checkpoint)
+        schedule = self.epoch_schedule(checkpoint.epoch)
+        return _state.plan_instructions(self.instructions, schedule, checkpoint, exact=True)
 
     def epoch_instructions(self, epoch: int) -> list[FileInstruction]:
         """The instructions in epoch ``epoch``'s file order.
@@ -517,7 +458,7 @@ class ReadPlan:
         return [self.instructions[f] for f in self.file_order(epoch).tolist()]
 
     def _input_of_file(self, files: IntArray, file_index: int) -> int:
-        if _not_int(file_index) or not 0 <= file_index < len(self.instructions):
+        if not_int(file_index) or not 0 <= file_index < len(self.instructions):
             raise ConfigError(
                 f"file_index {file_index!r} is out of range: the plan has "
                 f"{len(self.instructions)} file instructions",
@@ -533,16 +474,6 @@ class ReadPlan:
                 value=file_index,
             )
         return int(where[0])
-
-    def _check_position(self, position: int, *, allow_end: bool) -> None:
-        limit = self.num_examples if allow_end else self.num_examples - 1
-        if _not_int(position) or not 0 <= position <= limit:
-            raise ConfigError(
-                f"position {position!r} is out of range: an epoch of this plan has "
-                f"{self.num_examples} records (valid: 0..{limit})",
-                field="position",
-                value=position,
-            )
 
 
 @dataclass(frozen=True, eq=False)
@@ -582,11 +513,7 @@ class EpochOrder:
 
     def tfds_ids(self) -> list[str]:
         """TFDS's ``tfds_id`` strings, ``{file}__{index}``."""
-        prefixes = self.plan.tfds_id_prefixes
-        return [
-            f"{prefixes[f]}__{r}"
-            for f, r in zip(self.file_index.tolist(), self.record_index.tolist())
-        ]
+        return self.plan.tfds_ids(self.file_index, self.record_index)
 
 
 def _slices(
@@ -610,19 +537,3 @@ def _tfds_id_prefixes(filenames: Sequence[str]) -> list[str]:
         run = head.rsplit("/", 1)[-1]
         prefixes.append(f"{run}{common}/{os.path.basename(name)}" if run else name)
     return prefixes
-
-
-def _check_epoch(epoch: int) -> None:
-    if _not_int(epoch) or epoch < 0:
-        raise ConfigError(
-            f"epoch must be a non-negative integer (0 is the first iteration over the "
-            f"dataset), got {epoch!r}",
-            field="epoch",
-            value=epoch,
-        )
-
-
-def _not_int(value: object) -> bool:
-    # numpy integers are accepted too: positions and indices often come out of the arrays
-    # of an EpochOrder.
-    return not (is_int(value) or isinstance(value, np.integer))

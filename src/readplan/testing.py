@@ -16,9 +16,10 @@ from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from readplan.dataset_info import DatasetInfo
 from readplan.errors import ReadplanError
-from readplan.plan import ExampleShuffle, InputContext, ReadConfig, ReadPlan
+from readplan.metadata.dataset_info import DatasetInfo
+from readplan.plan import ReadPlan
+from readplan.planning.config import ExampleShuffle, InputContext, ReadConfig
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy

@@ -28,9 +28,11 @@ except ImportError as err:  # pragma: no cover - exercised without torch only
         "pip install 'readplan[torch]'"
     ) from err
 
-from readplan.checkpoint import FORMAT
 from readplan.plan import ReadPlan
-from readplan.reader import STATE_KEY, Item, Reader, merge_states
+from readplan.reading.items import Item
+from readplan.reading.ranks import STATE_KEY, merge_states
+from readplan.reading.reader import Reader
+from readplan.state.codec import FORMAT
 
 __all__ = ["ReadplanIterableDataset", "consumer", "merge_loader_states"]
 

@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from readplan import index as _index
-from readplan import tfrecord
-from readplan._progress import Progress
+from readplan._internal.progress import Progress
 from readplan.errors import CorruptRecordError, ReadplanError
+from readplan.records import index as _index
+from readplan.records import tfrecord
 
 _COMPRESSION_CHOICES = {"auto": "auto", "none": None, "GZIP": "GZIP", "ZLIB": "ZLIB"}
 _STATUS_DAMAGED = 1
@@ -145,7 +145,7 @@ def _feature_summary(head: list[bytes]) -> dict[str, Any]:
     """Feature keys, kinds and value counts over ``head``, or why there are none."""
     if not head:
         return {"features": None, "features_note": "no examples decoded"}
-    from readplan.example import decode
+    from readplan.records.example import decode
 
     features: dict[str, dict[str, Any]] = {}
     for number, raw in enumerate(head):

@@ -16,7 +16,7 @@ from dataclasses import KW_ONLY, dataclass
 from decimal import Decimal
 from typing import TypeAlias
 
-from readplan._checks import is_int
+from readplan._internal.validate import is_int
 from readplan.errors import SplitError, UnsupportedSplitError
 
 __all__ = [

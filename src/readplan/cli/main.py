@@ -1,6 +1,6 @@
 """The ``readplan`` command line: one subcommand per task, each defined beside its layer.
 
-The subcommands live in private modules so that this file stays a table of contents:
+The subcommands live in modules of their own so that this file stays a table of contents:
 framing (``inspect``, ``index``), planning (``plan``, ``order``) and the reader demo
 (``demo``).
 """
@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from readplan import _cli_demo, _cli_framing, _cli_planning
+from readplan.cli import demo, framing, planning
 from readplan.errors import ReadplanError
 
 __all__ = ["build_parser", "main"]
@@ -24,7 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Exact, reproducible and resumable TFDS read order, without TensorFlow.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (_cli_demo, _cli_planning, _cli_framing):
+    for module in (demo, planning, framing):
         module.register(subparsers)
     return parser
 

@@ -16,14 +16,14 @@ import re
 import struct
 import zlib
 
-from readplan._crc import crc32c, mask
-from readplan._damage import (
+from readplan.errors import ConfigError
+from readplan.records._crc import crc32c, mask
+from readplan.records._damage import (
     KIND_INFLATE,
     KIND_TRAILING_GARBAGE,
     KIND_TRUNCATED_STREAM,
     StreamDamageError,
 )
-from readplan.errors import ConfigError
 
 __all__ = [
     "AUTO",

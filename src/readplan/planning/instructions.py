@@ -13,10 +13,10 @@ import math
 from collections.abc import Iterator, Sequence
 from dataclasses import KW_ONLY, dataclass
 
-from readplan._checks import is_int
-from readplan.dataset_info import DatasetInfo, SplitInfo
+from readplan._internal.validate import is_int
 from readplan.errors import EmptySplitError, SplitError
-from readplan.splits import AllSplits, ReadInstruction, SplitArg, SplitSpec
+from readplan.metadata.dataset_info import DatasetInfo, SplitInfo
+from readplan.planning.splits import AllSplits, ReadInstruction, SplitArg, SplitSpec
 
 __all__ = [
     "FileInstruction",

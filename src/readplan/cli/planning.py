@@ -16,10 +16,11 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from readplan.dataset_info import DatasetInfo, catalog_names
 from readplan.errors import ConfigError, DatasetInfoError, EmptySplitError
-from readplan.instructions import FileInstruction, file_instructions
-from readplan.plan import EpochOrder, InputContext, ReadConfig, ReadPlan
+from readplan.metadata.dataset_info import DatasetInfo, catalog_names
+from readplan.plan import EpochOrder, ReadPlan
+from readplan.planning.config import InputContext, ReadConfig
+from readplan.planning.instructions import FileInstruction, file_instructions
 
 _EMPTY_MESSAGE = "Instruction [] corresponds to no data!"
 

@@ -21,9 +21,17 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from readplan._compression import pread
-from readplan._crc import MASK_DELTA, crc32c, header_candidates, length_crcs, mask, mask_array
-from readplan._damage import (
+from readplan.errors import CorruptRecordError
+from readplan.records._compression import pread
+from readplan.records._crc import (
+    MASK_DELTA,
+    crc32c,
+    header_candidates,
+    length_crcs,
+    mask,
+    mask_array,
+)
+from readplan.records._damage import (
     KIND_ABSURD_LENGTH,
     KIND_DATA_CRC,
     KIND_HEADER_CRC,
@@ -35,8 +43,7 @@ from readplan._damage import (
     CorruptionReport,
     StreamDamageError,
 )
-from readplan._stream import AFTER_LARGE, LARGE, ByteStream, PlainStream
-from readplan.errors import CorruptRecordError
+from readplan.records._stream import AFTER_LARGE, LARGE, ByteStream, PlainStream
 
 __all__ = ["DEFAULT_MAX_RECORD_BYTES", "FrameParser", "walk_frames"]
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import os
 from abc import ABC, abstractmethod
 
-from readplan._compression import Inflater, pread
-from readplan._damage import StreamDamageError
+from readplan.records._compression import Inflater, pread
+from readplan.records._damage import StreamDamageError
 
 __all__ = ["AFTER_LARGE", "CHUNK", "LARGE", "ByteStream", "InflateStream", "PlainStream", "open_fd"]
 

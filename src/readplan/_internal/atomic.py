@@ -1,0 +1,93 @@
+"""Durable, atomic replacement of a local file: the old contents or the new, never half.
+
+The bytes go to a temporary file in the target's folder (so the rename stays on one file
+system), are fsynced, renamed over the target, and the folder is fsynced so the rename
+itself survives a crash.  The file gets the permissions a normal ``open(path, "w")``
+would give (``0o666`` less the umask), not ``mkstemp``'s private ``0o600``: index
+sidecars and checkpoints of a shared dataset must stay readable by its other users.
+Temporaries left behind by writers that were killed on this host are removed by the next
+write to the same target.  Every error names the user's path, never the temporary.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+from pathlib import Path
+
+__all__ = ["atomic_write"]
+
+_SUFFIX = ".tmp"
+
+
+def atomic_write(path: str | os.PathLike[str], data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically and durably."""
+    target = Path(path)
+    folder = target.parent
+    _remove_stale_temporaries(folder, target.name)
+    temporary = folder / f"{_prefix(target.name)}{os.getpid()}.{secrets.token_hex(4)}{_SUFFIX}"
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except OSError as err:
+        raise _named(err, target) from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, target)
+    except BaseException as err:
+        temporary.unlink(missing_ok=True)
+        if isinstance(err, OSError):
+            raise _named(err, target) from None
+        raise
+    _fsync_folder(folder)
+
+
+def _prefix(name: str) -> str:
+    # The host is part of the name: a pid says nothing about a writer on another machine
+    # sharing the folder, so only this host's dead writers are cleaned up.
+    return f".{name}.{socket.gethostname()}."
+
+
+def _remove_stale_temporaries(folder: Path, name: str) -> None:
+    prefix = _prefix(name)
+    try:
+        candidates = [p for p in folder.iterdir() if p.name.startswith(prefix)]
+    except OSError:
+        return  # an unreadable folder: the write itself reports the problem
+    for candidate in candidates:
+        pid = candidate.name[len(prefix) :].split(".", 1)[0]
+        if candidate.name.endswith(_SUFFIX) and pid.isdigit() and not _alive(int(pid)):
+            candidate.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True  # someone else's process (or not a pid we can ask about): keep it
+    return True
+
+
+def _named(err: OSError, target: Path) -> OSError:
+    """The same OSError class, naming the user's path instead of the temporary."""
+    return type(err)(err.errno, err.strerror or str(err), os.fspath(target))
+
+
+def _fsync_folder(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory descriptors
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)

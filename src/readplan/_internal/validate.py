@@ -1,0 +1,95 @@
+"""Argument validation, in one place for every layer.
+
+Integers are Python ints or numpy integers (positions and indices often come out of numpy
+arrays), never bools, and always within int64 (TFDS and tf.data count in int64); the
+checks return a plain ``int`` so the value serialises.  Flags are ``bool`` or ``numpy.bool_``
+only: ``0`` or ``""`` for a flag is refused, not read as false.  A wrong type raises an
+error that is also a ``TypeError``, a wrong value one that is also a ``ValueError``; both
+are ``ConfigError`` unless the caller names another class.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeGuard
+
+import numpy as np
+
+from readplan.errors import ConfigError, ConfigTypeError
+
+__all__ = [
+    "INT64_MAX",
+    "INT64_MIN",
+    "check_bool",
+    "check_int",
+    "check_optional_int",
+    "is_int",
+    "not_int",
+]
+
+INT64_MAX = (1 << 63) - 1
+INT64_MIN = -(1 << 63)
+
+
+def is_int(value: object) -> TypeGuard[int]:
+    """A Python int that is not a bool (``True`` is an int to Python, not to readplan)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def not_int(value: object) -> bool:
+    """Neither a Python int (bools excluded) nor a numpy integer."""
+    return not (is_int(value) or isinstance(value, np.integer))
+
+
+def check_int(
+    value: Any,
+    field: str,
+    *,
+    minimum: int | None = INT64_MIN,
+    maximum: int | None = INT64_MAX,
+    what: str = "an integer",
+) -> int:
+    """``value`` as an ``int`` in ``minimum..maximum``, or a ConfigError naming ``field``.
+
+    ``what`` describes the accepted values in the message (``"a positive integer"``).  A
+    bound of ``None`` is no bound: TF folds seeds of any size, so seeds are unbounded.
+    """
+    if not_int(value):
+        raise ConfigTypeError(
+            f"{field}={value!r} is not {what} (it is a {type(value).__name__}); pass an int",
+            field=field,
+            value=value,
+        )
+    number = int(value)
+    if (minimum is not None and number < minimum) or (maximum is not None and number > maximum):
+        shown = f"{'' if minimum is None else minimum}..{'' if maximum is None else maximum}"
+        raise ConfigError(
+            f"{field}={number} is out of range: {field} must be {what} in {shown}",
+            field=field,
+            value=value,
+        )
+    return number
+
+
+def check_optional_int(
+    value: Any,
+    field: str,
+    *,
+    minimum: int | None = INT64_MIN,
+    maximum: int | None = INT64_MAX,
+    what: str = "an integer",
+) -> int | None:
+    """:func:`check_int`, with ``None`` passed through."""
+    if value is None:
+        return None
+    return check_int(value, field, minimum=minimum, maximum=maximum, what=f"{what} or None")
+
+
+def check_bool(value: Any, field: str) -> bool:
+    """``value`` as a ``bool``; ``0``, ``1``, ``""`` or ``None`` are refused, not coerced."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ConfigTypeError(
+            f"{field}={value!r} is not a flag: pass True or False (got a {type(value).__name__})",
+            field=field,
+            value=value,
+        )
+    return bool(value)

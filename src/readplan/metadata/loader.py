@@ -1,0 +1,212 @@
+"""Reading ``dataset_info.json`` (``specs/splits.md`` §11).
+
+TFDS writes the file as proto3 JSON: camelCase keys (snake_case accepted), int64 values as
+numbers or decimal strings.  Every problem is a DatasetInfoError naming the file and the
+field.  The DatasetInfo constructor is passed in (``build``) so that this module sits
+below the class it feeds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from readplan._internal.jsonfields import JsonFields
+from readplan._internal.validate import is_int
+from readplan.errors import DatasetInfoError
+from readplan.metadata.split_info import SplitInfo
+
+if TYPE_CHECKING:
+    from readplan.metadata.dataset_info import DatasetInfo
+
+__all__ = ["INFO_FILE", "ProtoFields", "load_info"]
+
+INFO_FILE = "dataset_info.json"
+_DECIMAL = re.compile(r"-?[0-9]+")
+
+_I = TypeVar("_I")
+Build = Callable[..., _I]
+
+
+def load_info(directory: str, *, verify_files: bool, build: Build[_I]) -> _I:
+    """The DatasetInfo (made by ``build``) of ``<directory>/dataset_info.json``.
+
+    ``directory`` may also name the ``dataset_info.json`` file itself.
+    """
+    if os.path.basename(directory) == INFO_FILE and os.path.isfile(directory):
+        directory = os.path.dirname(directory)
+    path = os.path.join(directory, INFO_FILE)
+    info = _info_from_json(_read_json(path, directory), path=path, data_dir=directory, build=build)
+    if verify_files:
+        _verify_files(info, path)  # type: ignore[arg-type]
+    return info
+
+
+def _read_json(path: str, directory: str) -> Any:
+    try:
+        with open(path, encoding="utf-8") as stream:
+            return json.load(stream)
+    except FileNotFoundError:
+        raise DatasetInfoError(
+            f"{path} does not exist: pass the folder that holds dataset_info.json and the shard "
+            f"files (<data_dir>/<dataset>/[<config>/]<version>){_nearby_hint(directory)}",
+            path=path,
+        ) from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise DatasetInfoError(f"cannot read {path}: {err}", path=path) from None
+    except json.JSONDecodeError as err:
+        raise DatasetInfoError(
+            f"{path} is not valid JSON: {err.msg} at line {err.lineno} column {err.colno}",
+            path=path,
+        ) from None
+    except (ValueError, RecursionError) as err:  # absurd numbers or nesting
+        raise DatasetInfoError(f"{path} cannot be read as JSON: {err}", path=path) from None
+
+
+def _nearby_hint(directory: str) -> str:
+    """Name sub-folders (two levels down at most) that do hold a dataset_info.json."""
+    found = []
+    for depth_one in sorted(_subdirs(directory)):
+        for candidate in [depth_one, *sorted(_subdirs(depth_one))]:
+            if os.path.isfile(os.path.join(candidate, INFO_FILE)):
+                found.append(candidate)
+    return f"; found one in: {', '.join(found[:5])}" if found else ""
+
+
+def _subdirs(directory: str) -> list[str]:
+    try:
+        return [entry.path for entry in os.scandir(directory) if entry.is_dir()]
+    except OSError:
+        return []
+
+
+class ProtoFields(JsonFields):
+    """One JSON object of a proto3 JSON document: fields by camelCase or snake_case key."""
+
+    def __init__(self, obj: Any, where: str, path: str) -> None:
+        def error(message: str, field: str) -> DatasetInfoError:
+            if field == "$":  # the document itself
+                return DatasetInfoError(f"{path}: {message}", path=path)
+            return DatasetInfoError(f"{path}: field {field}: {message}", path=path, field=field)
+
+        super().__init__(obj, where, error)
+        self.path = path
+
+    def value(self, camel: str) -> Any:
+        """The field's value under its camelCase or snake_case key (not both), or None."""
+        snake = re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), camel)
+        present = [key for key in dict.fromkeys((camel, snake)) if key in self.document]
+        if len(present) > 1:
+            raise self.fail(camel, f"given twice, as {camel!r} and {snake!r}")
+        return self.document[present[0]] if present else None
+
+    def string(self, camel: str) -> str | None:
+        value = self.value(camel)
+        if value is not None and not isinstance(value, str):
+            raise self.fail(camel, f"expected a string, got {value!r}")
+        return value
+
+    def required_string(self, camel: str) -> str:
+        value = self.value(camel)
+        if not isinstance(value, str) or not value:
+            raise self.fail(camel, f"expected a non-empty string, got {value!r}")
+        return value
+
+    def int64(self, camel: str, value: Any) -> int:
+        """A proto3 JSON int64: a JSON number or a decimal string."""
+        if isinstance(value, str) and _DECIMAL.fullmatch(value):
+            return int(value)
+        if is_int(value):
+            return int(value)
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        raise self.fail(camel, f"expected an integer (number or decimal string), got {value!r}")
+
+
+def _info_from_json(obj: Any, *, path: str, data_dir: str | None, build: Build[_I]) -> _I:
+    top = ProtoFields(obj, "", path)
+    name = top.required_string("name")
+    raw_splits = top.value("splits")
+    if not isinstance(raw_splits, list) or not raw_splits:
+        raise top.fail(
+            "splits",
+            "expected a non-empty list of splits (a dataset without splits has not been "
+            "generated yet)",
+        )
+    splits: dict[str, SplitInfo] = {}
+    for index, raw in enumerate(raw_splits):
+        info = _split_from_json(ProtoFields(raw, f"splits[{index}]", path))
+        if info.name in splits:
+            raise DatasetInfoError(
+                f"{path}: split {info.name!r} is listed twice (splits[{index}])",
+                path=path,
+                field=f"splits[{index}].name",
+            )
+        splits[info.name] = info
+    disable_shuffling = top.value("disableShuffling")
+    if disable_shuffling is not None and not isinstance(disable_shuffling, bool):
+        raise top.fail("disableShuffling", f"expected true or false, got {disable_shuffling!r}")
+    file_format = top.string("fileFormat") or "tfrecord"
+    try:
+        return build(
+            name,
+            splits,
+            data_dir=data_dir,
+            file_format=file_format,
+            version=top.string("version"),
+            config_name=top.string("configName"),
+            disable_shuffling=bool(disable_shuffling),
+        )
+    except DatasetInfoError as err:
+        camel = _CAMEL.get(err.field or "", err.field or "")
+        raise top.fail(camel, str(err)) from None
+
+
+_CAMEL = {
+    "name": "name",
+    "file_format": "fileFormat",
+    "shard_lengths": "shardLengths",
+    "filepath_template": "filepathTemplate",
+    "num_bytes": "numBytes",
+}
+
+
+def _split_from_json(fields: ProtoFields) -> SplitInfo:
+    name = fields.required_string("name")
+    raw_lengths = fields.value("shardLengths")
+    if not raw_lengths:
+        raise fields.fail(
+            "shardLengths",
+            f"split {name!r} has no shard lengths; readplan needs the number of records in "
+            "each shard (datasets written before TFDS recorded shardLengths cannot be planned)",
+        )
+    if not isinstance(raw_lengths, list):
+        raise fields.fail("shardLengths", f"expected a list, got {raw_lengths!r}")
+    lengths = tuple(fields.int64("shardLengths", value) for value in raw_lengths)
+    raw_bytes = fields.value("numBytes")
+    num_bytes = 0 if raw_bytes is None else fields.int64("numBytes", raw_bytes)
+    try:
+        return SplitInfo(
+            name,
+            lengths,
+            filepath_template=fields.string("filepathTemplate"),
+            num_bytes=num_bytes,
+        )
+    except DatasetInfoError as err:
+        raise fields.fail(_CAMEL.get(err.field or "", "name"), str(err)) from None
+
+
+def _verify_files(info: DatasetInfo, path: str) -> None:
+    for index, (split, split_info) in enumerate(info.splits.items()):
+        for shard_path in info.shard_paths(split):
+            if not os.path.isfile(shard_path):
+                raise DatasetInfoError(
+                    f"{shard_path} is missing: {path} lists {split_info.num_shards} shards for "
+                    f"split {split!r} (field splits[{index}].shardLengths); the dataset "
+                    "directory is incomplete",
+                    path=shard_path,
+                    field=f"splits[{index}].shardLengths",
+                )

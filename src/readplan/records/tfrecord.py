@@ -1,0 +1,425 @@
+"""TFRecord files: writer, sequential reader, counting, random access, damage handling.
+
+Normative description: specs/tfrecord.md.  In short:
+
+* :func:`write` / :class:`TFRecordWriter` produce TensorFlow's bytes exactly, uncompressed,
+  ``"GZIP"`` or ``"ZLIB"``.
+* :func:`read` yields every record; damage raises :class:`~readplan.errors.CorruptRecordError`
+  (``on_corruption="raise"``) or is skipped and reported (``"skip"``), never hidden.  Unlike
+  TensorFlow, a partial header at the end, a garbage tail and a compressed stream without its
+  end are errors too.
+* :func:`count` walks the 12-byte headers only, or answers from an index sidecar in O(1).
+* :class:`RecordFile` gives ``len()``, ``rf[i]`` and ``rf.read(skip, take)``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+import os
+import struct
+from collections.abc import Iterable, Iterator
+from typing import SupportsIndex
+
+import numpy as np
+import numpy.typing as npt
+
+from readplan._internal.closing import Closing
+from readplan.errors import ConfigError, CorruptRecordError, IndexFileError
+from readplan.records import index as _index
+from readplan.records._compression import Deflater, check_compression, pread
+from readplan.records._crc import crc32c, mask
+from readplan.records._damage import (
+    KIND_ABSURD_LENGTH,
+    KIND_DATA_CRC,
+    KIND_HEADER_CRC,
+    KIND_INFLATE,
+    KIND_TRAILING_GARBAGE,
+    KIND_TRUNCATED_DATA,
+    KIND_TRUNCATED_HEADER,
+    KIND_TRUNCATED_STREAM,
+    KINDS,
+    CorruptionEvent,
+    CorruptionReport,
+)
+from readplan.records._framing import DEFAULT_MAX_RECORD_BYTES, FrameParser
+from readplan.records._stream import LARGE, ByteStream, InflateStream, PlainStream, open_fd
+
+__all__ = [
+    "DEFAULT_MAX_RECORD_BYTES",
+    "KINDS",
+    "KIND_ABSURD_LENGTH",
+    "KIND_DATA_CRC",
+    "KIND_HEADER_CRC",
+    "KIND_INFLATE",
+    "KIND_TRAILING_GARBAGE",
+    "KIND_TRUNCATED_DATA",
+    "KIND_TRUNCATED_HEADER",
+    "KIND_TRUNCATED_STREAM",
+    "CorruptionEvent",
+    "CorruptionReport",
+    "RecordFile",
+    "TFRecordWriter",
+    "count",
+    "read",
+    "write",
+]
+
+_LENGTH = struct.Struct("<Q")
+_U32 = struct.Struct("<I")
+_HEADER = struct.Struct("<QI")
+_ON_CORRUPTION = ("raise", "skip")
+
+PathLike = str | os.PathLike[str]
+
+
+# ---------------------------------------------------------------------------- writing
+class TFRecordWriter(Closing):
+    """Writes records to ``path`` (truncating it) in TensorFlow's exact byte format.
+
+    ``compression`` is ``None`` (or ``""``), ``"GZIP"`` or ``"ZLIB"``; names are
+    case-sensitive.  :meth:`flush` makes everything written so far readable (a partial
+    flush for compressed files, as TensorFlow does); :meth:`close` ends the stream.
+    """
+
+    def __init__(self, path: PathLike, *, compression: object = None) -> None:
+        name = check_compression(compression, allow_auto=False)
+        self._deflater = Deflater(name) if name is not None else None
+        self._file = open(path, "wb")  # noqa: SIM115 - closed by close() / __exit__
+        self._closed = False
+        if self._deflater is not None:
+            self._file.write(self._deflater.header())
+
+    def write(self, record: bytes | bytearray | memoryview) -> None:
+        """Append one record (any bytes-like object)."""
+        if self._closed:
+            raise ValueError(f"{self._file.name}: the writer is closed")
+        data = record if isinstance(record, bytes) else memoryview(record).tobytes()
+        length = _LENGTH.pack(len(data))
+        header = length + _U32.pack(mask(crc32c(length)))
+        footer = _U32.pack(mask(crc32c(data)))
+        if self._deflater is None:
+            self._file.write(header)
+            self._file.write(data)
+            self._file.write(footer)
+            return
+        deflater = self._deflater
+        self._file.write(deflater.compress(header))
+        self._file.write(deflater.compress(data))
+        self._file.write(deflater.compress(footer))
+
+    def flush(self) -> None:
+        """Push everything written so far to the file."""
+        if self._closed:
+            return
+        if self._deflater is not None:
+            self._file.write(self._deflater.flush())
+        self._file.flush()
+
+    def close(self) -> None:
+        """End the compressed stream (if any) and close the file; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._deflater is not None:
+                self._file.write(self._deflater.finish())
+        finally:
+            self._file.close()
+
+
+def write(
+    path: PathLike, records: Iterable[bytes | bytearray | memoryview], *, compression: object = None
+) -> int:
+    """Write ``records`` to ``path`` as one TFRecord file; returns how many were written."""
+    written = 0
+    with TFRecordWriter(path, compression=compression) as writer:
+        for record in records:
+            writer.write(record)
+            written += 1
+    return written
+
+
+# ---------------------------------------------------------------------------- reading
+def _check_read_options(
+    on_corruption: object, max_record_bytes: object, report: object = None
+) -> None:
+    if on_corruption not in _ON_CORRUPTION:
+        raise ConfigError(
+            f"on_corruption={on_corruption!r} is not one of {_ON_CORRUPTION}: 'raise' stops at "
+            "the first damage, 'skip' drops damaged bytes and reports them",
+            field="on_corruption",
+            value=on_corruption,
+        )
+    if (
+        not isinstance(max_record_bytes, int)
+        or isinstance(max_record_bytes, bool)
+        or max_record_bytes < 0
+    ):
+        raise ConfigError(
+            f"max_record_bytes={max_record_bytes!r} must be a non-negative int",
+            field="max_record_bytes",
+            value=max_record_bytes,
+        )
+    if report is not None and not isinstance(report, CorruptionReport):
+        raise ConfigError(
+            f"report={report!r} must be a CorruptionReport (or None); its callback argument "
+            "takes a function",
+            field="report",
+            value=report,
+        )
+
+
+def _stream_for(
+    fd: int, compression: str | None, *, start: int, end: int, owns_fd: bool
+) -> ByteStream:
+    """A stream from ``start``; a compressed one starts at 0 and the parser skips ahead."""
+    if compression is None:
+        return PlainStream(fd, start=start, end=end, owns_fd=owns_fd)
+    return InflateStream(fd, compression, owns_fd=owns_fd)
+
+
+def _batches(parser: FrameParser, stream: ByteStream, limit: int | None) -> Iterator[list[bytes]]:
+    try:
+        yield from parser.records(limit)
+    finally:
+        stream.close()
+
+
+def read(
+    path: PathLike,
+    *,
+    compression: object = None,
+    verify: bool = True,
+    on_corruption: str = "raise",
+    report: CorruptionReport | None = None,
+    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+) -> Iterator[bytes]:
+    """Every record of ``path``, in order.
+
+    ``compression``: ``None``, ``"GZIP"``, ``"ZLIB"`` or ``"auto"`` (detected from the first
+    bytes).  ``verify`` checks data CRCs (header CRCs are always checked: the framing depends
+    on them).  ``on_corruption``: ``"raise"`` raises :class:`CorruptRecordError` at the first
+    damage, after every record before it; ``"skip"`` yields every undamaged record it can
+    find.  Either way each damaged region is added to ``report``.  No record longer than
+    ``max_record_bytes`` is accepted, and no buffer grows beyond it.
+
+    The file is opened (and arguments checked) at once; it is closed when the iterator is
+    exhausted or garbage-collected.
+    """
+    _check_read_options(on_corruption, max_record_bytes, report)
+    name = os.fspath(path)
+    fd = open_fd(name)
+    try:
+        resolved = _index.resolve_compression(fd, compression)
+        stream = _stream_for(fd, resolved, start=0, end=os.fstat(fd).st_size, owns_fd=True)
+    except BaseException:
+        os.close(fd)
+        raise
+    parser = FrameParser(
+        stream,
+        path=name,
+        verify=verify,
+        skip_damage=on_corruption == "skip",
+        report=report,
+        max_record_bytes=max_record_bytes,
+    )
+    return itertools.chain.from_iterable(_batches(parser, stream, None))
+
+
+def count(
+    path: PathLike,
+    *,
+    compression: object = None,
+    use_index: bool = True,
+    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+) -> int:
+    """Number of records in ``path``.
+
+    With a valid sidecar (``path + ".index"``) this reads only its header and 128 KiB of
+    the data file; a sidecar that is stale or malformed raises
+    :class:`~readplan.errors.IndexFileError`.  Otherwise the 12-byte headers are walked and
+    verified, payloads skipped; damage raises :class:`CorruptRecordError`.
+    """
+    _check_read_options("raise", max_record_bytes)
+    name = os.fspath(path)
+    fd = open_fd(name)
+    try:
+        resolved = _index.resolve_compression(fd, compression)
+        if use_index:
+            indexed = _index.indexed_count(fd, name, resolved)
+            if indexed is not None:
+                return indexed
+        offsets, _ = _index.walk_offsets(fd, name, resolved, max_record_bytes=max_record_bytes)
+        return len(offsets)
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------------- random access
+class RecordFile(Closing):
+    """Random access to the records of one file: ``len(rf)``, ``rf[i]``, ``rf.read(skip, take)``.
+
+    Offsets come from the index sidecar when one exists (validated at once; a stale one
+    raises :class:`~readplan.errors.IndexFileError`), otherwise from one header walk on first
+    use, kept in memory.  Uncompressed files are read with positioned reads: ``rf[i]``
+    reads exactly one frame, and ``read(skip, take)`` reads only the bytes of those records,
+    in large buffered pieces.  GZIP/ZLIB files have no random access: every ``rf[i]`` and
+    ``read`` decompresses from the start of the file (see specs/tfrecord.md).
+    """
+
+    def __init__(
+        self,
+        path: PathLike,
+        *,
+        compression: object = None,
+        verify: bool = True,
+        use_index: bool = True,
+        max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+    ) -> None:
+        self._fd = -1  # first, so that close() (and __del__) work whatever fails below
+        _check_read_options("raise", max_record_bytes)
+        self.path = os.fspath(path)
+        self._verify = verify
+        self._max = max_record_bytes
+        fd = open_fd(self.path)
+        try:
+            self.compression = _index.resolve_compression(fd, compression)
+            loaded = _index.load_index_for(fd, self.path, self.compression) if use_index else None
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+        self.indexed = loaded is not None
+        self._offsets: npt.NDArray[np.int64] | None = None
+        self._stream_size = 0
+        if loaded is not None:
+            self._offsets = loaded.offsets
+            self._stream_size = loaded.stream_size
+
+    @property
+    def offsets(self) -> npt.NDArray[np.int64]:
+        """Start offset of every record in the (decompressed) stream; read-only."""
+        if self._offsets is None:
+            walked, self._stream_size = _index.walk_offsets(
+                self._open_fd(), self.path, self.compression, max_record_bytes=self._max
+            )
+            walked.flags.writeable = False
+            self._offsets = walked
+        return self._offsets
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def __getitem__(self, i: SupportsIndex) -> bytes:
+        position = self._position(operator.index(i))
+        if self.compression is not None:
+            return next(self.read(position, 1))
+        return self._read_one(position)
+
+    def read(self, skip: int = 0, take: int | None = None) -> Iterator[bytes]:
+        """Records ``[skip, skip + take)``; ``take=None`` (or -1) reads to the end."""
+        offsets = self.offsets
+        total = len(offsets)
+        if take is None or take == -1:
+            take = total - skip
+        if skip < 0 or take < 0 or skip + take > total:
+            raise IndexError(
+                f"{self.path}: cannot read {take} records from record {skip}: the file has "
+                f"{total} records"
+            )
+        if take == 0:
+            return iter(())
+        start = int(offsets[skip])
+        stop = int(offsets[skip + take]) if skip + take < total else self._stream_size
+        # The iterator owns a duplicate descriptor: it stays valid after this RecordFile is
+        # closed, and can never read a file that reused the descriptor number.
+        fd = os.dup(self._open_fd())
+        stream = _stream_for(fd, self.compression, start=start, end=stop, owns_fd=True)
+        parser = FrameParser(
+            stream,
+            path=self.path,
+            verify=self._verify,
+            skip_damage=False,
+            report=None,
+            max_record_bytes=self._max,
+            first_index=skip,
+            start=start,
+        )
+        return itertools.chain.from_iterable(_batches(parser, stream, take))
+
+    def _position(self, i: int) -> int:
+        total = len(self)
+        position = i + total if i < 0 else i
+        if not 0 <= position < total:
+            raise IndexError(f"{self.path}: record index {i} is out of range ({total} records)")
+        return position
+
+    def _read_one(self, i: int) -> bytes:
+        offsets = self.offsets
+        start = int(offsets[i])
+        end = int(offsets[i + 1]) if i + 1 < len(offsets) else self._stream_size
+        length = end - start - 16
+        if length > self._max:
+            raise self._error(
+                KIND_ABSURD_LENGTH,
+                i,
+                start,
+                f"its length {length} exceeds max_record_bytes={self._max}",
+            )
+        fd = self._open_fd()
+        if length < LARGE:
+            frame = pread(fd, end - start, start)
+            header, payload, footer = frame[:12], frame[12 : 12 + length], frame[12 + length :]
+        else:
+            header = pread(fd, 12, start)
+            payload = pread(fd, length, start + 12)
+            footer = pread(fd, 4, end - 4)
+        self._check_frame(i, start, length, header, payload, footer)
+        return payload
+
+    def _check_frame(
+        self, i: int, start: int, length: int, header: bytes, payload: bytes, footer: bytes
+    ) -> None:
+        if len(header) < 12 or len(payload) < length or len(footer) < 4:
+            raise self._error(KIND_TRUNCATED_DATA, i, start, "the file is shorter than indexed")
+        stored_length, stored = _HEADER.unpack(header)
+        if mask(crc32c(header[:8])) != stored:
+            raise self._error(KIND_HEADER_CRC, i, start, "the CRC of its length field is wrong")
+        if stored_length != length:
+            raise IndexFileError(
+                f"{self.path}: record {i} at offset {start} holds {stored_length} data bytes but "
+                f"the offsets imply {length}: the index does not describe this file; rebuild "
+                "it with `readplan index`",
+                path=_index.index_path_for(self.path),
+                field="offsets",
+            )
+        if self._verify and mask(crc32c(payload)) != _U32.unpack(footer)[0]:
+            raise self._error(KIND_DATA_CRC, i, start, "the CRC of its data is wrong")
+
+    def _error(self, kind: str, i: int, start: int, why: str) -> CorruptRecordError:
+        return CorruptRecordError(
+            f"{self.path}: record {i} at offset {start} is damaged ({kind}): {why}",
+            path=self.path,
+            offset=start,
+            record_index=i,
+            kind=kind,
+        )
+
+    def _open_fd(self) -> int:
+        if self._fd < 0:
+            raise ValueError(f"{self.path}: the RecordFile is closed")
+        return self._fd
+
+    def close(self) -> None:
+        """Release the file; idempotent."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __del__(self) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        source = "index" if self.indexed else "header walk"
+        return f"RecordFile({self.path!r}, compression={self.compression!r}, offsets from {source})"

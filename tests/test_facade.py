@@ -19,7 +19,9 @@ def test_every_error_is_a_readplan_error_and_a_builtin() -> None:
     for name in errors.__all__:
         cls = getattr(errors, name)
         assert issubclass(cls, readplan.ReadplanError)
-        if cls is not readplan.ReadplanError:
+        if cls is readplan.MissingExtraError:
+            assert issubclass(cls, ImportError)
+        elif cls is not readplan.ReadplanError:
             assert issubclass(cls, (ValueError, TypeError, IndexError)), name
     assert issubclass(readplan.UnsupportedSplitError, NotImplementedError)
     assert issubclass(errors.ConfigTypeError, errors.ConfigError)

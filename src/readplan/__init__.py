@@ -19,7 +19,9 @@ from readplan.errors import (
     DatasetInfoError,
     EmptySplitError,
     ExampleError,
+    FeatureError,
     IndexFileError,
+    MissingExtraError,
     ReadplanError,
     ReadplanIndexError,
     ReadplanTypeError,
@@ -27,6 +29,7 @@ from readplan.errors import (
     UnsupportedSplitError,
 )
 from readplan.metadata.dataset_info import DatasetInfo, SplitInfo, catalog_names, shard_lengths
+from readplan.metadata.features import FeaturesDict, SkipDecoding
 from readplan.plan import EpochOrder, ReadPlan
 from readplan.planning.config import ExampleShuffle, InputContext, ReadConfig
 from readplan.planning.instructions import (
@@ -67,6 +70,8 @@ __all__ = [
     "EpochOrder",
     "ExampleError",
     "ExampleShuffle",
+    "FeatureError",
+    "FeaturesDict",
     "FileInstruction",
     "FixedLen",
     "IndexFileError",
@@ -74,6 +79,7 @@ __all__ = [
     "InterleaveSchedule",
     "Item",
     "LazySplit",
+    "MissingExtraError",
     "ReadConfig",
     "ReadInstruction",
     "ReadPlan",
@@ -83,6 +89,7 @@ __all__ = [
     "ReadplanTypeError",
     "RecordFile",
     "ShuffleBufferState",
+    "SkipDecoding",
     "SplitError",
     "SplitInfo",
     "SplitSpec",

@@ -22,7 +22,9 @@ __all__ = [
     "DatasetInfoError",
     "EmptySplitError",
     "ExampleError",
+    "FeatureError",
     "IndexFileError",
+    "MissingExtraError",
     "ReadplanError",
     "ReadplanIndexError",
     "ReadplanTypeError",
@@ -189,6 +191,46 @@ class ExampleError(ReadplanError, ValueError):
     def __init__(self, message: str, *, key: str | None = None) -> None:
         super().__init__(message)
         self.key = key
+
+
+class FeatureError(ReadplanError, ValueError):
+    """A TFDS feature that readplan cannot model or decode, or a value that breaks its spec.
+
+    Attributes:
+        feature: the feature's path in the features dict (``"objects/bbox"``), when known.
+        feature_type: the TFDS class of the feature (``"Image"``, or the full Python class
+            name of a type readplan does not know), when known.
+        path: the file at fault (``features.json``, a ``.labels.txt``), when there is one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        feature: str | None = None,
+        feature_type: str | None = None,
+        path: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.feature = feature
+        self.feature_type = feature_type
+        self.path = path
+
+
+class MissingExtraError(ReadplanError, ImportError):
+    """An optional dependency is not installed.
+
+    Attributes:
+        extra: the ``readplan[...]`` extra that installs it (``"images"``).
+        package: the missing Python package.
+    """
+
+    def __init__(
+        self, message: str, *, extra: str | None = None, package: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.extra = extra
+        self.package = package
 
 
 class CheckpointError(ReadplanError, ValueError):

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from readplan._internal.validate import is_int
 from readplan.errors import DatasetInfoError
 from readplan.metadata.catalog import catalog, catalog_names
+from readplan.metadata.features import FeaturesDict, load_features
 from readplan.metadata.loader import load_info
 from readplan.metadata.naming import DEFAULT_FILEPATH_TEMPLATE, format_shard_name, shard_lengths
 from readplan.metadata.split_info import SplitInfo, split_table
@@ -62,6 +63,7 @@ class DatasetInfo:
         version: str | None = None,
         config_name: str | None = None,
         disable_shuffling: bool = False,
+        features: FeaturesDict | None = None,
     ) -> None:
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "splits", split_table(splits))
@@ -70,6 +72,8 @@ class DatasetInfo:
         object.__setattr__(self, "version", version)
         object.__setattr__(self, "config_name", config_name)
         object.__setattr__(self, "disable_shuffling", disable_shuffling)
+        # Not a field: features describe the records, not the layout that plans depend on.
+        object.__setattr__(self, "_features", features)
         self.__post_init__()
 
     def __post_init__(self) -> None:
@@ -93,6 +97,25 @@ class DatasetInfo:
                 f"disable_shuffling must be a bool, got {self.disable_shuffling!r}",
                 field="disable_shuffling",
             )
+        features = self.__dict__["_features"]
+        if features is not None and not isinstance(features, FeaturesDict):
+            raise DatasetInfoError(
+                f"features must be a readplan FeaturesDict or None, got {features!r:.80}",
+                field="features",
+            )
+
+    @property
+    def features(self) -> FeaturesDict | None:
+        """The dataset's features (``features.json`` in ``data_dir``), None without one.
+
+        Given to the constructor, or read from ``data_dir`` on first use, so that planning
+        never depends on it. See ``specs/features.md``.
+        """
+        features: FeaturesDict | None = self.__dict__["_features"]
+        if features is None and self.data_dir is not None:
+            features = load_features(self.data_dir)
+            object.__setattr__(self, "_features", features)
+        return features
 
     def split(self, split: str) -> SplitInfo:
         """The split called ``split``; an unknown name is a DatasetInfoError listing them all."""

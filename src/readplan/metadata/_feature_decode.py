@@ -1,0 +1,332 @@
+"""Records to what ``tfds.as_numpy`` yields: one compiled step per leaf feature.
+
+A features dict is flattened once into leaves (``objects/bbox``...), each knowing its
+``tf.train.Example`` entry, its stored shape (with the leading dimensions its Sequences
+add), how TensorFlow's parser reads it (``FixedLenFeature`` when every dimension is known,
+``FixedLenSequenceFeature`` with one unknown dimension) and how it is decoded after
+parsing. ``specs/features.md`` §3 is normative.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+
+from readplan.errors import ConfigError, ExampleError, FeatureError
+from readplan.metadata._feature_types import (
+    STRING,
+    Audio,
+    BBoxFeature,
+    ClassLabel,
+    Feature,
+    Image,
+    Sequence,
+    Shape,
+    Tensor,
+    Text,
+    UnknownFeature,
+    default_value,
+    stored_kind,
+)
+from readplan.metadata._images import decode_image
+from readplan.records import example
+
+__all__ = ["Decoded", "SkipDecoding", "Unknown", "compile_decoder"]
+
+Decoded: TypeAlias = dict[str, Any]
+"""One decoded example: nested dicts of numpy scalars and arrays, and bytes."""
+
+Unknown: TypeAlias = Literal["error", "raw"]
+
+
+@dataclass(frozen=True)
+class SkipDecoding:
+    """Yield a feature as stored, like ``tfds.decode.SkipDecoding()``.
+
+    For an :class:`Image` that is the encoded PNG/JPEG ``bytes`` (an object array of them
+    inside a Sequence); other features are stored decoded and come out unchanged.
+    """
+
+
+_Path = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Leaf:
+    """One leaf feature: where it is stored, how it is parsed and how it is decoded."""
+
+    path: _Path
+    feature: Feature
+    shape: Shape
+    dtype: str
+    rank: int
+    skip: bool
+
+    @property
+    def key(self) -> str:
+        return "/".join(self.path)
+
+
+def compile_decoder(
+    features: Mapping[str, Feature], decoders: Mapping[str, Any] | None, unknown: Unknown
+) -> Callable[[bytes], Decoded]:
+    """The function decoding one serialized record of ``features``."""
+    if unknown not in ("error", "raw"):
+        raise ConfigError(
+            f"unknown must be 'error' or 'raw', got {unknown!r}", field="unknown", value=unknown
+        )
+    skipped = _skipped_paths(features, decoders or {}, ())
+    leaves: list[_Leaf] = []
+    _collect(features, (), (), skipped, unknown, leaves)
+    steps = [(leaf.path, _step(leaf)) for leaf in leaves]
+
+    def decode(record: bytes) -> Decoded:
+        stored = example.decode(record)
+        out: Decoded = {}
+        for path, step in steps:
+            node = out
+            for name in path[:-1]:
+                node = node.setdefault(name, {})
+            node[path[-1]] = step(stored)
+        return out
+
+    return decode
+
+
+# --- decoders -------------------------------------------------------------------------------
+
+
+def _skipped_paths(
+    features: Mapping[str, Feature], decoders: Mapping[str, Any], path: _Path
+) -> frozenset[_Path]:
+    if not isinstance(decoders, Mapping):
+        raise _bad_decoders(path, decoders)
+    skipped: set[_Path] = set()
+    for name, decoder in decoders.items():
+        where = (*path, str(name))
+        if name not in features:
+            raise ConfigError(
+                f"decoders name {'/'.join(where)!r}, which is not a feature; the features "
+                f"there are {sorted(features)}",
+                field="decoders",
+                value=name,
+            )
+        feature = _innermost(features[name])
+        if isinstance(decoder, SkipDecoding):
+            if isinstance(feature, Mapping):
+                raise ConfigError(
+                    f"decoders[{'/'.join(where)!r}] is SkipDecoding() for a dict of features; "
+                    "give SkipDecoding() for the features inside it instead (as TFDS requires)",
+                    field="decoders",
+                    value=decoder,
+                )
+            skipped.add(where)
+        elif isinstance(decoder, Mapping) and isinstance(feature, Mapping):
+            skipped |= _skipped_paths(feature, decoder, where)
+        else:
+            raise _bad_decoders(where, decoder)
+    return frozenset(skipped)
+
+
+def _bad_decoders(path: _Path, value: object) -> ConfigError:
+    return ConfigError(
+        f"decoders at {'/'.join(path) or 'the top level'} is {value!r:.80}; decoders is a "
+        "dict shaped like the features, with readplan.SkipDecoding() for features to yield "
+        "as stored",
+        field="decoders",
+        value=value,
+    )
+
+
+def _innermost(feature: Feature) -> Feature:
+    while isinstance(feature, Sequence):
+        feature = feature.feature
+    return feature
+
+
+# --- flattening ------------------------------------------------------------------------------
+
+
+def _collect(
+    features: Mapping[str, Feature],
+    path: _Path,
+    outer: Shape,
+    skipped: frozenset[_Path],
+    unknown: Unknown,
+    out: list[_Leaf],
+) -> None:
+    for name, feature in features.items():
+        where = (*path, name)
+        dims = outer
+        while isinstance(feature, Sequence):
+            dims = (*dims, feature.length)
+            feature = feature.feature
+        if isinstance(feature, Mapping):
+            _collect(feature, where, dims, skipped, unknown, out)
+        else:
+            out.append(_leaf(where, feature, dims, where in skipped, unknown))
+
+
+def _leaf(path: _Path, feature: Feature, dims: Shape, skip: bool, unknown: Unknown) -> _Leaf:
+    if isinstance(feature, Image):
+        return _Leaf(path, feature, dims, STRING, len(dims), skip)
+    if isinstance(feature, UnknownFeature):
+        if unknown == "error":
+            raise FeatureError(
+                f"feature {'/'.join(path)} is a {feature.python_class_name}, a type readplan "
+                "does not decode; pass unknown='raw' to receive its tf.train.Example entries "
+                "undecoded",
+                feature="/".join(path),
+                feature_type=feature.python_class_name,
+            )
+        return _Leaf(path, feature, dims, STRING, len(dims), skip)
+    tensor = feature if isinstance(feature, Tensor) else _tensor_of(feature)
+    if tensor.encoding != "none":
+        raise _unsupported(path, feature, f"Tensor encoding={tensor.encoding!r}")
+    return _Leaf(path, tensor, (*dims, *tensor.shape), tensor.dtype, len(dims), skip)
+
+
+def _tensor_of(feature: Feature) -> Tensor:
+    if isinstance(feature, (Text, ClassLabel, BBoxFeature, Audio)):
+        return feature.tensor
+    raise _unsupported((), feature, f"feature type {type(feature).__name__}")
+
+
+def _unsupported(path: _Path, feature: Feature, what: str) -> FeatureError:
+    return FeatureError(
+        f"feature {'/'.join(path)}: {what} is not decoded by readplan; read the records "
+        "undecoded or leave this feature out",
+        feature="/".join(path),
+        feature_type=type(feature).tfds_class,
+    )
+
+
+# --- decoding steps ---------------------------------------------------------------------------
+
+
+_Stored = Mapping[str, example.FeatureValue]
+_Step = Callable[[_Stored], Any]
+
+
+def _step(leaf: _Leaf) -> _Step:
+    if isinstance(leaf.feature, UnknownFeature):
+        prefix = leaf.key + "/"
+        return lambda stored: {
+            k: v for k, v in stored.items() if k == leaf.key or k.startswith(prefix)
+        }
+    parse = _parser(leaf)
+    if isinstance(leaf.feature, Image) and not leaf.skip:
+        return _image_step(leaf, parse)
+    return lambda stored: _as_numpy(parse(stored))
+
+
+def _parser(leaf: _Leaf) -> Callable[[_Stored], npt.NDArray[Any]]:
+    """TensorFlow's parse of one entry: checked, shaped like ``leaf.shape`` and cast."""
+    unknown_dims = leaf.shape.count(None)
+    kind = stored_kind(leaf.dtype)
+    if unknown_dims > 1:
+        raise _unsupported(
+            leaf.path,
+            leaf.feature,
+            f"shape {leaf.shape} (more than one unknown dimension, as from a Sequence of "
+            "Sequences)",
+        )
+    inner = tuple(dim for dim in leaf.shape if dim is not None)
+    size = math.prod(inner)
+    if unknown_dims == 1 and size == 0:
+        raise _unsupported(leaf.path, leaf.feature, f"shape {leaf.shape} (no values per row)")
+    target = tuple(-1 if dim is None else dim for dim in leaf.shape)
+    optional = isinstance(leaf.feature, Tensor) and leaf.feature.optional
+    numpy_dtype = np.dtype(object) if leaf.dtype == STRING else np.dtype(leaf.dtype)
+
+    def parse(stored: _Stored) -> npt.NDArray[Any]:
+        values = stored.get(leaf.key)
+        if values is None:
+            if unknown_dims == 0 and not optional:
+                raise ExampleError(
+                    f"feature {leaf.key!r} is missing from the record; the dataset's "
+                    f"features.json declares it with shape {leaf.shape}, so TFDS requires it",
+                    key=leaf.key,
+                )
+            values = default_value(leaf.dtype, leaf.shape)
+            array = np.asarray(values, dtype=numpy_dtype)
+        else:
+            array = _checked(leaf, kind, values)
+        count = array.size
+        if (unknown_dims == 0 and count != size) or (unknown_dims == 1 and count % size):
+            raise ExampleError(
+                f"feature {leaf.key!r} holds {count} values, which do not fill shape "
+                f"{leaf.shape} (from features.json); the record does not match its dataset's "
+                "features",
+                key=leaf.key,
+            )
+        with np.errstate(over="ignore"):
+            return array.reshape(target).astype(numpy_dtype, copy=False)
+
+    return parse
+
+
+def _checked(leaf: _Leaf, kind: str, values: example.FeatureValue) -> npt.NDArray[Any]:
+    found = "bytes" if isinstance(values, list) else str(values.dtype)
+    if found != kind:
+        raise ExampleError(
+            f"feature {leaf.key!r} is stored as a {found} list but features.json declares "
+            f"{leaf.dtype}, which TFDS stores as {kind}; the record does not match its "
+            "dataset's features",
+            key=leaf.key,
+        )
+    if isinstance(values, list):
+        array = np.empty(len(values), dtype=object)
+        array[:] = values
+        return array
+    return values
+
+
+def _as_numpy(array: npt.NDArray[Any]) -> Any:
+    """A scalar as ``tfds.as_numpy`` gives it (numpy scalar, or bytes); arrays unchanged."""
+    if array.ndim == 0:
+        return array[()]
+    return array
+
+
+def _image_step(leaf: _Leaf, parse: Callable[[_Stored], npt.NDArray[Any]]) -> _Step:
+    image = leaf.feature
+    assert isinstance(image, Image)
+    channels = image.shape[-1]
+    where = leaf.key
+
+    def one(data: bytes) -> npt.NDArray[Any]:
+        pixels = decode_image(data, channels=channels, dtype=image.dtype, where=where)
+        if any(want not in (None, got) for want, got in zip(image.shape, pixels.shape)):
+            raise FeatureError(
+                f"feature {where}: the image decodes to shape {pixels.shape}, but "
+                f"features.json declares {image.shape}",
+                feature=where,
+                feature_type="Image",
+            )
+        return pixels
+
+    def step(stored: _Stored) -> npt.NDArray[Any]:
+        encoded = parse(stored)
+        if leaf.rank == 0:
+            return one(bytes(encoded[()]))
+        flat = [one(data) for data in encoded.reshape(-1)]
+        if not flat:
+            # TFDS's empty sequence of images: unknown image dimensions become 0.
+            empty = (*encoded.shape, *(0 if dim is None else dim for dim in image.shape))
+            return np.zeros(empty, dtype=image.dtype)
+        if len({pixels.shape for pixels in flat}) > 1:
+            raise FeatureError(
+                f"feature {where}: the images of one sequence have different shapes "
+                f"{sorted({pixels.shape for pixels in flat})}; TFDS stacks them and fails too",
+                feature=where,
+                feature_type="Image",
+            )
+        return np.stack(flat).reshape(*encoded.shape, *flat[0].shape)
+
+    return step

@@ -1,0 +1,266 @@
+"""Reading ``features.json`` and ``*.labels.txt`` into the feature model.
+
+``features.json`` is the protobuf JSON form of TFDS's ``Feature`` message: each feature names
+its Python class (``pythonClassName``) and holds one content field (``tensor``, ``image``,
+``featuresDict``...); int64 numbers are decimal strings and default values are left out.
+``specs/features.md`` §1 is normative.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from readplan.errors import FeatureError
+from readplan.metadata._feature_types import (
+    Audio,
+    BBoxFeature,
+    ClassLabel,
+    Feature,
+    Image,
+    Scalar,
+    Sequence,
+    Tensor,
+    Text,
+    UnknownFeature,
+)
+
+__all__ = ["FEATURES_FILE", "MakeDict", "read_features"]
+
+FEATURES_FILE = "features.json"
+_PACKAGE = "tensorflow_datasets.core.features."
+_DECIMAL = re.compile(r"-?[0-9]+")
+_Path = tuple[str, ...]
+
+
+MakeDict = Callable[[dict[str, Feature]], Feature]
+"""Builds the FeaturesDict type (defined by the public module, which builds on this one)."""
+
+
+class _Context:
+    """Where a declaration sits: the file, the label-file reader and the dict type."""
+
+    def __init__(
+        self, file: str, labels: Callable[[str], list[str] | None], make_dict: MakeDict
+    ) -> None:
+        self.file = file
+        self.labels = labels
+        self.make_dict = make_dict
+
+    def error(self, path: _Path, message: str, feature_type: str | None = None) -> FeatureError:
+        where = "/".join(path) or "(top level)"
+        return FeatureError(
+            f"{self.file}: feature {where}: {message}",
+            feature="/".join(path),
+            feature_type=feature_type,
+            path=self.file,
+        )
+
+
+def read_features(directory: str, make_dict: MakeDict) -> Feature | None:
+    """The features of the dataset in ``directory``, or None without a ``features.json``."""
+    file = os.path.join(directory, FEATURES_FILE)
+    try:
+        with open(file, "rb") as handle:
+            raw = handle.read()
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        raise FeatureError(f"cannot read {file}: {err}", path=file) from err
+    try:
+        declaration = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as err:
+        raise FeatureError(
+            f"{file} is not valid JSON ({err}); TFDS writes it next to dataset_info.json",
+            path=file,
+        ) from err
+    context = _Context(file, lambda stem: _read_labels(directory, stem), make_dict)
+    if isinstance(declaration, dict) and "type" in declaration and "content" in declaration:
+        raise context.error(
+            (),
+            "this is the legacy {type, content} layout written by TFDS before 4.0, which "
+            "readplan does not read; regenerate the metadata with a recent TFDS",
+        )
+    if not isinstance(declaration, dict) or "featuresDict" not in declaration:
+        raise context.error((), "the top-level feature must be a FeaturesDict")
+    return _feature(declaration, (), (), context)
+
+
+def _read_labels(directory: str, stem: str) -> list[str] | None:
+    file = os.path.join(directory, f"{stem}.labels.txt")
+    try:
+        with open(file, encoding="utf-8") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as err:
+        raise FeatureError(f"cannot read class names from {file}: {err}", path=file) from err
+    # TFDS strips every line and drops empty ones.
+    return [name.strip() for name in text.split("\n") if name.strip()]
+
+
+def _feature(value: Any, path: _Path, names: _Path, context: _Context) -> Feature:
+    """One declaration; ``names`` is the dict-key chain that names its label file."""
+    if not isinstance(value, dict):
+        raise context.error(path, f"expected a JSON object, got {value!r:.80}")
+    class_name = value.get("pythonClassName")
+    if not isinstance(class_name, str) or not class_name:
+        raise context.error(path, "has no pythonClassName")
+    short = class_name.removeprefix(_PACKAGE).rsplit(".", 1)[-1]
+    parser = _PARSERS.get(class_name.removeprefix(_PACKAGE))
+    if parser is None:
+        declared = {k: v for k, v in value.items() if k not in ("description", "valueRange")}
+        return UnknownFeature(class_name, json.dumps(declared, sort_keys=True))
+    field_name, parse = parser
+    content = value.get(field_name)
+    if not isinstance(content, dict):
+        raise context.error(
+            path, f"a {short} needs a {field_name!r} object, got {content!r:.80}", short
+        )
+    try:
+        return parse(content, path, names, context)
+    except FeatureError as err:
+        if err.path is not None:
+            raise
+        raise context.error(path, str(err), short) from None
+
+
+def _int(
+    content: Mapping[str, Any], key: str, default: int | None, path: _Path, c: _Context
+) -> Any:
+    value = content.get(key)
+    if value is None:
+        return default
+    if isinstance(value, str) and _DECIMAL.fullmatch(value):
+        return int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise c.error(path, f"{key} must be an integer (number or decimal string), got {value!r}")
+
+
+def _str(content: Mapping[str, Any], key: str, path: _Path, c: _Context) -> str | None:
+    value = content.get(key)
+    if value is None or isinstance(value, str):
+        return value or None
+    raise c.error(path, f"{key} must be a string, got {value!r:.80}")
+
+
+def _shape(content: Mapping[str, Any], path: _Path, c: _Context) -> tuple[int | None, ...]:
+    shape = content.get("shape", {})
+    dims = shape.get("dimensions", []) if isinstance(shape, dict) else None
+    if not isinstance(dims, list):
+        raise c.error(path, f"shape must be {{'dimensions': [...]}}, got {shape!r:.80}")
+    out: list[int | None] = []
+    for dim in dims:
+        number = _int({"d": dim}, "d", None, path, c)
+        if number is None or number < -1:
+            raise c.error(path, f"shape dimension {dim!r} must be -1 (unknown) or >= 0")
+        out.append(None if number == -1 else number)
+    return tuple(out)
+
+
+def _dtype(content: Mapping[str, Any], path: _Path, c: _Context) -> str:
+    dtype = _str(content, "dtype", path, c)
+    if dtype is None:
+        raise c.error(path, "has no dtype")
+    return dtype
+
+
+def _encoding(content: Mapping[str, Any], path: _Path, c: _Context) -> Any:
+    # Tensor writes the enum's value ("none"), Audio its name ("NONE"); TFDS lower-cases both.
+    return (_str(content, "encoding", path, c) or "none").lower()
+
+
+def _tensor(cls: type[Tensor]) -> Callable[[dict[str, Any], _Path, _Path, _Context], Feature]:
+    def parse(content: dict[str, Any], path: _Path, names: _Path, c: _Context) -> Feature:
+        # minimum/maximum only document the values; they do not change decoding.
+        optional = content.get("optional", False)
+        if cls is Scalar:
+            return Scalar(dtype=_dtype(content, path, c), optional=optional)
+        return cls(
+            _shape(content, path, c),
+            _dtype(content, path, c),
+            _encoding(content, path, c),
+            optional=optional,
+        )
+
+    return parse
+
+
+def _class_label(content: dict[str, Any], path: _Path, names: _Path, c: _Context) -> Feature:
+    num_classes = _int(content, "numClasses", 0, path, c)
+    stem = "-".join(names)
+    labels = c.labels(stem)
+    if labels is not None and len(labels) != num_classes:
+        raise c.error(
+            path,
+            f"{stem}.labels.txt lists {len(labels)} names but features.json says "
+            f"numClasses={num_classes}; the two files disagree",
+            "ClassLabel",
+        )
+    return ClassLabel(num_classes, tuple(labels or ()))
+
+
+def _image(content: dict[str, Any], path: _Path, names: _Path, c: _Context) -> Feature:
+    return Image(
+        _shape(content, path, c) or (None, None, 3),
+        _str(content, "dtype", path, c) or "uint8",
+        _str(content, "encodingFormat", path, c),  # type: ignore[arg-type]
+        bool(content.get("useColormap", False)),
+    )
+
+
+def _bbox(content: dict[str, Any], path: _Path, names: _Path, c: _Context) -> Feature:
+    return BBoxFeature(_str(content, "bboxFormat", path, c))
+
+
+def _text(content: dict[str, Any], path: _Path, names: _Path, c: _Context) -> Feature:
+    return Text()
+
+
+def _audio(content: dict[str, Any], path: _Path, names: _Path, c: _Context) -> Feature:
+    if content.get("lazyDecode"):
+        # Encoded audio files, decoded by ffmpeg in TFDS: outside what readplan decodes.
+        return UnknownFeature(_PACKAGE + "audio_feature.Audio", json.dumps(content))
+    return Audio(
+        _shape(content, path, c),
+        _dtype(content, path, c),
+        _int(content, "sampleRate", None, path, c),
+        _str(content, "fileFormat", path, c),
+        _encoding(content, path, c),
+    )
+
+
+def _sequence(content: dict[str, Any], path: _Path, names: _Path, c: _Context) -> Feature:
+    length = _int(content, "length", 0, path, c)
+    inner = _feature(content.get("feature"), path, names, c)
+    return Sequence(inner, None if length == -1 else length)
+
+
+def _features_dict(content: dict[str, Any], path: _Path, names: _Path, c: _Context) -> Feature:
+    entries = content.get("features", {})
+    if not isinstance(entries, dict):
+        raise c.error(path, f"features must be an object, got {entries!r:.80}", "FeaturesDict")
+    return c.make_dict(
+        {
+            name: _feature(entry, (*path, name), (*names, name.replace("/", ".")), c)
+            for name, entry in entries.items()
+        }
+    )
+
+
+_PARSERS: dict[str, tuple[str, Callable[[dict[str, Any], _Path, _Path, _Context], Feature]]] = {
+    "features_dict.FeaturesDict": ("featuresDict", _features_dict),
+    "tensor_feature.Tensor": ("tensor", _tensor(Tensor)),
+    "feature.Tensor": ("tensor", _tensor(Tensor)),
+    "scalar.Scalar": ("tensor", _tensor(Scalar)),
+    "text_feature.Text": ("text", _text),
+    "class_label_feature.ClassLabel": ("classLabel", _class_label),
+    "image_feature.Image": ("image", _image),
+    "bounding_boxes.BBoxFeature": ("boundingBox", _bbox),
+    "audio_feature.Audio": ("audio", _audio),
+    "sequence_feature.Sequence": ("sequence", _sequence),
+}

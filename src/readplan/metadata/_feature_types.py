@@ -1,0 +1,365 @@
+"""The model of TFDS's feature connectors: what a ``features.json`` declares.
+
+Each class mirrors one TFDS 4.9.10 feature connector and keeps what decoding needs; the
+normative text is ``specs/features.md`` §1-§2.  Leaf features are stored in a
+``tf.train.Example`` as one entry named by their path; :class:`Sequence` adds leading
+dimensions to every leaf below it and :class:`FeaturesDict` nests names with ``/``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, TypeAlias
+
+import numpy as np
+
+from readplan._internal.validate import is_int
+from readplan.errors import FeatureError
+
+__all__ = [
+    "DTYPES",
+    "Audio",
+    "BBoxFeature",
+    "ClassLabel",
+    "Feature",
+    "Image",
+    "Scalar",
+    "Sequence",
+    "Shape",
+    "Tensor",
+    "Text",
+    "UnknownFeature",
+]
+
+Shape: TypeAlias = tuple[int | None, ...]
+"""A feature's shape: ``None`` marks a dimension that varies from example to example."""
+
+STRING = "string"
+DTYPES = (
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    STRING,
+)
+"""The dtypes TFDS stores in a ``tf.train.Example`` (``"string"`` is TFDS's name for bytes)."""
+
+Encoding: TypeAlias = Literal["none", "bytes", "zlib"]
+_ENCODINGS = ("none", "bytes", "zlib")
+ImageFormat: TypeAlias = Literal["png", "jpeg"]
+_IMAGE_DTYPES = ("uint8", "uint16", "float32")
+
+
+class Feature:
+    """A TFDS feature connector, as declared in ``features.json``."""
+
+    __slots__ = ()
+
+    tfds_class: ClassVar[str] = ""
+    """The TFDS class this type models, e.g. ``"Image"``."""
+
+
+def _check_shape(shape: object, owner: str) -> Shape:
+    if isinstance(shape, (tuple, list)):
+        dims = tuple(shape)
+        if all(dim is None or (is_int(dim) and dim >= 0) for dim in dims):
+            return dims
+    raise FeatureError(
+        f"{owner} shape {shape!r} must be a tuple of non-negative ints and None (None marks "
+        "a dimension that varies), e.g. (None, 2)",
+        feature_type=owner,
+    )
+
+
+def _check_dtype(dtype: object, owner: str, allowed: tuple[str, ...] = DTYPES) -> str:
+    if isinstance(dtype, str) and dtype in allowed:
+        return dtype
+    raise FeatureError(
+        f"{owner} dtype {dtype!r} is not one readplan decodes; accepted: {', '.join(allowed)}",
+        feature_type=owner,
+    )
+
+
+def _check_bool(value: object, name: str, owner: str) -> None:
+    if not isinstance(value, bool):
+        raise FeatureError(f"{owner} {name} must be a bool, got {value!r}", feature_type=owner)
+
+
+@dataclass(frozen=True)
+class Tensor(Feature):
+    """``tfds.features.Tensor``: an array of ``dtype`` and ``shape``.
+
+    ``encoding="none"`` stores the values in a ``tf.train.Example`` list (integers and bools
+    as int64, floats as float32, strings as bytes); ``"bytes"``/``"zlib"`` store the raw
+    little-endian buffer (zlib-compressed). ``optional`` features may be absent from a
+    record and then take TFDS's default (the dtype's minimum, ``b""`` or ``False``).
+    """
+
+    tfds_class: ClassVar[str] = "Tensor"
+
+    shape: Shape
+    dtype: str
+    encoding: Encoding = "none"
+    optional: bool = field(default=False, kw_only=True)
+
+    def __post_init__(self) -> None:
+        owner = type(self).tfds_class
+        object.__setattr__(self, "shape", _check_shape(self.shape, owner))
+        _check_dtype(self.dtype, owner)
+        if self.encoding not in _ENCODINGS:
+            raise FeatureError(
+                f"{owner} encoding {self.encoding!r} is not one of {', '.join(_ENCODINGS)}",
+                feature_type=owner,
+            )
+        _check_bool(self.optional, "optional", owner)
+
+
+@dataclass(frozen=True)
+class Scalar(Tensor):
+    """``tfds.features.Scalar``: a :class:`Tensor` of shape ``()``."""
+
+    tfds_class: ClassVar[str] = "Scalar"
+
+    shape: Shape = ()
+    dtype: str = "int64"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.shape != ():
+            raise FeatureError(
+                f"Scalar has shape (), not {self.shape!r}; use Tensor for arrays",
+                feature_type="Scalar",
+            )
+
+
+@dataclass(frozen=True)
+class Text(Feature):
+    """``tfds.features.Text``: a UTF-8 string, yielded as ``bytes``."""
+
+    tfds_class: ClassVar[str] = "Text"
+
+    @property
+    def tensor(self) -> Tensor:
+        """How the text is stored: a scalar string."""
+        return Tensor((), STRING)
+
+
+@dataclass(frozen=True)
+class ClassLabel(Feature):
+    """``tfds.features.ClassLabel``: an int64 class index in ``[0, num_classes)``.
+
+    ``names`` come from the dataset's ``<feature path with / as ->.labels.txt``; without
+    that file they are ``"0"``, ``"1"``, ... as in TFDS.
+    """
+
+    tfds_class: ClassVar[str] = "ClassLabel"
+
+    num_classes: int
+    names: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not is_int(self.num_classes) or self.num_classes < 0:
+            raise FeatureError(
+                f"ClassLabel num_classes must be a non-negative int, got {self.num_classes!r}",
+                feature_type="ClassLabel",
+            )
+        names = tuple(self.names) if self.names else tuple(map(str, range(self.num_classes)))
+        if not all(isinstance(name, str) for name in names):
+            raise FeatureError(
+                f"ClassLabel names must be str, got {names!r:.120}", feature_type="ClassLabel"
+            )
+        if len(names) != self.num_classes:
+            raise FeatureError(
+                f"ClassLabel has {len(names)} names but num_classes={self.num_classes}; give "
+                "exactly one name per class",
+                feature_type="ClassLabel",
+            )
+        if len(set(names)) != len(names):
+            repeated = sorted({name for name in names if names.count(name) > 1})
+            raise FeatureError(
+                f"ClassLabel names repeat {repeated}; each class needs a distinct name",
+                feature_type="ClassLabel",
+            )
+        object.__setattr__(self, "names", names)
+
+    @property
+    def tensor(self) -> Tensor:
+        """How the label is stored: a scalar int64."""
+        return Tensor((), "int64")
+
+    def int2str(self, index: int | np.integer[Any]) -> str:
+        """The name of class ``index``; outside ``[0, num_classes)`` is a FeatureError.
+
+        (TFDS indexes a Python list, so it answers ``-1`` with the last name; readplan does not.)
+        """
+        value: object = int(index) if isinstance(index, np.integer) else index
+        if not is_int(value) or not 0 <= value < self.num_classes:
+            raise FeatureError(
+                f"class index {index!r} is outside [0, {self.num_classes}); the names are "
+                f"{list(self.names)!r:.200}",
+                feature_type="ClassLabel",
+            )
+        return self.names[value]
+
+    def str2int(self, name: str) -> int:
+        """The index of class ``name``; an unknown name is a FeatureError listing the names."""
+        try:
+            return self.names.index(name)
+        except ValueError:
+            raise FeatureError(
+                f"{name!r} is not a class name; the names are {list(self.names)!r:.200}",
+                feature_type="ClassLabel",
+            ) from None
+
+
+@dataclass(frozen=True)
+class BBoxFeature(Feature):
+    """``tfds.features.BBoxFeature``: 4 float32 values, by default ``[ymin, xmin, ymax, xmax]``."""
+
+    tfds_class: ClassVar[str] = "BBoxFeature"
+
+    bbox_format: str | None = "REL_YXYX"
+
+    @property
+    def tensor(self) -> Tensor:
+        """How the box is stored: 4 float32 values."""
+        return Tensor((4,), "float32")
+
+
+@dataclass(frozen=True)
+class Audio(Feature):
+    """``tfds.features.Audio`` stored as samples (no ``lazy_decode``): a :class:`Tensor`."""
+
+    tfds_class: ClassVar[str] = "Audio"
+
+    shape: Shape = (None,)
+    dtype: str = "int64"
+    sample_rate: int | None = None
+    file_format: str | None = None
+    encoding: Encoding = "none"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shape", _check_shape(self.shape, "Audio"))
+        Tensor(self.shape, self.dtype, self.encoding)  # validates dtype and encoding
+        if self.sample_rate is not None and not is_int(self.sample_rate):
+            raise FeatureError(
+                f"Audio sample_rate must be an int or None, got {self.sample_rate!r}",
+                feature_type="Audio",
+            )
+
+    @property
+    def tensor(self) -> Tensor:
+        """How the samples are stored."""
+        return Tensor(self.shape, self.dtype, self.encoding)
+
+
+@dataclass(frozen=True)
+class Image(Feature):
+    """``tfds.features.Image``: one encoded PNG or JPEG, decoded to ``(h, w, c)``.
+
+    ``encoding_format`` is how TFDS encoded arrays when writing; decoding reads the format
+    from the bytes, as TFDS does. ``float32`` images are single-channel and stored as
+    4-channel uint8 PNGs of the float's bytes.
+    """
+
+    tfds_class: ClassVar[str] = "Image"
+
+    shape: Shape = (None, None, 3)
+    dtype: str = "uint8"
+    encoding_format: ImageFormat | None = None
+    use_colormap: bool = False
+
+    def __post_init__(self) -> None:
+        shape = _check_shape(self.shape, "Image")
+        object.__setattr__(self, "shape", shape)
+        _check_dtype(self.dtype, "Image", _IMAGE_DTYPES)
+        if len(shape) != 3:
+            raise FeatureError(
+                f"Image shape {shape} must be (height, width, channels)", feature_type="Image"
+            )
+        if self.encoding_format not in (None, "png", "jpeg"):
+            raise FeatureError(
+                f"Image encoding_format {self.encoding_format!r} must be 'png', 'jpeg' or None",
+                feature_type="Image",
+            )
+        if self.dtype == "float32" and shape[-1] != 1:
+            raise FeatureError(
+                f"float32 images have one channel, not shape {shape}", feature_type="Image"
+            )
+        _check_bool(self.use_colormap, "use_colormap", "Image")
+
+
+@dataclass(frozen=True)
+class Sequence(Feature):
+    """``tfds.features.Sequence``: ``length`` (or any number of) elements of ``feature``.
+
+    Every leaf below gains a leading dimension; a sequence of a dict yields a dict of stacked
+    arrays.
+    """
+
+    tfds_class: ClassVar[str] = "Sequence"
+
+    feature: Feature
+    length: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.feature, Feature):
+            raise FeatureError(
+                f"Sequence needs a Feature to repeat (a FeaturesDict for a dict), got "
+                f"{self.feature!r:.80}",
+                feature_type="Sequence",
+            )
+        if self.length is not None and not (is_int(self.length) and self.length >= 0):
+            raise FeatureError(
+                f"Sequence length must be a non-negative int or None, got {self.length!r}",
+                feature_type="Sequence",
+            )
+
+
+@dataclass(frozen=True)
+class UnknownFeature(Feature):
+    """A feature type readplan does not model (``python_class_name`` says which).
+
+    Decoding it is an error unless the caller asks for undecoded values
+    (``unknown="raw"``): then the record's ``tf.train.Example`` entries named by its path
+    are passed through as :func:`readplan.example.decode` gives them.
+    """
+
+    tfds_class: ClassVar[str] = "Unknown"
+
+    python_class_name: str
+    content: str = ""
+    """The feature's JSON declaration, for inspection."""
+
+
+def stored_kind(dtype: str) -> Literal["int64", "float32", "bytes"]:
+    """The ``tf.train.Example`` list a dtype is stored in (``encoding="none"``)."""
+    if dtype == STRING:
+        return "bytes"
+    if np.dtype(dtype).kind == "f":
+        return "float32"
+    return "int64"
+
+
+def default_value(dtype: str, shape: Shape) -> Any:
+    """TFDS's value for an absent optional tensor: the dtype's minimum, ``b""`` or ``False``."""
+    if dtype == STRING:
+        fill: Any = b""
+    elif dtype == "bool":
+        fill = False
+    elif np.dtype(dtype).kind == "f":
+        fill = np.finfo(dtype).min
+    else:
+        fill = np.iinfo(dtype).min
+    if not shape:
+        return fill
+    return [fill] * math.prod(dim or 0 for dim in shape)

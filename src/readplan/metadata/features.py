@@ -1,0 +1,176 @@
+"""TFDS features: the model of a dataset's ``features.json`` and decoding records with it.
+
+``DatasetInfo.features`` is a :class:`FeaturesDict` loaded from the dataset directory's
+``features.json`` (and its ``*.labels.txt`` class names); ``features.decode(record)`` gives,
+per record, exactly what ``tfds.as_numpy(builder.as_dataset(...))`` yields. The normative
+text is ``specs/features.md``.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from readplan.errors import ConfigError, FeatureError
+from readplan.metadata._feature_decode import Decoded, SkipDecoding, Unknown, compile_decoder
+from readplan.metadata._feature_json import FEATURES_FILE, read_features
+from readplan.metadata._feature_types import (
+    DTYPES,
+    Audio,
+    BBoxFeature,
+    ClassLabel,
+    Feature,
+    Image,
+    Scalar,
+    Sequence,
+    Shape,
+    Tensor,
+    Text,
+    UnknownFeature,
+)
+
+__all__ = [
+    "DTYPES",
+    "FEATURES_FILE",
+    "Audio",
+    "BBoxFeature",
+    "ClassLabel",
+    "Decoded",
+    "Feature",
+    "FeaturesDict",
+    "Image",
+    "Scalar",
+    "Sequence",
+    "Shape",
+    "SkipDecoding",
+    "Tensor",
+    "Text",
+    "Unknown",
+    "UnknownFeature",
+    "load_features",
+]
+
+
+@dataclass(frozen=True, eq=False)
+class FeaturesDict(Feature, Mapping[str, Feature]):
+    """``tfds.features.FeaturesDict``: named features, yielded as a dict with sorted keys.
+
+    Build it from a mapping (plain nested dicts become FeaturesDicts, as in TFDS), or get it
+    as ``DatasetInfo.features``. See ``specs/features.md`` §1.
+    """
+
+    tfds_class: ClassVar[str] = "FeaturesDict"
+
+    features: Mapping[str, Any]
+    _entries: tuple[tuple[str, Feature], ...] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.features, Mapping):
+            raise FeatureError(
+                f"FeaturesDict needs a mapping of names to features, got {self.features!r:.80}",
+                feature_type="FeaturesDict",
+            )
+        entries: list[tuple[str, Feature]] = []
+        for name, feature in sorted(self.features.items(), key=lambda item: str(item[0])):
+            if not isinstance(name, str) or not name or "/" in name:
+                raise FeatureError(
+                    f"feature name {name!r} must be a non-empty str without '/' ('/' joins "
+                    "nested names in the stored records)",
+                    feature=str(name),
+                    feature_type="FeaturesDict",
+                )
+            if isinstance(feature, Mapping) and not isinstance(feature, FeaturesDict):
+                feature = FeaturesDict(feature)
+            if not isinstance(feature, Feature):
+                raise FeatureError(
+                    f"feature {name!r} is {feature!r:.80}, not a Feature",
+                    feature=name,
+                    feature_type="FeaturesDict",
+                )
+            entries.append((name, feature))
+        object.__setattr__(self, "_entries", tuple(entries))
+        object.__setattr__(self, "features", dict(entries))
+
+    def __hash__(self) -> int:
+        return hash(self._entries)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FeaturesDict) and self._entries == other._entries
+
+    def __getitem__(self, key: str) -> Feature:
+        return self.features[key]  # type: ignore[no-any-return]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.features)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{name!r}: {feature!r}" for name, feature in self._entries)
+        return f"FeaturesDict({{{inner}}})"
+
+    def decode(
+        self,
+        record: bytes,
+        *,
+        decoders: Mapping[str, Any] | None = None,
+        unknown: Unknown = "error",
+    ) -> Decoded:
+        """One serialized record as ``tfds.as_numpy`` yields it (``specs/features.md`` §3).
+
+        ``decoders`` is shaped like the features, with :class:`SkipDecoding` for features
+        to yield as stored (an image's encoded bytes). ``unknown="raw"`` yields features of
+        types readplan does not model as their undecoded ``tf.train.Example`` entries
+        instead of raising :class:`~readplan.errors.FeatureError`.
+        """
+        return self.decoder(decoders=decoders, unknown=unknown)(record)
+
+    def decoder(
+        self, *, decoders: Mapping[str, Any] | None = None, unknown: Unknown = "error"
+    ) -> Callable[[bytes], Decoded]:
+        """The function ``decode`` applies, built once (reuse it for many records)."""
+        return _decoder(self, _freeze(decoders), unknown)
+
+
+def _freeze(decoders: Mapping[str, Any] | None) -> Any:
+    if decoders is None:
+        return None
+    if not isinstance(decoders, Mapping):
+        raise ConfigError(
+            f"decoders must be a dict shaped like the features, got {decoders!r:.80}",
+            field="decoders",
+            value=decoders,
+        )
+    return tuple(
+        sorted(
+            ((str(k), _freeze(v) if isinstance(v, Mapping) else v) for k, v in decoders.items()),
+            key=lambda item: item[0],
+        )
+    )
+
+
+def _thaw(frozen: Any) -> Any:
+    if isinstance(frozen, tuple):
+        return {k: _thaw(v) for k, v in frozen}
+    return frozen
+
+
+@functools.lru_cache(maxsize=64)
+def _decoder(features: FeaturesDict, decoders: Any, unknown: Unknown) -> Callable[[bytes], Decoded]:
+    return compile_decoder(features, _thaw(decoders), unknown)
+
+
+def load_features(dataset_dir: str | os.PathLike[str]) -> FeaturesDict | None:
+    """The features declared in ``<dataset_dir>/features.json``; None when there is none.
+
+    ClassLabel names come from the ``*.labels.txt`` files next to it. A malformed file is a
+    :class:`~readplan.errors.FeatureError` naming it; feature types readplan does not model
+    load as :class:`UnknownFeature`.
+    """
+    loaded = read_features(os.fspath(dataset_dir), FeaturesDict)
+    assert loaded is None or isinstance(loaded, FeaturesDict)
+    return loaded

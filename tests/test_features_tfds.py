@@ -1,0 +1,195 @@
+"""Every leaf TFDS yields for the feature datasets, checked against readplan's decoding.
+
+``tests/data/tfds_features/readplan_features_as_numpy.json`` (the features fixture) and
+``tests/data/vectors/features/readplan_feature_vectors_as_numpy.json`` (more dtypes, shapes,
+sequences and image encodings) were written by TFDS 4.9.10 / TF 2.21
+(``tfds.as_numpy(builder.as_dataset(...))``); the fixture's README gives the schema. The test
+is driven by the JSON alone (paths, positions, leaves), so any dataset recorded the same way
+is checked the same way.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+import struct
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from readplan import tfrecord
+from readplan.metadata.features import ClassLabel, Image, SkipDecoding, load_features
+from tests.conftest import DATA
+
+ORACLE_FILES = {
+    "fixture": DATA / "tfds_features" / "readplan_features_as_numpy.json",
+    "vectors": DATA / "vectors" / "features" / "readplan_feature_vectors_as_numpy.json",
+}
+
+
+@functools.cache
+def _oracle(name: str) -> dict[str, Any]:
+    oracle: dict[str, Any] = json.loads(ORACLE_FILES[name].read_text(encoding="utf-8"))
+    return oracle
+
+
+def _dataset_dir(name: str) -> Path:
+    return ORACLE_FILES[name].parent / _oracle(name)["dataset_dir"]
+
+
+CASES = [(name, i) for name in ORACLE_FILES for i in range(len(_oracle(name)["cases"]))]
+ORACLE = _oracle("fixture")
+DATASET_DIR = _dataset_dir("fixture")
+
+
+def _needs_image_extra(name: str, case: dict[str, Any]) -> bool:
+    features = load_features(_dataset_dir(name))
+    assert features is not None
+    return any(
+        isinstance(feature, Image) or getattr(feature, "feature", None).__class__ is Image
+        for key, feature in features.items()
+        if key not in (case["decoders"] or {})
+    )
+
+
+@functools.cache
+def _shard_records(name: str, split: str, shard: int) -> list[bytes]:
+    oracle = _oracle(name)
+    lengths = oracle["shard_lengths"][split]
+    file = f"{oracle['dataset']}-{split}.tfrecord-{shard:05d}-of-{len(lengths):05d}"
+    return list(tfrecord.read(_dataset_dir(name) / file))
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, inner in value.items():
+            out.update(_flatten(inner, f"{prefix}{key}/"))
+        return out
+    return {prefix[:-1]: value}
+
+
+def _type_name(value: Any) -> str:
+    cls = type(value)
+    return cls.__name__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__name__}"
+
+
+def _expected_values(leaf: dict[str, Any]) -> list[Any]:
+    dtype, values = leaf["dtype"], leaf["values"]
+    if dtype in ("bytes", "object"):
+        return [base64.b64decode(v) for v in values]
+    if dtype == "float32":
+        return [struct.unpack(">I", bytes.fromhex(v))[0] for v in values]
+    if dtype == "float64":
+        return [struct.unpack(">Q", bytes.fromhex(v))[0] for v in values]
+    if dtype == "float16":
+        return [struct.unpack(">H", bytes.fromhex(v))[0] for v in values]
+    return list(values)
+
+
+def _actual_values(value: Any) -> list[Any]:
+    if isinstance(value, bytes):
+        return [value]
+    array = np.asarray(value)
+    if array.dtype == np.float32:
+        return array.reshape(-1).view(np.uint32).tolist()
+    if array.dtype == np.float64:
+        return array.reshape(-1).view(np.uint64).tolist()
+    if array.dtype == np.float16:
+        return array.reshape(-1).view(np.uint16).tolist()
+    return array.reshape(-1).tolist()
+
+
+def _actual_dtype(value: Any) -> str:
+    return "bytes" if isinstance(value, bytes) else str(np.asarray(value).dtype)
+
+
+def _decoders(case: dict[str, Any]) -> dict[str, Any] | None:
+    names = case["decoders"]
+    if names is None:
+        return None
+    assert set(names.values()) == {"SkipDecoding"}
+    return {name: SkipDecoding() for name in names}
+
+
+@pytest.mark.parametrize(("name", "index"), CASES, ids=[f"{n}-{i}" for n, i in CASES])
+def test_every_leaf_matches_tfds(name: str, index: int) -> None:
+    case = _oracle(name)["cases"][index]
+    if _needs_image_extra(name, case):
+        pytest.importorskip("PIL")
+        pytest.importorskip("simplejpeg")
+    features = load_features(_dataset_dir(name))
+    assert features is not None
+    decode = features.decoder(decoders=_decoders(case))
+    assert len(case["examples"]) == case["num_examples"]
+    for k, (expected, (split, shard, offset)) in enumerate(
+        zip(case["examples"], case["positions"])
+    ):
+        assert split == case["split"]
+        got = _flatten(decode(_shard_records(name, split, shard)[offset]))
+        assert sorted(got) == sorted(expected), f"example {k}: leaf paths differ"
+        for path, leaf in expected.items():
+            value = got[path]
+            where = f"example {k} ({case['tfds_ids'][k]}) leaf {path}"
+            assert _type_name(value) == leaf["type"], where
+            assert _actual_dtype(value) == leaf["dtype"], where
+            assert list(np.shape(value)) == leaf["shape"], where
+            assert _actual_values(value) == _expected_values(leaf), where
+
+
+def test_structure_nests_like_tfds() -> None:
+    features = load_features(DATASET_DIR)
+    assert features is not None
+    last = ORACLE["cases"][-1]
+    split, shard, offset = last["positions"][0]
+    got = features.decode(_shard_records("fixture", split, shard)[offset], decoders=_decoders(last))
+    nested_paths = [path.split("/") for path in ORACLE["element_spec"]]
+    for parts in nested_paths:
+        node: Any = got
+        for part in parts[:-1]:
+            assert isinstance(node[part], dict)
+            node = node[part]
+        assert parts[-1] in node
+    # TFDS yields every dict with its keys sorted.
+    for node in [got, *(v for v in _flatten_dicts(got))]:
+        assert list(node) == sorted(node)
+
+
+def _flatten_dicts(value: dict[str, Any]) -> list[dict[str, Any]]:
+    found = []
+    for inner in value.values():
+        if isinstance(inner, dict):
+            found.append(inner)
+            found.extend(_flatten_dicts(inner))
+    return found
+
+
+def test_class_names_come_from_labels_files() -> None:
+    features = load_features(DATASET_DIR)
+    assert features is not None
+    for path, names in ORACLE["class_names"].items():
+        feature: Any = features
+        for part in path.split("/"):
+            feature = feature[part]
+            while not isinstance(feature, ClassLabel) and hasattr(feature, "feature"):
+                feature = feature.feature
+        assert isinstance(feature, ClassLabel)
+        assert list(feature.names) == names
+        assert feature.num_classes == len(names)
+        assert [feature.int2str(i) for i in range(len(names))] == names
+        assert [feature.str2int(name) for name in names] == list(range(len(names)))
+
+
+@pytest.mark.parametrize("name", ORACLE_FILES)
+def test_the_oracles_are_complete(name: str) -> None:
+    # Every split's examples are all there, so the leaf test covers every record.
+    for case in _oracle(name)["cases"]:
+        lengths = _oracle(name)["shard_lengths"][case["split"]]
+        assert case["num_examples"] == sum(lengths)
+        assert sorted(map(tuple, case["positions"])) == [
+            (case["split"], shard, i) for shard, n in enumerate(lengths) for i in range(n)
+        ]
+    assert (_dataset_dir(name) / "features.json").is_file()

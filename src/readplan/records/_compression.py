@@ -15,6 +15,7 @@ import os
 import re
 import struct
 import zlib
+from typing import NamedTuple
 
 from readplan.errors import ConfigError
 from readplan.records._crc import crc32c, mask
@@ -30,6 +31,7 @@ __all__ = [
     "GZIP",
     "ZLIB",
     "Deflater",
+    "InflateState",
     "Inflater",
     "check_compression",
     "detect_compression",
@@ -145,6 +147,17 @@ class Deflater:
         return tail
 
 
+class InflateState(NamedTuple):
+    """Everything an :class:`Inflater` needs to repeat a stretch of its output."""
+
+    inflater: zlib._Decompress
+    feed: bytes
+    compressed_offset: int
+    next_offset: int
+    done: bool
+    end_damage: StreamDamageError | None
+
+
 class Inflater:
     """Decompressed bytes of a GZIP or ZLIB file, in bounded pieces.
 
@@ -164,6 +177,26 @@ class Inflater:
         self._next_offset = 0  # file offset of the next compressed byte to read
         self._done = False
         self.end_damage: StreamDamageError | None = None
+
+    def snapshot(self) -> InflateState:
+        """The inflate state, for :meth:`restore` (a pass can then be repeated)."""
+        return InflateState(
+            self._obj.copy(),
+            self._feed,
+            self.compressed_offset,
+            self._next_offset,
+            self._done,
+            self.end_damage,
+        )
+
+    def restore(self, state: InflateState) -> None:
+        """Go back to a :meth:`snapshot` (each snapshot is restored at most once)."""
+        self._obj = state.inflater
+        self._feed = state.feed
+        self.compressed_offset = state.compressed_offset
+        self._next_offset = state.next_offset
+        self._done = state.done
+        self.end_damage = state.end_damage
 
     def read(self, max_out: int) -> bytes:
         while not self._done:

@@ -23,18 +23,12 @@ import numpy.typing as npt
 
 from readplan.errors import CorruptRecordError
 from readplan.records._compression import pread
-from readplan.records._crc import (
-    MASK_DELTA,
-    crc32c,
-    header_candidates,
-    length_crcs,
-    mask,
-    mask_array,
-)
+from readplan.records._crc import MASK_DELTA, crc32c, mask, mask_array
 from readplan.records._damage import (
     KIND_ABSURD_LENGTH,
     KIND_DATA_CRC,
     KIND_HEADER_CRC,
+    KIND_INFLATE,
     KIND_TRAILING_GARBAGE,
     KIND_TRUNCATED_DATA,
     KIND_TRUNCATED_HEADER,
@@ -43,24 +37,21 @@ from readplan.records._damage import (
     CorruptionReport,
     StreamDamageError,
 )
+from readplan.records._expected import ExpectedFrames
+from readplan.records._resync import resync
 from readplan.records._stream import AFTER_LARGE, LARGE, ByteStream, PlainStream
+from readplan.records._walk import gather_u32, good_headers, leading_matches, walk_frames
 
-__all__ = ["DEFAULT_MAX_RECORD_BYTES", "FrameParser", "walk_frames"]
+__all__ = ["FrameParser"]
 
-DEFAULT_MAX_RECORD_BYTES = 2**31 - 1
 _HEADER = struct.Struct("<QI")
-_LENGTH = struct.Struct("<Q")
 _U32 = struct.Struct("<I")
 # Below this many complete frames in the buffer, numpy's fixed cost outweighs its gain.
 _MIN_BATCH = 8
-# A run of equal-length frames shorter than this is walked one frame at a time.
-_MIN_RUN = 16
-_SCAN_WINDOW = 1 << 20
 _LARGE_BATCH = 1 << 20
 _JUMP_BATCH = 4096
 # Short reads fall back to the careful path, which loops; so the bare call is enough here.
 _pread_fast = getattr(os, "pread", pread)
-_ARANGE4 = np.arange(4, dtype=np.int64)
 _NEGATIVE_READ = 2**63 - 4
 _TOO_LARGE = 2**64 - 5
 
@@ -70,62 +61,9 @@ class _Skipped:
 
 
 _SKIPPED = _Skipped()
+# Damage kinds after which a compressed stream still has bytes that are not read.
+_STOPS_MID_STREAM = frozenset({KIND_HEADER_CRC, KIND_ABSURD_LENGTH, KIND_DATA_CRC, KIND_INFLATE})
 _T = TypeVar("_T")
-
-
-def walk_frames(data: bytes, off: int) -> tuple[npt.NDArray[np.int64], int]:
-    """Starts of the frames that lie complete in ``data[off:]``, and the offset after them.
-
-    Lengths are trusted here; the caller verifies the header CRCs of the batch afterwards,
-    and only the frames before the first bad header count.  Where consecutive frames have
-    the same length, a run of them is confirmed with one strided numpy comparison instead
-    of one loop step per frame; the result is the same either way.
-    """
-    pieces: list[npt.NDArray[np.int64]] = []
-    while True:
-        run, stride = _uniform_run(data, off)
-        if run < _MIN_RUN:
-            break
-        pieces.append(np.arange(off, off + run * stride, stride, dtype=np.int64))
-        off += run * stride
-    bounds = _walk_bounds(data, off)
-    after = bounds.pop()
-    pieces.append(np.array(bounds, dtype=np.int64))
-    return (np.concatenate(pieces) if len(pieces) > 1 else pieces[0]), after
-
-
-def _walk_bounds(data: bytes, off: int) -> list[int]:
-    """``[off, end of frame 1, end of frame 2, ...]`` over the complete frames from ``off``."""
-    end = len(data)
-    bounds = [off]
-    append = bounds.append
-    unpack = _LENGTH.unpack_from
-    try:
-        while True:
-            # A frame is at least 16 bytes, so "ends within the buffer" implies that its
-            # 12-byte header does too; fewer than 8 bytes left raise struct.error.
-            off += unpack(data, off)[0] + 16
-            if off > end:
-                break
-            append(off)
-    except struct.error:
-        pass
-    return bounds
-
-
-def _uniform_run(data: bytes, off: int) -> tuple[int, int]:
-    """``(n, stride)``: the next ``n`` complete frames all span ``stride`` bytes (n may be 0)."""
-    end = len(data)
-    if off + 28 > end:
-        return 0, 0
-    length = _LENGTH.unpack_from(data, off)[0]
-    stride = length + 16
-    fitting = (end - off) // stride
-    if fitting < _MIN_RUN or _LENGTH.unpack_from(data, off + stride)[0] != length:
-        return 0, 0
-    fields = np.ndarray((fitting,), dtype="<u8", buffer=data, offset=off, strides=(stride,))
-    differs = fields != length
-    return (int(differs.argmax()) if differs.any() else fitting), stride
 
 
 class FrameParser:
@@ -134,6 +72,11 @@ class FrameParser:
     ``index`` counts the frames passed so far (records delivered plus frames dropped for a
     bad data CRC); it is the ``record_index`` reported with damage.  Parsing begins at the
     stream offset ``start``: a compressed stream is decompressed up to it and discarded.
+    With ``expected`` (offsets from an index), every frame found is checked against it.
+
+    In skip mode a compressed stream stops at its first damage: inflating past damage can
+    produce frames that verify but were never written.  An uncompressed file resumes only
+    where the frames chain cleanly to its end (specs/tfrecord.md, section 5).
     """
 
     def __init__(
@@ -147,8 +90,10 @@ class FrameParser:
         max_record_bytes: int,
         first_index: int = 0,
         start: int = 0,
+        expected: ExpectedFrames | None = None,
     ) -> None:
         self._stream = stream
+        self._expected = expected
         self._start = start
         self._path = path
         self._verify = verify
@@ -175,10 +120,12 @@ class FrameParser:
                 continue
             record = self._careful_or_damage(self._careful_record)
             if record is None:
+                self._check_end()
                 return
             if isinstance(record, bytes):
                 left -= 1
                 yield [record]
+        self._check_end()
 
     def _fast_records(self, left: int) -> list[bytes]:
         stream = self._stream
@@ -193,7 +140,7 @@ class FrameParser:
         if count < _MIN_BATCH:
             return []
         lengths = np.diff(begin, append=after) - 16
-        good = min(self._good_headers(data, begin, lengths), self._within_limit(lengths))
+        good = min(good_headers(data, begin, lengths), self._within_limit(lengths))
         data_begin = begin + 12
         data_end = data_begin + lengths
         batch = [data[b:e] for b, e in zip(data_begin.tolist(), data_end.tolist(), strict=True)]
@@ -202,6 +149,8 @@ class FrameParser:
         if good < count:
             del batch[good:]
             after = int(begin[good])
+        if self._expected is not None and good:
+            self._expected.check(begin[:good] + stream.base, after + stream.base)
         stream.off = after
         self.index += good
         return batch
@@ -219,6 +168,7 @@ class FrameParser:
         data, off = stream.data, stream.off
         pos = stream.base + off
         batch: list[bytes] = []
+        starts: list[int] = []
         size = 0
         while len(batch) != left and len(data) - off >= 12 and size < _LARGE_BATCH:
             length, stored = _HEADER.unpack_from(data, off)
@@ -239,9 +189,12 @@ class FrameParser:
                 )[0]:
                     break
             batch.append(payload)
+            starts.append(pos)
             size += length
             pos = after
             data, off = tail, 4
+        if self._expected is not None and batch:
+            self._expected.check(np.array(starts, dtype=np.int64), pos)
         if batch:
             stream.data, stream.off, stream.base = data, off, pos - off
             stream.hint = AFTER_LARGE
@@ -253,17 +206,9 @@ class FrameParser:
         over = np.flatnonzero(lengths > self._max)
         return int(over[0]) if over.size else int(lengths.size)
 
-    def _good_headers(
-        self, data: bytes, begin: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]
-    ) -> int:
-        """Number of leading frames whose length CRC verifies."""
-        length_bytes = lengths.astype("<u8").view(np.uint8).reshape(-1, 8)
-        computed = mask_array(length_crcs([length_bytes[:, j] for j in range(8)]))
-        return _leading_matches(computed, _gather_u32(data, begin + 8))
-
     def _good_data(self, data: bytes, data_end: npt.NDArray[np.int64], batch: list[bytes]) -> int:
         computed = mask_array(np.fromiter(map(crc32c, batch), dtype=np.uint32, count=len(batch)))
-        return _leading_matches(computed, _gather_u32(data, data_end))
+        return leading_matches(computed, gather_u32(data, data_end))
 
     def _careful_record(self) -> bytes | _Skipped | None:
         stream = self._stream
@@ -272,6 +217,16 @@ class FrameParser:
         if not isinstance(length, int):
             return length
         stream.off += 12
+        if self._verify and stream.verifies_first(length):
+            # A large compressed record: its data CRC is checked in a streaming pass before
+            # it is assembled, so that damage or a bomb never costs its declared size.
+            checked = stream.payload_crc(length)
+            if checked is None:
+                return self._truncated(start, length, got=length - 1)
+            computed, stored = checked
+            if mask(computed) != stored:
+                stream.skip(length + 4)
+                return self._bad_data(start, length, stored, mask(computed))
         payload = stream.take_payload(length)
         stored_bytes = stream.take(4)
         if len(stored_bytes) < 4:
@@ -281,7 +236,7 @@ class FrameParser:
             computed = mask(crc32c(payload))
             if computed != stored:
                 return self._bad_data(start, length, stored, computed)
-        self.index += 1
+        self._passed(start, stream.pos)
         return payload
 
     # ------------------------------------------------------------------ frames
@@ -296,6 +251,7 @@ class FrameParser:
                 continue
             start = self._careful_or_damage(self._careful_frame)
             if start is None:
+                self._check_end()
                 return
             if isinstance(start, int):
                 yield np.array([start], dtype=np.int64)
@@ -309,14 +265,16 @@ class FrameParser:
         if len(begin) < _MIN_BATCH:
             return None
         lengths = np.diff(begin, append=after) - 16
-        good = min(self._good_headers(data, begin, lengths), self._within_limit(lengths))
+        good = min(good_headers(data, begin, lengths), self._within_limit(lengths))
         if good == 0:
             # The first frame is damaged or too long: the careful path must report it (an
             # empty batch here would be yielded again and again).
             return None
-        stream.off = after if good == len(begin) else int(begin[good])
-        self.index += good
         absolute: npt.NDArray[np.int64] = begin[:good] + stream.base
+        stream.off = after if good == len(begin) else int(begin[good])
+        if self._expected is not None:
+            self._expected.check(absolute, stream.pos)
+        self.index += good
         return absolute
 
     def _jump_frames(self, stream: PlainStream) -> npt.NDArray[np.int64] | None:
@@ -341,10 +299,13 @@ class FrameParser:
             data, off = _pread_fast(fd, min(12, end - after), after), 0
         if not starts:
             return None
+        found = np.array(starts, dtype=np.int64)
+        if self._expected is not None:
+            self._expected.check(found, pos)
         stream.data, stream.off, stream.base = data, off, pos - off
         stream.hint = AFTER_LARGE
         self.index += len(starts)
-        return np.array(starts, dtype=np.int64)
+        return found
 
     def _careful_frame(self) -> int | _Skipped | None:
         stream = self._stream
@@ -355,8 +316,18 @@ class FrameParser:
         got = stream.skip(length + 16)
         if got < length + 16:
             return self._truncated(start, length, got=got - 12)
-        self.index += 1
+        self._passed(start, stream.pos)
         return start
+
+    def _passed(self, start: int, after: int) -> None:
+        """One frame at ``start`` was read (delivered, or dropped for its data CRC)."""
+        if self._expected is not None:
+            self._expected.check(np.array([start], dtype=np.int64), after)
+        self.index += 1
+
+    def _check_end(self) -> None:
+        if self._expected is not None:
+            self._expected.check_end(self._stream.pos)
 
     # ------------------------------------------------------------ shared checks
     def _careful_or_damage(self, step: Callable[[], _T]) -> _T | None:
@@ -412,7 +383,7 @@ class FrameParser:
                 "(or 'auto' to detect it)"
             )
             tf_hint = " (Is this even a TFRecord file?)"
-        self._damage(
+        return self._damage(
             KIND_HEADER_CRC,
             start,
             f"corrupted record header at offset {start} (record {self.index}): the CRC of "
@@ -424,16 +395,15 @@ class FrameParser:
             tf_message=f"corrupted record at {start}{tf_hint}",
             resync_from=start + 1,
         )
-        return _SKIPPED
 
-    def _absurd(self, start: int, length: int) -> _Skipped:
+    def _absurd(self, start: int, length: int) -> _Skipped | None:
         remaining = self._stream.remaining()
         tf_message = None
         if length >= _TOO_LARGE:
             tf_message = "record size too large"
         elif length < _NEGATIVE_READ and remaining is not None and length + 16 > remaining:
             tf_message = _truncated_tf_message(start, compressed=False)
-        self._damage(
+        return self._damage(
             KIND_ABSURD_LENGTH,
             start,
             f"record {self.index} at offset {start} declares {length} data bytes, more "
@@ -443,15 +413,14 @@ class FrameParser:
             tf_message=tf_message,
             resync_from=start + 1,
         )
-        return _SKIPPED
 
-    def _truncated(self, start: int, length: int, *, got: int) -> _Skipped:
+    def _truncated(self, start: int, length: int, *, got: int) -> _Skipped | None:
         compressed = self._stream.remaining() is None
         if compressed:
             self._cut_at_end = True
         cut = self._stream.end_damage
         note = f"; {cut.detail}" if cut is not None and cut.kind == KIND_TRUNCATED_STREAM else ""
-        self._damage(
+        return self._damage(
             KIND_TRUNCATED_DATA,
             start,
             f"record {self.index} at offset {start} declares {length} data bytes plus a "
@@ -459,12 +428,11 @@ class FrameParser:
             f"truncated{note}",
             field_offset=start + 12,
             tf_message=_truncated_tf_message(start, compressed=compressed),
-            resync_from=None if compressed else start + 1,
+            resync_from=start + 1,
         )
-        return _SKIPPED
 
-    def _bad_data(self, start: int, length: int, stored: int, computed: int) -> _Skipped:
-        self._damage(
+    def _bad_data(self, start: int, length: int, stored: int, computed: int) -> _Skipped | None:
+        outcome = self._damage(
             KIND_DATA_CRC,
             start,
             f"record {self.index} at offset {start} is corrupted: the CRC of its {length} "
@@ -474,9 +442,10 @@ class FrameParser:
             computed_crc=computed,
             tf_message=f"corrupted record at {start + 12}",
             records_lost=1,
+            resync_from=start + length + 16,
         )
-        self.index += 1
-        return _SKIPPED
+        self._passed(start, start + length + 16)
+        return outcome
 
     def _at_end(self) -> None:
         damage = self._stream.end_damage
@@ -509,8 +478,13 @@ class FrameParser:
         compressed_offset: int | None = None,
         resync_from: int | None = None,
         resumes: bool = True,
-    ) -> None:
-        """Raise, or (skip mode) resynchronise from ``resync_from`` and report the region."""
+    ) -> _Skipped | None:
+        """Raise, or (skip mode) report the region and resume; ``None`` when reading stops.
+
+        Skip mode resumes at ``resync_from`` itself after a frame with a bad data CRC (its
+        framing is sound) and otherwise at the first verified frame after it from which
+        the frames chain to the end of the file.  A compressed stream never resumes.
+        """
         stream = self._stream
         event = CorruptionEvent(
             path=self._path,
@@ -541,64 +515,54 @@ class FrameParser:
                 computed_crc=event.computed_crc,
                 tf_message=event.tf_message,
             )
-        try:
-            found = resync_from is None or self._resync(resync_from)
-        except StreamDamageError:
-            self._emit(event)
-            raise
+        if not isinstance(stream, PlainStream) or resync_from is None or not resumes:
+            note = self._stop_note() if kind in _STOPS_MID_STREAM else ""
+            self._emit(replace(event, message=event.message + note))
+            return None
+        # A frame dropped for its data CRC was framed soundly: reading resumes right after.
+        found = kind == KIND_DATA_CRC or self._resync(resync_from)
         if not found and kind == KIND_HEADER_CRC:
             event = replace(
                 event,
                 kind=KIND_TRAILING_GARBAGE,
                 message=f"{event.message}; no valid record follows: the file ends in garbage",
             )
-        self._emit(replace(event, resume_offset=stream.pos if resumes else None))
+        self._emit(replace(event, resume_offset=stream.pos))
+        return _SKIPPED
+
+    def _stop_note(self) -> str:
+        stream = self._stream
+        if isinstance(stream, PlainStream):
+            return ""
+        size = os.fstat(stream.fd).st_size
+        return (
+            f"; reading stops here: inflating past damage can produce records that were "
+            f"never written, so nothing after stream offset {stream.pos} (compressed offset "
+            f"{stream.compressed_offset} of {size} bytes) is read"
+        )
 
     def _emit(self, event: CorruptionEvent) -> None:
         if self._report is not None:
             self._report.add(event)
 
     def _resync(self, scan_from: int) -> bool:
-        """Move to the next offset holding a fully verified frame; False if there is none."""
         stream = self._stream
-        stream.skip(scan_from - stream.pos)
-        while True:
-            have = stream.fill(_SCAN_WINDOW)
-            if have < 12:
-                stream.skip(have)
-                return False
-            window = np.frombuffer(stream.data, dtype=np.uint8, count=have, offset=stream.off)
-            for candidate in header_candidates(window).tolist():
-                if self._verified_frame_at(candidate):
-                    stream.skip(candidate)
-                    return True
-            stream.skip(have - 11)
+        assert isinstance(stream, PlainStream)
+        return resync(stream, scan_from, max_record_bytes=self._max, chain=self._chain)
 
-    def _verified_frame_at(self, ahead: int) -> bool:
+    def _chain(self, start: int) -> Iterator[npt.NDArray[np.int64]]:
+        """Header walk from ``start`` to the end of the file; damage raises."""
         stream = self._stream
-        length = _LENGTH.unpack_from(stream.data, stream.off + ahead)[0]
-        remaining = stream.remaining()
-        if length > self._max or (remaining is not None and ahead + length + 16 > remaining):
-            return False
-        size = ahead + length + 16
-        if stream.fill(size) < size:
-            return False
-        begin = stream.off + ahead + 12
-        view = memoryview(stream.data)[begin : begin + length]
-        stored = _U32.unpack_from(stream.data, begin + length)[0]
-        return bool(mask(crc32c(view)) == stored)
-
-
-def _gather_u32(data: bytes, at: npt.NDArray[np.int64]) -> npt.NDArray[np.uint32]:
-    """Little-endian uint32 values stored at the byte offsets ``at`` of ``data``."""
-    raw = np.frombuffer(data, dtype=np.uint8)[at[:, None] + _ARANGE4]
-    values: npt.NDArray[np.uint32] = raw.view("<u4").ravel()
-    return values
-
-
-def _leading_matches(computed: npt.NDArray[np.uint32], stored: npt.NDArray[np.uint32]) -> int:
-    mismatch = computed != stored
-    return int(mismatch.argmax()) if mismatch.any() else len(computed)
+        assert isinstance(stream, PlainStream)
+        walk = FrameParser(
+            PlainStream(stream.fd, start=start, end=stream.end, owns_fd=False),
+            path=self._path,
+            verify=False,
+            skip_damage=False,
+            report=None,
+            max_record_bytes=self._max,
+        )
+        return walk.frames()
 
 
 def _truncated_tf_message(start: int, *, compressed: bool) -> str:

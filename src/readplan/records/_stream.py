@@ -11,10 +11,13 @@ chunks; a record of ``LARGE`` bytes or more is read straight into its own ``byte
 
 from __future__ import annotations
 
+import io
 import os
+import struct
 from abc import ABC, abstractmethod
 
 from readplan.records._compression import Inflater, pread
+from readplan.records._crc import crc32c
 from readplan.records._damage import StreamDamageError
 
 __all__ = ["AFTER_LARGE", "CHUNK", "LARGE", "ByteStream", "InflateStream", "PlainStream", "open_fd"]
@@ -25,6 +28,9 @@ LARGE = 1 << 15
 AFTER_LARGE = 16
 # Upper bound of one decompression step's output.
 _INFLATE_PIECE = 1 << 18
+# Compressed records at least this long have their data CRC checked before they are built.
+VERIFY_FIRST = 1 << 20
+_U32 = struct.Struct("<I")
 
 
 def open_fd(path: str) -> int:
@@ -124,6 +130,15 @@ class ByteStream(ABC):
         """:meth:`take` for a record's data, which may choose how to read it by its size."""
         return self.take(size)
 
+    def verifies_first(self, size: int) -> bool:
+        """Whether a record of ``size`` bytes gets :meth:`payload_crc` before it is built."""
+        return False
+
+    def payload_crc(self, size: int) -> tuple[int, int] | None:
+        """``(crc32c of the next size bytes, the masked CRC stored after them)``, position
+        unchanged; ``None`` when the stream ends first.  Only where :meth:`verifies_first`."""
+        raise NotImplementedError
+
     def skip(self, size: int) -> int:
         """Consume ``size`` bytes without keeping them; returns how many there were."""
         avail = len(self.data) - self.off
@@ -205,3 +220,49 @@ class InflateStream(ByteStream):
 
     def _more(self, size: int) -> bytes:
         return self._inflater.read(min(size, _INFLATE_PIECE))
+
+    def verifies_first(self, size: int) -> bool:
+        return size >= VERIFY_FIRST
+
+    def payload_crc(self, size: int) -> tuple[int, int] | None:
+        state = (self.data, self.off, self.base, self.hint, self._inflater.snapshot())
+        try:
+            crc = 0
+            left = size
+            while left:
+                if self.off == len(self.data):
+                    more = self._more(_INFLATE_PIECE)
+                    if not more:
+                        return None
+                    self._replace(more, 0)
+                step = min(left, len(self.data) - self.off)
+                crc = crc32c(memoryview(self.data)[self.off : self.off + step], crc)
+                self.off += step
+                left -= step
+            stored = self.take(4)
+            return (crc, _U32.unpack(stored)[0]) if len(stored) == 4 else None
+        finally:
+            self.data, self.off, self.base, self.hint, snapshot = state
+            self._inflater.restore(snapshot)
+
+    def take_payload(self, size: int) -> bytes:
+        if size < LARGE or self.off + size <= len(self.data):
+            return self.take(size)
+        # Built in one growing buffer whose bytes become the record without a copy, so a
+        # record is never held twice (its pieces plus their join).
+        record = io.BytesIO()
+        record.write(memoryview(self.data)[self.off :])
+        need = size - record.tell()
+        self._replace(b"", 0)
+        while need > 0:
+            more = self._more(min(need, _INFLATE_PIECE))
+            if not more:
+                break
+            if len(more) > need:
+                record.write(memoryview(more)[:need])
+                self._replace(more, need)
+                break
+            record.write(more)
+            need -= len(more)
+            self.base += len(more)
+        return record.getvalue()

@@ -16,14 +16,15 @@ import os
 import re
 import struct
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
-from readplan.errors import ConfigError, IndexFileError
+from readplan.errors import ConfigError, CorruptRecordError, IndexFileError
+from readplan.records._cap import record_cap
 from readplan.records._compression import (
     AUTO,
     GZIP,
@@ -32,8 +33,10 @@ from readplan.records._compression import (
     detect_compression,
     pread,
 )
-from readplan.records._crc import crc32c, mask
-from readplan.records._framing import DEFAULT_MAX_RECORD_BYTES, FrameParser
+from readplan.records._crc import crc32c, length_crcs, mask, mask_array
+from readplan.records._damage import KIND_HEADER_CRC
+from readplan.records._expected import ExpectedFrames
+from readplan.records._framing import FrameParser
 from readplan.records._stream import ByteStream, InflateStream, PlainStream, open_fd
 
 __all__ = [
@@ -43,10 +46,10 @@ __all__ = [
     "VERSION",
     "RecordIndex",
     "build_index",
+    "check_offsets",
     "export_text",
     "import_text",
     "index_path_for",
-    "indexed_count",
     "load_index",
     "load_index_for",
     "resolve_compression",
@@ -65,6 +68,11 @@ _BINDING_SPAN = 1 << 16
 _COMPRESSION_CODES: dict[str | None, int] = {None: 0, ZLIB: 1, GZIP: 2}
 _CODE_NAMES = {code: name for name, code in _COMPRESSION_CODES.items()}
 _SPOT_CHECKS = 64
+# check_offsets reads headers in windows of this size, or one by one where frames average
+# more than _SPARSE_FRAME bytes (reading their payloads would cost more than the reads).
+_GATHER_WINDOW = 1 << 20
+_SPARSE_FRAME = 4096
+_ARANGE12 = np.arange(12, dtype=np.int64)
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -167,22 +175,29 @@ def walk_offsets(
     path: str,
     compression: str | None,
     *,
-    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+    max_record_bytes: int | None = None,
     progress: Callable[[int], None] | None = None,
+    verify: bool = False,
+    expected: ExpectedFrames | None = None,
 ) -> tuple[Int64Array, int]:
-    """Record offsets and stream size by a header walk (payloads are skipped, not read)."""
+    """Record offsets and stream size by a header walk (payloads are skipped, not read).
+
+    With ``verify`` the payloads are read too and their data CRCs checked.  With
+    ``expected`` every frame is checked against an index's offsets.  Damage raises.
+    """
     stream = _open_stream(fd, compression)
     parser = FrameParser(
         stream,
         path=path,
-        verify=False,
+        verify=verify,
         skip_damage=False,
         report=None,
-        max_record_bytes=max_record_bytes,
+        max_record_bytes=record_cap(max_record_bytes, compression),
+        expected=expected,
     )
     batches = []
     reported = 0
-    for batch in parser.frames():
+    for batch in _verified_frames(parser) if verify else parser.frames():
         batches.append(batch)
         if progress is not None:
             done = stream.pos if compression is None else (stream.compressed_offset or 0)
@@ -194,17 +209,30 @@ def walk_offsets(
     return offsets, stream.pos
 
 
+def _verified_frames(parser: FrameParser) -> Iterator[Int64Array]:
+    """Frame offsets from a pass that reads every record and checks its data CRC."""
+    position = 0
+    for batch in parser.records():
+        sizes = np.fromiter(map(len, batch), dtype=np.int64, count=len(batch)) + 16
+        ends = np.cumsum(sizes) + position
+        yield ends - sizes
+        position = int(ends[-1])
+
+
 def build_index(
     path: str | os.PathLike[str],
     *,
     compression: object = None,
     index_path: str | os.PathLike[str] | None = None,
-    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+    max_record_bytes: int | None = None,
     progress: Callable[[int], None] | None = None,
+    verify: bool = True,
 ) -> str:
-    """Walk the headers of ``path`` and write its sidecar; returns the sidecar's path.
+    """Read ``path`` and write its sidecar; returns the sidecar's path.
 
-    Damage raises :class:`~readplan.errors.CorruptRecordError` and writes nothing.
+    Damage raises :class:`~readplan.errors.CorruptRecordError` and writes nothing: with
+    ``verify`` (the default) every record's data CRC is checked, so a damaged file never
+    gets an index; ``verify=False`` walks the headers only, skipping payloads.
     ``progress`` is called with the number of data-file bytes processed since its last call.
     """
     data_path = os.fspath(path)
@@ -212,7 +240,12 @@ def build_index(
     try:
         resolved = resolve_compression(fd, compression)
         offsets, stream_size = walk_offsets(
-            fd, data_path, resolved, max_record_bytes=max_record_bytes, progress=progress
+            fd,
+            data_path,
+            resolved,
+            max_record_bytes=max_record_bytes,
+            progress=progress,
+            verify=verify,
         )
         size, binding = _binding(fd)
     finally:
@@ -324,25 +357,84 @@ def _check_binding(
         )
 
 
-def indexed_count(
-    data_fd: int, data_path: str, compression: str | None, *, index_path: str | None = None
-) -> int | None:
-    """Record count from the sidecar in O(1), or ``None`` when there is no sidecar.
+def check_offsets(fd: int, index: RecordIndex, *, max_record_bytes: int | None = None) -> None:
+    """Check that the open data file ``fd`` holds exactly the frames ``index`` describes.
 
-    Reads only the index header and 128 KiB of the data file; a sidecar that is present but
-    invalid or stale raises :class:`~readplan.errors.IndexFileError`.
+    Uncompressed: the 12-byte header at every indexed offset must verify and declare the
+    indexed length (read in 1 MiB windows, or one by one where frames are large; payloads
+    are never read).  Compressed: the stream is inflated and walked against the offsets.
+    A length that differs raises :class:`~readplan.errors.IndexFileError`; a header whose
+    CRC fails raises :class:`~readplan.errors.CorruptRecordError`.
     """
-    target = index_path if index_path is not None else index_path_for(data_path)
-    try:
-        index_fd = open_fd(target)
-    except FileNotFoundError:
-        return None
-    try:
-        header = _read_header(index_fd, target)
-    finally:
-        os.close(index_fd)
-    _check_binding(header, target, data_fd, data_path, compression)
-    return header.record_count
+    target = index_path_for(index.data_path)
+    if index.compression is not None:
+        expected = ExpectedFrames(
+            index.offsets,
+            index.stream_size,
+            data_path=index.data_path,
+            index_path=target,
+            first_index=0,
+        )
+        walk_offsets(
+            fd,
+            index.data_path,
+            index.compression,
+            max_record_bytes=max_record_bytes,
+            expected=expected,
+        )
+        return
+    offsets = index.offsets
+    lengths = index.frame_sizes() - 16
+    begin = 0
+    while begin < len(offsets):
+        first = int(offsets[begin])
+        end = max(begin + 1, int(np.searchsorted(offsets, first + _GATHER_WINDOW - 12, "right")))
+        span = int(offsets[end - 1]) + 12 - first
+        if span > (end - begin) * _SPARSE_FRAME:
+            picked = offsets[begin:end].tolist()
+            raw = b"".join(pread(fd, 12, offset) for offset in picked)
+            at = np.arange(end - begin, dtype=np.int64) * 12
+        else:
+            raw = pread(fd, span, first)
+            at = offsets[begin:end] - first
+        if len(raw) < int(at[-1]) + 12:
+            raise _refuse(target, "offsets", f"{index.data_path} ends before record {end - 1}")
+        _check_headers(raw, at, lengths[begin:end], begin, index, target)
+        begin = end
+
+
+def _check_headers(
+    raw: bytes, at: Int64Array, lengths: Int64Array, first: int, index: RecordIndex, target: str
+) -> None:
+    cells = np.frombuffer(raw, dtype=np.uint8)[at[:, None] + _ARANGE12]
+    found = np.ascontiguousarray(cells[:, :8]).view("<u8").ravel()
+    stored = np.ascontiguousarray(cells[:, 8:]).view("<u4").ravel()
+    computed = mask_array(length_crcs([cells[:, j] for j in range(8)]))
+    bad_crc = computed != stored
+    bad = np.flatnonzero(bad_crc | (found != lengths.astype(np.uint64)))
+    if not bad.size:
+        return
+    k = int(bad[0])
+    record, offset = first + k, int(index.offsets[first + k])
+    if bad_crc[k]:
+        raise CorruptRecordError(
+            f"{index.data_path}: corrupted record header at offset {offset} (record {record}): "
+            f"the CRC of the length field does not match (stored 0x{int(stored[k]):08x}, "
+            f"computed 0x{int(computed[k]):08x})",
+            path=index.data_path,
+            offset=offset,
+            record_index=record,
+            kind=KIND_HEADER_CRC,
+            stored_crc=int(stored[k]),
+            computed_crc=int(computed[k]),
+        )
+    raise _refuse(
+        target,
+        "offsets",
+        f"record {record} of {index.data_path} at offset {offset} holds {int(found[k])} data "
+        f"bytes but the index says {int(lengths[k])}: the data file was rewritten since the "
+        "index was built (its size and first and last 64 KiB are unchanged)",
+    )
 
 
 def load_index(

@@ -27,6 +27,11 @@ import numpy.typing as npt
 from readplan._internal.closing import Closing
 from readplan.errors import ConfigError, CorruptRecordError, IndexFileError
 from readplan.records import index as _index
+from readplan.records._cap import (
+    DEFAULT_MAX_COMPRESSED_RECORD_BYTES,
+    DEFAULT_MAX_RECORD_BYTES,
+    record_cap,
+)
 from readplan.records._compression import Deflater, check_compression, pread
 from readplan.records._crc import crc32c, mask
 from readplan.records._damage import (
@@ -42,10 +47,12 @@ from readplan.records._damage import (
     CorruptionEvent,
     CorruptionReport,
 )
-from readplan.records._framing import DEFAULT_MAX_RECORD_BYTES, FrameParser
+from readplan.records._expected import ExpectedFrames
+from readplan.records._framing import FrameParser
 from readplan.records._stream import LARGE, ByteStream, InflateStream, PlainStream, open_fd
 
 __all__ = [
+    "DEFAULT_MAX_COMPRESSED_RECORD_BYTES",
     "DEFAULT_MAX_RECORD_BYTES",
     "KINDS",
     "KIND_ABSURD_LENGTH",
@@ -151,16 +158,7 @@ def _check_read_options(
             field="on_corruption",
             value=on_corruption,
         )
-    if (
-        not isinstance(max_record_bytes, int)
-        or isinstance(max_record_bytes, bool)
-        or max_record_bytes < 0
-    ):
-        raise ConfigError(
-            f"max_record_bytes={max_record_bytes!r} must be a non-negative int",
-            field="max_record_bytes",
-            value=max_record_bytes,
-        )
+    record_cap(max_record_bytes, None)
     if report is not None and not isinstance(report, CorruptionReport):
         raise ConfigError(
             f"report={report!r} must be a CorruptionReport (or None); its callback argument "
@@ -193,7 +191,7 @@ def read(
     verify: bool = True,
     on_corruption: str = "raise",
     report: CorruptionReport | None = None,
-    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+    max_record_bytes: int | None = None,
 ) -> Iterator[bytes]:
     """Every record of ``path``, in order.
 
@@ -201,8 +199,13 @@ def read(
     bytes).  ``verify`` checks data CRCs (header CRCs are always checked: the framing depends
     on them).  ``on_corruption``: ``"raise"`` raises :class:`CorruptRecordError` at the first
     damage, after every record before it; ``"skip"`` yields every undamaged record it can
-    find.  Either way each damaged region is added to ``report``.  No record longer than
-    ``max_record_bytes`` is accepted, and no buffer grows beyond it.
+    find, and only records that were written: a compressed stream stops at its first
+    damage, an uncompressed file resumes only where the frames chain to its end.  Either
+    way each damaged region is added to ``report``.  No record longer than
+    ``max_record_bytes`` is accepted, and no buffer grows beyond it; ``None`` means
+    :data:`DEFAULT_MAX_RECORD_BYTES` for uncompressed files and
+    :data:`DEFAULT_MAX_COMPRESSED_RECORD_BYTES` (256 MiB) for GZIP/ZLIB files, whose
+    lengths cannot be checked against the file size.
 
     The file is opened (and arguments checked) at once; it is closed when the iterator is
     exhausted or garbage-collected.
@@ -222,7 +225,7 @@ def read(
         verify=verify,
         skip_damage=on_corruption == "skip",
         report=report,
-        max_record_bytes=max_record_bytes,
+        max_record_bytes=record_cap(max_record_bytes, resolved),
     )
     return itertools.chain.from_iterable(_batches(parser, stream, None))
 
@@ -232,25 +235,28 @@ def count(
     *,
     compression: object = None,
     use_index: bool = True,
-    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+    max_record_bytes: int | None = None,
 ) -> int:
     """Number of records in ``path``.
 
-    With a valid sidecar (``path + ".index"``) this reads only its header and 128 KiB of
-    the data file; a sidecar that is stale or malformed raises
-    :class:`~readplan.errors.IndexFileError`.  Otherwise the 12-byte headers are walked and
-    verified, payloads skipped; damage raises :class:`CorruptRecordError`.
+    With a sidecar (``path + ".index"``) the count is the sidecar's once every indexed
+    offset is checked to hold a header of the indexed length (12-byte reads, no payloads;
+    a compressed file is inflated); a sidecar that is stale or malformed raises
+    :class:`~readplan.errors.IndexFileError`.  Otherwise the 12-byte headers are walked
+    and verified, payloads skipped; damage raises :class:`CorruptRecordError`.
     """
     _check_read_options("raise", max_record_bytes)
     name = os.fspath(path)
     fd = open_fd(name)
     try:
         resolved = _index.resolve_compression(fd, compression)
+        cap = record_cap(max_record_bytes, resolved)
         if use_index:
-            indexed = _index.indexed_count(fd, name, resolved)
-            if indexed is not None:
-                return indexed
-        offsets, _ = _index.walk_offsets(fd, name, resolved, max_record_bytes=max_record_bytes)
+            loaded = _index.load_index_for(fd, name, resolved)
+            if loaded is not None:
+                _index.check_offsets(fd, loaded, max_record_bytes=cap)
+                return len(loaded)
+        offsets, _ = _index.walk_offsets(fd, name, resolved, max_record_bytes=cap)
         return len(offsets)
     finally:
         os.close(fd)
@@ -275,16 +281,16 @@ class RecordFile(Closing):
         compression: object = None,
         verify: bool = True,
         use_index: bool = True,
-        max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+        max_record_bytes: int | None = None,
     ) -> None:
         self._fd = -1  # first, so that close() (and __del__) work whatever fails below
         _check_read_options("raise", max_record_bytes)
         self.path = os.fspath(path)
         self._verify = verify
-        self._max = max_record_bytes
         fd = open_fd(self.path)
         try:
             self.compression = _index.resolve_compression(fd, compression)
+            self._max = record_cap(max_record_bytes, self.compression)
             loaded = _index.load_index_for(fd, self.path, self.compression) if use_index else None
         except BaseException:
             os.close(fd)
@@ -336,6 +342,15 @@ class RecordFile(Closing):
         # closed, and can never read a file that reused the descriptor number.
         fd = os.dup(self._open_fd())
         stream = _stream_for(fd, self.compression, start=start, end=stop, owns_fd=True)
+        expected = None
+        if self.indexed:
+            expected = ExpectedFrames(
+                offsets[skip : skip + take],
+                stop,
+                data_path=self.path,
+                index_path=_index.index_path_for(self.path),
+                first_index=skip,
+            )
         parser = FrameParser(
             stream,
             path=self.path,
@@ -345,6 +360,7 @@ class RecordFile(Closing):
             max_record_bytes=self._max,
             first_index=skip,
             start=start,
+            expected=expected,
         )
         return itertools.chain.from_iterable(_batches(parser, stream, take))
 

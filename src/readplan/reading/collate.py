@@ -1,0 +1,160 @@
+"""Decoded examples collated into one batch: a dict of stacked numpy arrays.
+
+``specs/reader.md`` ("Batches") is normative.  Every example of a batch must have the same
+structure (the same keys at every level of nesting).  Each leaf becomes an array
+(``bytes``/``str`` and lists of them become ``object`` arrays, as ``tfds.as_numpy`` gives
+string tensors); leaves whose shapes agree across the batch are stacked into one array
+with the batch as its first dimension.  A leaf whose shapes differ (a *ragged* leaf) is,
+with ``ragged="list"``, the list of the examples' arrays, and with ``ragged="pad"`` one
+array padded at the end of every dimension to the batch's largest size, like tf.data's
+``padded_batch``: with ``padding_values[path]`` when given, else 0, ``False`` or ``b""``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, TypeAlias, get_args
+
+import numpy as np
+import numpy.typing as npt
+
+from readplan.errors import ConfigError, ExampleError
+
+__all__ = ["RAGGED_MODES", "Ragged", "check_collate_options", "collate"]
+
+Ragged: TypeAlias = Literal["list", "pad"]
+RAGGED_MODES: tuple[str, ...] = get_args(Ragged)
+
+
+def check_collate_options(ragged: object, padding_values: object) -> None:
+    """Refuse options :func:`collate` cannot honour, before any record is read."""
+    if ragged not in RAGGED_MODES:
+        raise ConfigError(
+            f"ragged must be one of {RAGGED_MODES} ('list': a ragged leaf becomes a list of "
+            f"arrays; 'pad': it is padded to the batch's largest shape), got {ragged!r}",
+            field="ragged",
+            value=ragged,
+        )
+    if padding_values is None:
+        return
+    if not isinstance(padding_values, Mapping) or not all(
+        isinstance(key, str) for key in padding_values
+    ):
+        raise ConfigError(
+            "padding_values must map leaf paths (feature names, nested ones joined with '/', "
+            f"e.g. 'objects/bbox') to padding values, got {padding_values!r:.80}",
+            field="padding_values",
+            value=padding_values,
+        )
+    if ragged != "pad":
+        raise ConfigError(
+            "padding_values only applies with ragged='pad'",
+            field="padding_values",
+            value=padding_values,
+        )
+
+
+def collate(
+    examples: Sequence[Mapping[str, Any]],
+    *,
+    ragged: Ragged = "list",
+    padding_values: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One batch from ``examples`` (decoded features), as the module docstring describes."""
+    if not examples:
+        raise ConfigError("cannot collate an empty batch", field="examples", value=examples)
+    pads = {} if padding_values is None else dict(padding_values)
+    return _collate_dicts(examples, "", ragged, pads)
+
+
+def _collate_dicts(
+    examples: Sequence[Any], prefix: str, ragged: Ragged, pads: Mapping[str, Any]
+) -> dict[str, Any]:
+    keys = _common_keys(examples, prefix)
+    return {
+        key: _collate_leaf_or_dict([ex[key] for ex in examples], f"{prefix}{key}", ragged, pads)
+        for key in keys
+    }
+
+
+def _common_keys(examples: Sequence[Any], prefix: str) -> list[str]:
+    where = prefix.rstrip("/") or "the top level"
+    for k, example in enumerate(examples):
+        if not isinstance(example, Mapping):
+            raise ExampleError(
+                f"example {k} of the batch holds a {type(example).__name__} at {where!r} where "
+                "example 0 holds a dict: examples of one batch must share one structure",
+                key=prefix.rstrip("/") or None,
+            )
+    keys = list(examples[0])
+    expected = set(keys)
+    for k, example in enumerate(examples):
+        if set(example) != expected:
+            missing = sorted(expected - set(example))
+            extra = sorted(set(example) - expected)
+            raise ExampleError(
+                f"example {k} of the batch has other features than example 0 at {where!r} "
+                f"(missing {missing}, extra {extra}): examples of one batch must share one "
+                "structure; decode with a schema (decode={name: FixedLen/VarLen}) to give "
+                "absent features a default",
+                key=(missing or extra)[0],
+            )
+    return keys
+
+
+def _collate_leaf_or_dict(
+    values: list[Any], path: str, ragged: Ragged, pads: Mapping[str, Any]
+) -> Any:
+    if isinstance(values[0], Mapping):
+        return _collate_dicts(values, f"{path}/", ragged, pads)
+    arrays = [_as_array(value, path) for value in values]
+    shape = arrays[0].shape
+    if all(array.shape == shape for array in arrays):
+        return np.stack(arrays)
+    if ragged == "list":
+        return arrays
+    return _padded(arrays, path, pads)
+
+
+def _as_array(value: Any, path: str) -> npt.NDArray[Any]:
+    if isinstance(value, Mapping):
+        raise ExampleError(
+            f"feature {path!r} is a dict in some examples of the batch and not in others: "
+            "examples of one batch must share one structure",
+            key=path,
+        )
+    if isinstance(value, (bytes, str)):
+        return np.array(value, dtype=object)
+    if isinstance(value, list) and value and isinstance(value[0], (bytes, str)):
+        strings = np.empty(len(value), dtype=object)
+        strings[:] = value
+        return strings
+    if isinstance(value, list) and not value:
+        return np.empty(0, dtype=object)
+    return np.asarray(value)
+
+
+def _padded(arrays: list[npt.NDArray[Any]], path: str, pads: Mapping[str, Any]) -> npt.NDArray[Any]:
+    ranks = sorted({array.ndim for array in arrays})
+    if len(ranks) > 1:
+        raise ExampleError(
+            f"feature {path!r} has arrays of different ranks {ranks} in one batch; padding "
+            "can only grow dimensions, not add them",
+            key=path,
+        )
+    dtype = np.result_type(*arrays)
+    target = tuple(max(sizes) for sizes in zip(*(array.shape for array in arrays)))
+    fill = pads[path] if path in pads else _default_padding(dtype)
+    out = np.full((len(arrays), *target), fill, dtype=dtype)
+    for k, array in enumerate(arrays):
+        out[(k, *(slice(0, size) for size in array.shape))] = array
+    return out
+
+
+def _default_padding(dtype: np.dtype[Any]) -> Any:
+    """tf.data's ``padded_batch`` defaults: empty strings, ``False``, zero."""
+    if dtype == np.dtype(object) or dtype.kind in "SU":
+        return b""
+    if dtype == np.dtype(bool):
+        return False
+    return 0

@@ -439,7 +439,7 @@ def test_damage_names_file_and_position_after_every_earlier_record(
     assert err.kind == tfrecord.KIND_DATA_CRC
     assert isinstance(err.__cause__, CorruptRecordError)
     assert f"position {damaged_at} of epoch 0" in str(err)
-    assert f"plan.checkpoint(0, {damaged_at + 1})" in str(err)
+    assert "on_corruption='skip'" in str(err)
     assert reader.state_dict()["position"] == damaged_at
     with pytest.raises(CorruptRecordError):
         next(iter(reader))
@@ -714,7 +714,7 @@ def test_merge_needs_one_state_per_rank_of_one_plan() -> None:
         ({"rank": 2, "world_size": 2}, "rank"),
         ({"rank": -1}, "rank"),
         ({"decode": "yes"}, "decode"),
-        ({"start": {"position": 3}}, "start"),
+        ({"start": 3}, "start"),
     ],
 )
 def test_invalid_arguments_are_refused(kwargs: dict[str, Any], field: str) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,8 +25,8 @@ from readplan import (
     ExampleShuffle,
     Item,
     ReadConfig,
-    ReadPlan,
     Reader,
+    ReadPlan,
     merge_states,
     tfrecord,
 )

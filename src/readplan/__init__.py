@@ -48,7 +48,13 @@ from readplan.reading.ranks import merge_states
 from readplan.reading.reader import Reader
 from readplan.records.example import FixedLen, VarLen
 from readplan.records.index import build_index
-from readplan.records.tfrecord import CorruptionEvent, CorruptionReport, RecordFile, TFRecordWriter
+from readplan.records.tfrecord import (
+    CorruptionEvent,
+    CorruptionReport,
+    LostRecord,
+    RecordFile,
+    TFRecordWriter,
+)
 from readplan.state.checkpoint import Checkpoint
 
 __version__ = "0.1.0"
@@ -79,6 +85,7 @@ __all__ = [
     "InterleaveSchedule",
     "Item",
     "LazySplit",
+    "LostRecord",
     "MissingExtraError",
     "ReadConfig",
     "ReadInstruction",

@@ -147,7 +147,8 @@ def _padded(arrays: list[npt.NDArray[Any]], path: str, pads: Mapping[str, Any]) 
     fill = pads[path] if path in pads else _default_padding(dtype)
     out = np.full((len(arrays), *target), fill, dtype=dtype)
     for k, array in enumerate(arrays):
-        out[(k, *(slice(0, size) for size in array.shape))] = array
+        where: tuple[int | slice, ...] = (k, *(slice(0, size) for size in array.shape))
+        out[where] = array
     return out
 
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
+from itertools import repeat
+from operator import itemgetter
 from typing import Any, TypeAlias
 
 import numpy as np
@@ -21,64 +24,88 @@ Record: TypeAlias = bytes | dict[str, Any]
 """What a reader delivers per record: the raw bytes, or the decoded/parsed features."""
 
 
-@dataclass(frozen=True, slots=True)
-class Item:
+class Item(tuple):  # type: ignore[type-arg]
     """One delivered record and where it sits in the plan.
 
     ``record`` is the raw bytes, or the decoded features when the reader decodes;
-    ``position`` is the record's position in epoch ``epoch`` of the plan's global order;
-    ``file_index`` indexes ``plan.instructions``; ``record_index`` is the index in the file.
+    ``tfds_id`` is TFDS's id of the record; ``position`` is the record's position in epoch
+    ``epoch`` of the plan's global order; ``file_index`` indexes ``plan.instructions``;
+    ``record_index`` is the index in the file.
+
+    An immutable tuple underneath, so that a reader makes millions of them per second:
+    items compare equal when every field does.
     """
 
-    record: Record
-    tfds_id: str
-    epoch: int
-    position: int
-    file_index: int
-    record_index: int
+    __slots__ = ()
 
-    def __post_init__(self) -> None:
-        for name in ("epoch", "position", "file_index", "record_index"):
-            value = getattr(self, name)
+    def __new__(
+        cls,
+        record: Record,
+        tfds_id: str,
+        epoch: int,
+        position: int,
+        file_index: int,
+        record_index: int,
+    ) -> Item:
+        for name, value in (
+            ("epoch", epoch),
+            ("position", position),
+            ("file_index", file_index),
+            ("record_index", record_index),
+        ):
             if not is_int(value) or value < 0:
                 raise ConfigError(
                     f"Item.{name} must be a non-negative int, got {value!r}",
                     field=name,
                     value=value,
                 )
+        suffix = f"__{record_index}"
+        if not isinstance(tfds_id, str) or not tfds_id.endswith(suffix):
+            raise ConfigError(
+                f"Item.tfds_id must be TFDS's '<file>{suffix}' for record_index "
+                f"{record_index}, got {tfds_id!r}",
+                field="tfds_id",
+                value=tfds_id,
+            )
+        prefix = tfds_id[: -len(suffix)]
+        return tuple.__new__(cls, (record, epoch, position, file_index, record_index, prefix))
+
+    # The reader builds items from tuples in C (_new_items); tfds_id is formatted on demand.
+    record: Record = property(itemgetter(0))  # type: ignore[assignment]
+    epoch: int = property(itemgetter(1))  # type: ignore[assignment]
+    position: int = property(itemgetter(2))  # type: ignore[assignment]
+    file_index: int = property(itemgetter(3))  # type: ignore[assignment]
+    record_index: int = property(itemgetter(4))  # type: ignore[assignment]
+
+    @property
+    def tfds_id(self) -> str:
+        """TFDS's ``tfds_id`` of the record, ``{file}__{index}``."""
+        return f"{self[5]}__{self[4]}"
+
+    def __getnewargs__(self) -> tuple[Any, ...]:
+        return (self[0], self.tfds_id, self[1], self[2], self[3], self[4])
+
+    def __repr__(self) -> str:
+        return (
+            f"Item(record={self[0]!r:.60}, tfds_id={self.tfds_id!r}, epoch={self[1]}, "
+            f"position={self[2]}, file_index={self[3]}, record_index={self[4]})"
+        )
 
 
-_ITEM_SETTERS = tuple(
-    getattr(Item, name).__set__
-    for name in ("record", "tfds_id", "epoch", "position", "file_index", "record_index")
-)
+_make_item = partial(tuple.__new__, Item)
 
 
 def new_items(
     records: Sequence[Record],
-    ids: Sequence[str],
+    prefixes: Sequence[str],
     epoch: int,
     positions: Sequence[int],
     files: Sequence[int],
     indices: Sequence[int],
 ) -> list[Item]:
-    # A frozen dataclass's __init__ costs twice as much as filling the slots directly; the
-    # reader's values are valid by construction, so its own items skip __post_init__.
-    set_record, set_id, set_epoch, set_position, set_file, set_index = _ITEM_SETTERS
-    new = object.__new__
-    items = []
-    for record, tfds_id, position, file_index, index in zip(
-        records, ids, positions, files, indices
-    ):
-        item = new(Item)
-        set_record(item, record)
-        set_id(item, tfds_id)
-        set_epoch(item, epoch)
-        set_position(item, position)
-        set_file(item, file_index)
-        set_index(item, index)
-        items.append(item)
-    return items
+    # The reader's values are valid by construction: its items skip the checks of __new__
+    # and are made from tuples without a Python step per item.
+    return list(map(_make_item, zip(records, repeat(epoch), positions, files, indices, prefixes)))
 
 
 @dataclass(frozen=True, eq=False)
@@ -86,7 +113,9 @@ class Batch:
     """Consecutive deliveries of one reader, all from epoch ``epoch``, in delivery order.
 
     ``records[k]`` sits at ``positions[k]`` of the epoch, record ``record_index[k]`` of file
-    ``file_index[k]`` of ``plan.instructions``.
+    ``file_index[k]`` of ``plan.instructions``.  ``features`` is the batch collated into a
+    dict of stacked arrays (``specs/reader.md``, "Batches"), from a decoding reader's
+    ``batches(batch_size)``; ``None`` otherwise.
     """
 
     plan: ReadPlan = field(repr=False)
@@ -95,6 +124,7 @@ class Batch:
     positions: IntArray = field(repr=False)
     file_index: IntArray = field(repr=False)
     record_index: IntArray = field(repr=False)
+    features: dict[str, Any] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         size = len(self.records)
@@ -115,15 +145,27 @@ class Batch:
         first = int(self.positions[0]) if len(self) else None
         return f"Batch(epoch={self.epoch}, first_position={first}, len={len(self)})"
 
+    def __getitem__(self, key: str) -> Any:
+        """``batch.features[key]``: one collated feature."""
+        if self.features is None:
+            raise ConfigError(
+                "this batch holds no collated features: they come from a decoding reader "
+                "(decode=...) asked for batches(batch_size=...); use batch.records",
+                field="features",
+                value=key,
+            )
+        return self.features[key]
+
     def tfds_ids(self) -> list[str]:
         """TFDS's ``tfds_id`` of each record, ``{file}__{index}``."""
         return self.plan.tfds_ids(self.file_index, self.record_index)
 
     def items(self) -> list[Item]:
         """The batch as :class:`Item` objects."""
+        prefixes = np.asarray(self.plan.tfds_id_prefixes, dtype=object)
         return new_items(
             self.records,
-            self.tfds_ids(),
+            prefixes[self.file_index].tolist(),
             self.epoch,
             self.positions.tolist(),
             self.file_index.tolist(),

@@ -10,7 +10,7 @@ from readplan._internal.validate import is_int
 from readplan.errors import CheckpointError
 from readplan.state.checkpoint import Checkpoint
 
-__all__ = ["STATE_KEY", "merge_states", "owner"]
+__all__ = ["STATE_KEY", "count_below", "merge_states", "owner"]
 
 STATE_KEY = "reader"
 """The key a reader adds to the checkpoint document in its state: ``{"rank", "world_size"}``."""
@@ -92,12 +92,17 @@ def _shares(
     """Positions of ``rank`` from ``low`` (inclusive) to ``high`` (exclusive), epochs spanned."""
 
     def below(position: int) -> int:
-        return max(0, (position - rank + world_size - 1) // world_size)
+        return count_below(position, rank, world_size)
 
     if low[0] == high[0]:
         return below(high[1]) - below(low[1])
     whole = (high[0] - low[0] - 1) * below(size)
     return below(size) - below(low[1]) + whole + below(high[1])
+
+
+def count_below(position: int, rank: int, world_size: int) -> int:
+    """Positions ``p < position`` of ``rank``: those with ``p % world_size == rank``."""
+    return max(0, (position - rank + world_size - 1) // world_size)
 
 
 def owner(reader: object) -> tuple[int, int] | None:

@@ -16,14 +16,17 @@ state from which any number of ranks continues exactly.
 
 from __future__ import annotations
 
+import json
+import operator
 import os
 from collections.abc import Callable, Generator, Iterator, Mapping
-from itertools import islice
-from typing import Any
+from itertools import chain, islice
+from typing import Any, Literal, TypeAlias, get_args
 
 import numpy as np
 import numpy.typing as npt
 
+from readplan._internal.atomic import atomic_write
 from readplan._internal.closing import Closing
 from readplan._internal.validate import is_int
 from readplan.errors import (
@@ -32,15 +35,25 @@ from readplan.errors import (
     CorruptRecordError,
     ExampleError,
     ReadplanError,
+    ReadplanTypeError,
 )
 from readplan.plan import EpochOrder, ReadPlan
+from readplan.reading.batching import close_iterator, collated, rebatch
+from readplan.reading.collate import Ragged, check_collate_options
 from readplan.reading.items import Batch, Item
-from readplan.reading.ranks import STATE_KEY, owner
+from readplan.reading.ranks import STATE_KEY, count_below, owner
 from readplan.reading.runs import Runs, Shard, close_shard
+from readplan.reading.salvage import Lost
 from readplan.records import example
+from readplan.records._damage import CorruptionReport, LostRecord
 from readplan.state.checkpoint import Checkpoint
 
-__all__ = ["Reader"]
+__all__ = ["ON_CORRUPTION", "OnCorruption", "Reader", "Start"]
+
+OnCorruption: TypeAlias = Literal["raise", "skip"]
+ON_CORRUPTION: tuple[str, ...] = get_args(OnCorruption)
+Start: TypeAlias = "Checkpoint | Mapping[str, Any] | str | os.PathLike[str]"
+"""Where a reader starts: a state, a checkpoint, or the path of a saved state."""
 
 IntArray = npt.NDArray[np.int64]
 
@@ -64,13 +77,19 @@ class Reader(Closing):
         decode: ``None``/``False`` delivers bytes, ``True`` decoded ``tf.train.Example``
             features (:func:`readplan.example.decode`), a schema mapping parsed features
             (:func:`readplan.example.parse`).
-        start: a checkpoint to continue from (the next record is found by seeking).
+        start: where to continue from: a state (from :meth:`state_dict`), a
+            :class:`~readplan.checkpoint.Checkpoint`, or the path of a file written by
+            :meth:`save` (the next record is found by seeking).
         rank, world_size: elastic mode; this reader delivers the positions ``p`` of each
             epoch's global order with ``p % world_size == rank``.
+        on_corruption: ``"raise"`` stops at the first damaged record; ``"skip"`` delivers
+            every undamaged record in plan order and lists each lost one in ``report``.
+        report: a :class:`~readplan.tfrecord.CorruptionReport` collecting the damage met.
 
     Iterating yields :class:`Item` objects; :meth:`batches` yields the same deliveries as
     :class:`Batch` objects, with less overhead per record.  A new iteration continues from
-    the current state and ends the previous one.
+    the current state and ends the previous one.  ``len(reader)`` is the number of items
+    an iteration started now delivers.
     """
 
     def __init__(
@@ -80,9 +99,11 @@ class Reader(Closing):
         data_dir: str | os.PathLike[str] | None = None,
         epochs: int | None = 1,
         decode: bool | Mapping[str, Any] | None = None,
-        start: Checkpoint | None = None,
+        start: Start | None = None,
         rank: int = 0,
         world_size: int = 1,
+        on_corruption: OnCorruption = "raise",
+        report: CorruptionReport | None = None,
     ) -> None:
         if not isinstance(plan, ReadPlan):
             raise ConfigError(
@@ -92,11 +113,14 @@ class Reader(Closing):
             )
         _check_epochs(epochs)
         _check_rank(rank, world_size)
+        _check_damage_options(on_corruption, report)
         self.plan = plan
         self.data_dir = None if data_dir is None else os.fspath(data_dir)
         self.epochs = epochs
         self.rank = rank
         self.world_size = world_size
+        self.on_corruption = on_corruption
+        self.report = report
         self._decode = _decoder(decode)
         self._paths = tuple(self._path(fi.filename) for fi in plan.instructions)
         self._ends = tuple(fi.skip + fi.num_records for fi in plan.instructions)
@@ -104,17 +128,10 @@ class Reader(Closing):
         self._sequential = world_size == 1 and plan.config.example_shuffle is None
         self._epoch = 0
         self._next = self._first_share(0)
-        self._last: Item | None = None
+        self._current: tuple[list[Item], Iterator[Item]] | None = None
         self._active: Generator[Any, None, None] | None = None
         if start is not None:
-            if not isinstance(start, Checkpoint):
-                raise ConfigError(
-                    f"start must be a readplan Checkpoint, got {type(start).__name__}; for a "
-                    "state dict use load_state_dict()",
-                    field="start",
-                    value=start,
-                )
-            self._restore(start, owner=None)
+            self._start_from(start)
 
     def __repr__(self) -> str:
         epoch, position = self._frontier()
@@ -123,38 +140,93 @@ class Reader(Closing):
             f"rank={self.rank}, world_size={self.world_size})"
         )
 
+    def __len__(self) -> int:
+        """Items an iteration started now delivers: this rank's, to the end of ``epochs``.
+
+        With ``on_corruption="skip"`` records lost to damage are counted too (an upper bound).
+        """
+        if self.epochs is None:
+            raise ReadplanTypeError(
+                "a reader with epochs=None reads forever and has no len(); pass epochs=N",
+            )
+        epoch, position = self._frontier()
+        return self._remaining(epoch, position)
+
+    def _remaining(self, epoch: int, position: int) -> int:
+        assert self.epochs is not None
+        if epoch >= self.epochs:
+            return 0
+        size = self.plan.num_examples
+        per_epoch = count_below(size, self.rank, self.world_size)
+        first = per_epoch - count_below(position, self.rank, self.world_size)
+        return first + (self.epochs - epoch - 1) * per_epoch
+
     # -- iteration --------------------------------------------------------------------
 
     def __iter__(self) -> Iterator[Item]:
         self._begin()
-        items = self._items(*self._frontier())
-        self._active = items
-        return items
+        lists = self._item_lists(*self._frontier())
+        self._active = lists
+        return chain.from_iterable(lists)
 
-    def batches(self) -> Iterator[Batch]:
-        """The deliveries as :class:`Batch` objects (``len <= 256``), in order."""
+    def batches(
+        self,
+        batch_size: int | None = None,
+        *,
+        drop_remainder: bool = False,
+        ragged: Ragged = "list",
+        padding_values: Mapping[str, Any] | None = None,
+    ) -> Iterator[Batch]:
+        """The deliveries as :class:`Batch` objects, in order (``specs/reader.md`` §1).
+
+        Without ``batch_size`` batches follow the reader's reads (up to 256 records).  With
+        it every batch holds ``batch_size`` deliveries of one epoch, except the last of
+        each epoch, which is shorter or, with ``drop_remainder``, left out; a decoding
+        reader also collates each batch into ``batch.features`` (a dict of stacked arrays;
+        ``ragged``/``padding_values`` say what becomes of leaves whose shapes differ).
+        """
+        _check_batching(batch_size, drop_remainder)
+        check_collate_options(ragged, padding_values)
         self._begin()
-        batches = self._delivered_batches(*self._frontier())
+        produced: Iterator[Batch] = self._produce(*self._frontier())
+        if batch_size is not None:
+            collating = self._decode is not None
+            produced = rebatch(
+                produced,
+                batch_size,
+                drop_remainder,
+                lambda batch: collated(batch, ragged, padding_values) if collating else batch,
+            )
+        batches = self._delivered_batches(produced)
         self._active = batches
         return batches
 
-    def _items(self, epoch: int, position: int) -> Generator[Item, None, None]:
+    def _item_lists(self, epoch: int, position: int) -> Generator[Iterator[Item], None, None]:
+        # Items are handed out by a list iterator in C; the state reads how far it got.
         for batch in self._produce(epoch, position):
-            for item in batch.items():
-                self._last = item
-                yield item
+            items = batch.items()
+            rest = iter(items)
+            self._settle()
+            self._current = (items, rest)
+            yield rest
+        self._settle()
 
-    def _delivered_batches(self, epoch: int, position: int) -> Generator[Batch, None, None]:
-        for batch in self._produce(epoch, position):
-            self._epoch = batch.epoch
-            self._next = self._after(int(batch.positions[-1]))
-            self._last = None
-            yield batch
+    def _delivered_batches(self, produced: Iterator[Batch]) -> Generator[Batch, None, None]:
+        try:
+            for batch in produced:
+                self._epoch = batch.epoch
+                self._next = self._after(int(batch.positions[-1]))
+                yield batch
+        finally:
+            close_iterator(produced)
 
     def _begin(self) -> None:
-        self._epoch, self._next = self._frontier()
-        self._last = None
+        self._settle()
         self.close()
+
+    def _settle(self) -> None:
+        self._epoch, self._next = self._frontier()
+        self._current = None
 
     def close(self) -> None:
         """End the current iteration and close its files; the state is kept."""
@@ -175,6 +247,10 @@ class Reader(Closing):
         state[STATE_KEY] = {"rank": self.rank, "world_size": self.world_size}
         return state
 
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write :meth:`state_dict` to ``path`` as JSON, atomically; ``start=path`` resumes."""
+        atomic_write(path, json.dumps(self.state_dict(), indent=1).encode())
+
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Continue from ``state``: a state of this rank, a merged state, or a checkpoint."""
         if not isinstance(state, Mapping):
@@ -183,6 +259,21 @@ class Reader(Closing):
                 field="$",
             )
         self._restore(Checkpoint.from_dict(dict(state)), owner=owner(state.get(STATE_KEY)))
+
+    def _start_from(self, start: object) -> None:
+        if isinstance(start, Checkpoint):
+            self._restore(start, owner=None)
+        elif isinstance(start, Mapping):
+            self.load_state_dict(start)
+        elif isinstance(start, (str, os.PathLike)):
+            self.load_state_dict(_read_state(os.fspath(start)))
+        else:
+            raise ConfigError(
+                f"start must be a state (from state_dict()), a readplan Checkpoint or the "
+                f"path of a file written by Reader.save(), got {type(start).__name__}",
+                field="start",
+                value=start,
+            )
 
     def _restore(self, checkpoint: Checkpoint, *, owner: tuple[int, int] | None) -> None:
         self.plan.verify(checkpoint)
@@ -201,7 +292,7 @@ class Reader(Closing):
             raise CheckpointError(
                 f"this state belongs to rank {owner[0]} of {owner[1]}; it cannot be restored "
                 f"by rank {self.rank} of {self.world_size} on its own. Gather the states of "
-                "all ranks, merge them with readplan.reader.merge_states(states), and load "
+                "all ranks, merge them with readplan.merge_states(states), and load "
                 "the result in every new rank",
                 field=f"{STATE_KEY}.rank",
             )
@@ -212,13 +303,17 @@ class Reader(Closing):
                 field="position",
             )
         self.close()
-        self._epoch, self._next, self._last = checkpoint.epoch, position, None
+        self._epoch, self._next, self._current = checkpoint.epoch, position, None
 
     def _frontier(self) -> tuple[int, int]:
-        last = self._last
-        if last is None:
-            return self._epoch, self._next
-        return last.epoch, self._after(last.position)
+        current = self._current
+        if current is not None:
+            items, rest = current
+            done = len(items) - operator.length_hint(rest)
+            if done:
+                last = items[done - 1]
+                return last[1], self._after(last[2])
+        return self._epoch, self._next
 
     def _after(self, position: int) -> int:
         return min(position + self.world_size, self.plan.num_examples)
@@ -280,6 +375,7 @@ class Reader(Closing):
         pending = next(closes, None)
         for first_run, stop_run in runs.batches(_BATCH):
             records: list[Any] = []
+            lost = 0
             failure: Exception | None = None
             try:
                 for k, file_index, first, count in zip(
@@ -294,26 +390,56 @@ class Reader(Closing):
                     shard = shards.get(file_index)
                     if shard is None:
                         shard = shards[file_index] = self._open(file_index)
-                    shard.take_into(records, first, count)
+                    lost += shard.take_into(records, first, count)
             except (ReadplanError, OSError) as err:
                 failure = err
-            records, failure = self._decoded(records, failure)
             begin = runs.start[first_run]
-            done = begin + len(records)
+            end = begin + len(records)  # where a read failure happened
+            taken = np.arange(begin, end)
+            if lost:
+                records, taken = self._without_lost(records, taken, chunk.epoch, runs)
+            records, failure = self._decoded(records, failure)
             if records:
+                delivered = taken[: len(records)]
                 yield Batch(
                     plan=self.plan,
                     epoch=chunk.epoch,
                     records=records,
-                    positions=runs.positions[begin:done],
-                    file_index=runs.file_index[begin:done],
-                    record_index=runs.record_index[begin:done],
+                    positions=runs.positions[delivered],
+                    file_index=runs.file_index[delivered],
+                    record_index=runs.record_index[delivered],
                 )
             if failure is not None:
-                raise self._located(failure, chunk.epoch, runs, done) from failure
+                # A decoding failure stops at a taken record, a read failure after them.
+                at = int(taken[len(records)]) if len(records) < len(taken) else end
+                raise self._located(failure, chunk.epoch, runs, at) from failure
         while pending is not None:
             close_shard(shards, pending[1])
             pending = next(closes, None)
+
+    def _without_lost(
+        self, records: list[Any], taken: IntArray, epoch: int, runs: Runs
+    ) -> tuple[list[Any], IntArray]:
+        """Drop the records lost to damage from a batch and report their plan positions."""
+        report = self.report
+        kept = np.array([type(record) is not Lost for record in records], dtype=bool)
+        for k in np.flatnonzero(~kept).tolist():
+            lost: Lost = records[k]
+            at = int(taken[k])
+            file_index = int(runs.file_index[at])
+            if report is not None:
+                report.add_lost(
+                    LostRecord(
+                        epoch=epoch,
+                        position=int(runs.positions[at]),
+                        file_index=file_index,
+                        record_index=lost.record_index,
+                        path=self._paths[file_index],
+                        offset=lost.offset,
+                        kind=lost.kind,
+                    )
+                )
+        return [record for record in records if type(record) is not Lost], taken[kept]
 
     def _decoded(
         self, records: list[Any], failure: Exception | None
@@ -328,25 +454,23 @@ class Reader(Closing):
             return decoded, err
         return decoded, failure
 
-    def _located(self, failure: Exception, epoch: int, runs: Runs, done: int) -> Exception:
+    def _located(self, failure: Exception, epoch: int, runs: Runs, at: int) -> Exception:
         """The failure, with the plan position of the record that could not be delivered."""
-        position = int(runs.positions[done])
-        file_index = int(runs.file_index[done])
+        position = int(runs.positions[at])
+        file_index = int(runs.file_index[at])
         where = (
             f"position {position} of epoch {epoch} (file {file_index}: "
-            f"{self._paths[file_index]}, record {int(runs.record_index[done])})"
-        )
-        skip_hint = (
-            f"; to go on without it, continue from plan.checkpoint({epoch}, {position + 1})"
-            if self.world_size == 1
-            else ""
+            f"{self._paths[file_index]}, record {int(runs.record_index[at])})"
         )
         if isinstance(failure, CorruptRecordError):
             return failure.with_context(
-                f"\nThe reader stopped at {where}; every earlier record was delivered{skip_hint}."
+                f"\nThe reader stopped at {where}; every earlier record was delivered, and "
+                "its state points at this record. To deliver every undamaged record and list "
+                "the lost ones instead, read with "
+                "Reader(..., on_corruption='skip', report=CorruptionReport())."
             )
         if isinstance(failure, ExampleError):
-            return failure.with_context(f"\nThe record is at {where}.")
+            return ExampleError(f"{failure}\nThe record is at {where}.", key=failure.key)
         return failure
 
     def _open(self, file_index: int) -> Shard:
@@ -356,6 +480,8 @@ class Reader(Closing):
             end=self._ends[file_index],
             planned=instruction.examples_in_shard,
             sequential=self._sequential,
+            report=self.report if self.on_corruption == "skip" else None,
+            skip=self.on_corruption == "skip",
         )
 
     def _path(self, filename: str) -> str:
@@ -404,3 +530,45 @@ def _check_rank(rank: object, world_size: object) -> None:
             field="rank",
             value=rank,
         )
+
+
+def _check_damage_options(on_corruption: object, report: object) -> None:
+    if on_corruption not in ON_CORRUPTION:
+        raise ConfigError(
+            f"on_corruption must be one of {ON_CORRUPTION} ('raise' stops at the first damaged "
+            "record; 'skip' delivers every undamaged one and reports the lost ones), got "
+            f"{on_corruption!r}",
+            field="on_corruption",
+            value=on_corruption,
+        )
+    if report is not None and not isinstance(report, CorruptionReport):
+        raise ConfigError(
+            f"report must be a readplan.CorruptionReport or None, got {type(report).__name__}",
+            field="report",
+            value=report,
+        )
+
+
+def _check_batching(batch_size: object, drop_remainder: object) -> None:
+    if batch_size is not None and (not is_int(batch_size) or batch_size < 1):
+        raise ConfigError(
+            f"batch_size must be a positive integer (or None: batches as read), got {batch_size!r}",
+            field="batch_size",
+            value=batch_size,
+        )
+    if not isinstance(drop_remainder, bool):
+        raise ConfigError(
+            f"drop_remainder must be True or False, got {drop_remainder!r}",
+            field="drop_remainder",
+            value=drop_remainder,
+        )
+
+
+def _read_state(path: str) -> Any:
+    try:
+        with open(path, "rb") as handle:
+            return json.loads(handle.read())
+    except json.JSONDecodeError as err:
+        raise CheckpointError(
+            f"{path}: not a saved reader state (Reader.save writes JSON): {err}", field="$"
+        ) from err

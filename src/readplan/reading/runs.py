@@ -11,9 +11,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from readplan.errors import DatasetInfoError
+from readplan.errors import CorruptRecordError, DatasetInfoError, IndexFileError
 from readplan.plan import EpochOrder
+from readplan.reading.salvage import Lost, Salvage
 from readplan.records import tfrecord
+from readplan.records._damage import KIND_DATA_CRC, CorruptionReport
 
 __all__ = ["Runs", "Shard", "close_shard"]
 
@@ -89,30 +91,94 @@ class Shard:
 
     With ``sequential`` (one rank, no example shuffle) the plan reads the file's records in
     order, so one stream serves every run; otherwise each run is read on its own, seeking.
+    With ``skip``, damage met in the file switches it to a :class:`Salvage`: from then on
+    each record is read on its own, and a record lost to the damage is handed out as a
+    :class:`Lost` in its place.
     """
 
-    def __init__(self, path: str, *, end: int, planned: int, sequential: bool) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        end: int,
+        planned: int,
+        sequential: bool,
+        skip: bool,
+        report: CorruptionReport | None,
+    ) -> None:
         self.path = path
         self._end = end
         self._planned = planned
         self._sequential = sequential
+        self._skip = skip
+        self._report = report
         self._file: tfrecord.RecordFile | None = None
         self._stream: Iterator[bytes] | None = None
+        self._salvage: Salvage | None = None
 
-    def take_into(self, out: list[Any], first: int, count: int) -> None:
-        """Append records ``first .. first + count - 1`` to ``out``."""
+    def take_into(self, out: list[Any], first: int, count: int) -> int:
+        """Append records ``first .. first + count - 1`` to ``out``; return how many are lost."""
+        if self._salvage is not None:
+            return self._take_salvaged(out, first, count)
         before = len(out)
+        try:
+            self._take(out, first, count)
+        except (CorruptRecordError, IndexFileError):
+            if not self._skip:
+                raise
+            got = len(out) - before
+            self._salvage = Salvage(self.path, planned=self._planned)
+            self._close_reading()
+            if self._report is not None:
+                for event in self._salvage.events:
+                    self._report.add(event)
+            return self._take_salvaged(out, first + got, count - got)
+        return 0
+
+    def _take(self, out: list[Any], first: int, count: int) -> None:
+        before = len(out)
+        to_end = first + count == self._end == self._planned
         if self._sequential:
             if self._stream is None:
                 self._stream = self._open_stream(first, count)
             out.extend(islice(self._stream, count))
+            if to_end and len(out) - before == count:
+                self._check_stream_end(out)
         elif count == 1:
-            out.append(self._records(first + 1)[first])
+            out.append(self._records(first + 1, to_end)[first])
         else:
-            out.extend(self._records(first + count).read(first, count))
+            out.extend(self._records(first + count, to_end).read(first, count))
         got = len(out) - before
         if got < count:
             raise self._short(first + got)
+
+    def _check_stream_end(self, out: list[Any]) -> None:
+        """The plan read the file to its end: nothing may follow its last record."""
+        assert self._stream is not None
+        try:
+            extra = next(self._stream, None)
+        except CorruptRecordError as err:
+            out.pop()  # the file's end is in doubt: its last record is not delivered
+            raise err.with_context(
+                f"\nThe plan reads {self.path} to its end, after record {self._end - 1}, "
+                "but bytes follow that record: the file does not end where its "
+                "metadata says"
+            ) from err
+        if extra is not None:
+            out.pop()
+            raise self._longer()
+
+    def _take_salvaged(self, out: list[Any], first: int, count: int) -> int:
+        assert self._salvage is not None
+        lost = 0
+        for index in range(first, first + count):
+            record = self._salvage.read(index)
+            if type(record) is Lost:
+                lost += 1
+                if record.kind == KIND_DATA_CRC and self._report is not None:
+                    self._report.add(self._salvage.data_crc_event(record))
+            out.append(record)
+        return lost
 
     def _open_stream(self, first: int, count: int) -> Iterator[bytes]:
         if first == 0:
@@ -126,7 +192,7 @@ class Shard:
         A stream verifies the frames of a whole read-ahead buffer at once; reading the
         first run on its own keeps a restore's first record from waiting for that.
         """
-        records = self._records(self._end)
+        records = self._records(self._end, self._end == self._planned)
         yield records.read(first, count)
         rest = self._end - first - count
         # Each stream holds its own descriptor: the file itself is not needed any more.
@@ -134,11 +200,16 @@ class Shard:
         self._close_file()
         yield stream
 
-    def _records(self, needed: int) -> tfrecord.RecordFile:
+    def _records(self, needed: int, to_end: bool) -> tfrecord.RecordFile:
         if self._file is None:
             self._file = tfrecord.RecordFile(self.path)
-        if len(self._file) < needed:
-            raise self._short(len(self._file))
+        # Offsets come from a header walk to the file's end or from a sidecar bound to the
+        # file's size: a file read to its end is checked to end there.
+        found = len(self._file)
+        if found < needed:
+            raise self._short(found)
+        if to_end and found > self._planned:
+            raise self._longer()
         return self._file
 
     def _short(self, found: int) -> DatasetInfoError:
@@ -151,7 +222,22 @@ class Shard:
             field="shardLengths",
         )
 
+    def _longer(self) -> DatasetInfoError:
+        return DatasetInfoError(
+            f"{self.path} holds more than the {self._planned} records dataset_info.json's "
+            "shardLengths gives it, and the plan reads it to its end: the file and its "
+            "metadata disagree; regenerate or re-download the shard, or fix shardLengths",
+            path=self.path,
+            field="shardLengths",
+        )
+
     def close(self) -> None:
+        self._close_reading()
+        if self._salvage is not None:
+            self._salvage.close()
+            self._salvage = None
+
+    def _close_reading(self) -> None:
         self._stream = None
         self._close_file()
 

@@ -19,12 +19,12 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from readplan._compression import pread
-from readplan._crc import crc32c, mask
-from readplan._damage import KIND_DATA_CRC, CorruptionEvent, CorruptionReport
-from readplan._framing import DEFAULT_MAX_RECORD_BYTES, FrameParser
-from readplan._stream import PlainStream, open_fd
 from readplan.errors import DatasetInfoError
+from readplan.records._compression import pread
+from readplan.records._crc import crc32c, mask
+from readplan.records._damage import KIND_DATA_CRC, CorruptionEvent, CorruptionReport
+from readplan.records._framing import DEFAULT_MAX_RECORD_BYTES, FrameParser
+from readplan.records._stream import PlainStream, open_fd
 
 __all__ = ["Lost", "Salvage"]
 

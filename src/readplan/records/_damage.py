@@ -23,6 +23,7 @@ __all__ = [
     "KIND_TRUNCATED_STREAM",
     "CorruptionEvent",
     "CorruptionReport",
+    "LostRecord",
     "StreamDamageError",
 ]
 
@@ -99,21 +100,46 @@ class CorruptionEvent:
         return None if self.resume_offset is None else self.resume_offset - self.offset
 
 
+@dataclass(frozen=True)
+class LostRecord:
+    """A record of the plan that a reader did not deliver because of damage.
+
+    Record ``record_index`` of file ``file_index`` of the plan's instructions (``path``),
+    at ``position`` of epoch ``epoch``.  ``offset`` and ``kind`` name the damage: the
+    record's own frame for a bad data CRC, else the start of the damaged region in which
+    the record was lost (``specs/reader.md`` §3).
+    """
+
+    epoch: int
+    position: int
+    file_index: int
+    record_index: int
+    path: str
+    offset: int
+    kind: str
+
+
 class CorruptionReport:
     """Collects every :class:`CorruptionEvent` met while reading; pass it as ``report=``.
 
     ``callback``, when given, is called with each event as it is found (before the record
     stream continues, or before the error is raised in ``on_corruption="raise"`` mode).
+    A reader in ``on_corruption="skip"`` mode also lists in ``lost`` every record of its
+    plan it could not deliver.
     """
 
     def __init__(self, callback: Callable[[CorruptionEvent], None] | None = None) -> None:
         self.events: list[CorruptionEvent] = []
+        self.lost: list[LostRecord] = []
         self._callback = callback
 
     def add(self, event: CorruptionEvent) -> None:
         self.events.append(event)
         if self._callback is not None:
             self._callback(event)
+
+    def add_lost(self, lost: LostRecord) -> None:
+        self.lost.append(lost)
 
     def __len__(self) -> int:
         return len(self.events)
@@ -136,7 +162,8 @@ class CorruptionReport:
         return dict(Counter(event.kind for event in self.events))
 
     def __repr__(self) -> str:
-        return f"CorruptionReport({len(self.events)} events: {self.kinds()})"
+        lost = f", {len(self.lost)} plan records lost" if self.lost else ""
+        return f"CorruptionReport({len(self.events)} events: {self.kinds()}{lost})"
 
 
 class StreamDamageError(Exception):

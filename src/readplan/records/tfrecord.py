@@ -46,6 +46,7 @@ from readplan.records._damage import (
     KINDS,
     CorruptionEvent,
     CorruptionReport,
+    LostRecord,
 )
 from readplan.records._expected import ExpectedFrames
 from readplan.records._framing import FrameParser
@@ -65,6 +66,7 @@ __all__ = [
     "KIND_TRUNCATED_STREAM",
     "CorruptionEvent",
     "CorruptionReport",
+    "LostRecord",
     "RecordFile",
     "TFRecordWriter",
     "count",

@@ -6,6 +6,7 @@ closed forms in ``readplan`` can be checked against an independent implementatio
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -150,3 +151,13 @@ def ref_buffer_order(n: int, buffer_size: int, pair: tuple[int, int]) -> list[in
         out.append(buf[j])
         buf[j] = buf[0]
         del buf[0]
+
+
+def tfrecord_frames(data: bytes) -> list[tuple[int, int]]:
+    """(start, data length) of every TFRecord frame, parsed from the format's layout."""
+    out, offset = [], 0
+    while offset < len(data):
+        (length,) = struct.unpack_from("<Q", data, offset)
+        out.append((offset, length))
+        offset += 16 + length
+    return out

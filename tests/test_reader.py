@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import struct
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -48,6 +47,7 @@ from readplan.reading import reader as reader_module
 from readplan.reading.ranks import STATE_KEY
 from readplan.testing import assert_resumes_exactly, plans
 from tests.conftest import DATA
+from tests.reference_models import tfrecord_frames
 
 TOY = json.loads((DATA / "tfds" / "readplan_toy_orders.json").read_text())
 TOY_DIR = DATA / "tfds" / "readplan_toy" / "1.0.0"
@@ -80,20 +80,10 @@ def _toy_copy(directory: Path) -> Path:
     return target
 
 
-def _frames(data: bytes) -> list[tuple[int, int]]:
-    """(start, data length) of every TFRecord frame, parsed here from the format."""
-    out, offset = [], 0
-    while offset < len(data):
-        (length,) = struct.unpack_from("<Q", data, offset)
-        out.append((offset, length))
-        offset += 16 + length
-    return out
-
-
 def _damage_record(path: Path, record: int) -> None:
     """Flip one data byte of ``record`` (its data CRC then fails)."""
     data = bytearray(path.read_bytes())
-    start, length = _frames(bytes(data))[record]
+    start, length = tfrecord_frames(bytes(data))[record]
     assert length > 0
     data[start + 12] ^= 0x01
     path.write_bytes(bytes(data))

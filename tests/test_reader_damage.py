@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import struct
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from readplan import (
 )
 from readplan.index import build_index
 from readplan.testing import assert_resumes_exactly
+from tests.reference_models import tfrecord_frames
 
 
 def _record(name: str, index: int) -> bytes:
@@ -47,14 +47,7 @@ def _write(directory: Path, lengths: list[int]) -> DatasetInfo:
 
 
 def _frames(path: Path) -> list[tuple[int, int]]:
-    """(start, data length) of every frame, parsed here from the format."""
-    data = path.read_bytes()
-    out, offset = [], 0
-    while offset < len(data):
-        (length,) = struct.unpack_from("<Q", data, offset)
-        out.append((offset, length))
-        offset += 16 + length
-    return out
+    return tfrecord_frames(path.read_bytes())
 
 
 def _flip(path: Path, at: int, mask: int = 0x01) -> None:

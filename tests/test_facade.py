@@ -22,8 +22,11 @@ def test_every_error_is_a_readplan_error_and_a_builtin() -> None:
         if cls is readplan.MissingExtraError:
             assert issubclass(cls, ImportError)
         elif cls is not readplan.ReadplanError:
-            assert issubclass(cls, (ValueError, TypeError, IndexError)), name
+            assert issubclass(cls, (ValueError, TypeError, IndexError, OSError)), name
     assert issubclass(readplan.UnsupportedSplitError, NotImplementedError)
+    assert issubclass(errors.StorageError, OSError)
+    assert issubclass(errors.ObjectNotFoundError, FileNotFoundError)
+    assert issubclass(errors.StoragePermissionError, PermissionError)
     assert issubclass(errors.ConfigTypeError, errors.ConfigError)
     assert issubclass(errors.ConfigTypeError, TypeError)
     assert issubclass(errors.ReadplanIndexError, IndexError)

@@ -25,10 +25,14 @@ __all__ = [
     "FeatureError",
     "IndexFileError",
     "MissingExtraError",
+    "ObjectChangedError",
+    "ObjectNotFoundError",
     "ReadplanError",
     "ReadplanIndexError",
     "ReadplanTypeError",
     "SplitError",
+    "StorageError",
+    "StoragePermissionError",
     "UnsupportedSplitError",
 ]
 
@@ -258,3 +262,52 @@ class CheckpointMismatchError(CheckpointError):
         differences = {} if differences is None else differences
         super().__init__(message, field=next(iter(differences), None))
         self.differences = differences
+
+
+class StorageError(ReadplanError, OSError):
+    """A file or object that could not be read or written (``specs/storage.md``).
+
+    Raised for URLs (``gs://``, ``s3://``, any fsspec protocol) after the bounded retries
+    of transient failures are spent; local paths raise the operating system's errors.
+
+    Attributes:
+        url: the file or object at fault.
+        operation: what was being done (``"read"``, ``"stat"``, ``"write"``, ``"list"``).
+    """
+
+    def __init__(
+        self, message: str, *, url: str | None = None, operation: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.url = url
+        self.operation = operation
+
+
+class ObjectNotFoundError(StorageError, FileNotFoundError):
+    """A URL that names no object (or a bucket that does not exist)."""
+
+
+class StoragePermissionError(StorageError, PermissionError):
+    """The store refused access to a URL (missing or insufficient credentials)."""
+
+
+class ObjectChangedError(StorageError):
+    """An object that changed while it was being read (its size or generation differs).
+
+    Attributes:
+        expected: the identity the object had when it was opened or indexed.
+        found: the identity it has now (``None`` when it no longer exists).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        url: str | None = None,
+        operation: str | None = None,
+        expected: Any = None,
+        found: Any = None,
+    ) -> None:
+        super().__init__(message, url=url, operation=operation)
+        self.expected = expected
+        self.found = found

@@ -1,0 +1,55 @@
+"""File access for the rest of readplan: local paths and fsspec URLs (``specs/storage.md``).
+
+Local paths (and ``file://`` URLs) go straight to the operating system, as they always
+did.  Any other ``protocol://`` URL (``gs://``, ``s3://``, ``memory://``, ...) goes through
+fsspec, installed with ``pip install 'readplan[remote]'``; credentials and endpoints come
+from fsspec's configuration (``FSSPEC_<PROTOCOL>_<OPTION>`` variables, config files) and
+from ``storage_options``.  Transient failures are retried with backoff a bounded number of
+times; missing objects, refusals and objects that change while read raise
+:class:`~readplan.errors.StorageError` subclasses naming the URL.
+"""
+
+from readplan.storage._blob import DEFAULT_BLOCK, ObjectInfo, RemoteBlob
+from readplan.storage._fs import EXTRA
+from readplan.storage._ops import (
+    Handle,
+    StorageOptions,
+    exists,
+    isdir,
+    isfile,
+    listdir,
+    open_read,
+    read_bytes,
+    stat,
+    write_bytes,
+)
+from readplan.storage._paths import PathLike, basename, is_remote, join, parent, protocol, to_str
+from readplan.storage._retry import DEFAULT_RETRY, RetryPolicy, classify, with_retries
+
+__all__ = [
+    "DEFAULT_BLOCK",
+    "DEFAULT_RETRY",
+    "EXTRA",
+    "Handle",
+    "ObjectInfo",
+    "PathLike",
+    "RemoteBlob",
+    "RetryPolicy",
+    "StorageOptions",
+    "basename",
+    "classify",
+    "exists",
+    "is_remote",
+    "isdir",
+    "isfile",
+    "join",
+    "listdir",
+    "open_read",
+    "parent",
+    "protocol",
+    "read_bytes",
+    "stat",
+    "to_str",
+    "with_retries",
+    "write_bytes",
+]

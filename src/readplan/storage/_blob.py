@@ -1,0 +1,191 @@
+"""Identity of a stored object, and a read handle on a remote one (``specs/storage.md``).
+
+A :class:`RemoteBlob` fixes the object's identity (size and generation, ETag or
+modification time) when it is opened.  :meth:`RemoteBlob.fetch` reads an exact byte span
+in one ranged request; :meth:`RemoteBlob.pread` serves small positioned reads from one
+read-ahead block, so a sequential parse costs one request per block, not per record.  A
+read that comes back short, or a GCS generation that no longer exists, means the object
+changed under the reader: :class:`~readplan.errors.ObjectChangedError`, naming the URL.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from readplan.errors import ObjectChangedError, ObjectNotFoundError, StorageError
+from readplan.storage._fs import filesystem
+from readplan.storage._retry import DEFAULT_RETRY, RetryPolicy, with_retries
+
+__all__ = ["DEFAULT_BLOCK", "ObjectInfo", "RemoteBlob", "local_info", "remote_info"]
+
+DEFAULT_BLOCK = 4 << 20
+# Metadata keys that change whenever an object is replaced, most specific first.
+_VERSION_KEYS = ("generation", "VersionId", "ETag", "etag", "mtime", "LastModified", "created")
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectInfo:
+    """What identifies one version of a stored object: its size and its version tag.
+
+    ``version`` is the GCS generation, the S3 version id or ETag, or a modification time
+    (local files: ``mtime_ns``); ``None`` when the store reports none.
+    """
+
+    url: str
+    size: int
+    version: str | None
+
+    def same_version(self, other: ObjectInfo) -> bool:
+        """Whether ``other`` describes the same bytes (same size and version tag)."""
+        return self.size == other.size and self.version == other.version
+
+
+def local_info(path: str) -> ObjectInfo:
+    """The identity of a local file (``os.stat``)."""
+    status = os.stat(path)
+    return ObjectInfo(path, status.st_size, f"mtime_ns={status.st_mtime_ns}")
+
+
+def _version(info: Mapping[str, Any]) -> str | None:
+    for key in _VERSION_KEYS:
+        value = info.get(key)
+        if value is not None:
+            return f"{key}={value}"
+    return None
+
+
+def remote_info(
+    fs: Any, path: str, url: str, retry: RetryPolicy = DEFAULT_RETRY
+) -> tuple[ObjectInfo, Mapping[str, Any]]:
+    """The current identity of the object at ``url`` (not a cached listing) and fsspec's info."""
+    fs.invalidate_cache(path)
+    info = with_retries("stat", url, lambda: fs.info(path), retry)
+    if info.get("type") == "directory":
+        raise StorageError(
+            f"{url} is a directory (a prefix of other objects), not an object",
+            url=url,
+            operation="stat",
+        )
+    return ObjectInfo(url, int(info["size"]), _version(info)), info
+
+
+class RemoteBlob:
+    """A read handle on one object at a URL; cheap to :meth:`dup`, safe across threads."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        storage_options: Mapping[str, Any] | None = None,
+        retry: RetryPolicy = DEFAULT_RETRY,
+        block_size: int = DEFAULT_BLOCK,
+        _opened: tuple[Any, str, ObjectInfo, dict[str, Any]] | None = None,
+    ) -> None:
+        self.url = url
+        self.retry = retry
+        self.block_size = block_size
+        if _opened is None:
+            fs, path = filesystem(url, storage_options)
+            opened, info = remote_info(fs, path, url, retry)
+            _opened = fs, path, opened, _pin(fs, info)
+        self._fs, self._path, self.info, self._pin = _opened
+        self._lock = threading.Lock()
+        self._block_start = 0
+        self._block = b""
+
+    @property
+    def size(self) -> int:
+        return self.info.size
+
+    def __repr__(self) -> str:
+        return f"RemoteBlob({self.url!r}, size={self.size}, {self.info.version})"
+
+    def dup(self) -> RemoteBlob:
+        """A second handle on the same version of the object, with its own read-ahead."""
+        return RemoteBlob(
+            self.url,
+            retry=self.retry,
+            block_size=self.block_size,
+            _opened=(self._fs, self._path, self.info, self._pin),
+        )
+
+    def close(self) -> None:
+        """Drop the read-ahead block; the handle stays usable."""
+        with self._lock:
+            self._block_start, self._block = 0, b""
+
+    def fetch(self, start: int, stop: int) -> bytes:
+        """Bytes ``[start, stop)`` of the object in one ranged request (``stop <= size``)."""
+        if not 0 <= start <= stop <= self.size:
+            raise ValueError(
+                f"{self.url}: cannot read bytes [{start}, {stop}) of an object of {self.size}"
+            )
+        if start == stop:
+            return b""
+        try:
+            data = with_retries(
+                "read",
+                self.url,
+                lambda: self._fs.cat_file(self._path, start=start, end=stop, **self._pin),
+                self.retry,
+            )
+        except ObjectNotFoundError as err:
+            # It existed when opened: it was deleted or replaced since.
+            self.check_unchanged()
+            raise err
+        if len(data) != stop - start:
+            self.check_unchanged()
+            raise StorageError(
+                f"{self.url}: asked for bytes [{start}, {stop}) and got {len(data)} bytes; the "
+                "store returned a short read",
+                url=self.url,
+                operation="read",
+            )
+        return bytes(data)
+
+    def pread(self, size: int, offset: int) -> bytes:
+        """Up to ``size`` bytes at ``offset``; shorter only at the end of the object."""
+        stop = min(offset + size, self.size)
+        if offset >= stop:
+            return b""
+        with self._lock:
+            begin = offset - self._block_start
+            if begin >= 0 and stop - self._block_start <= len(self._block):
+                return self._block[begin : stop - self._block_start]
+            ahead = min(self.size, offset + max(size, self.block_size))
+            self._block_start, self._block = offset, self.fetch(offset, ahead)
+            return self._block[: stop - offset]
+
+    def check_unchanged(self) -> None:
+        """Raise :class:`ObjectChangedError` if the object is not the version opened."""
+        try:
+            now, _ = remote_info(self._fs, self._path, self.url, self.retry)
+        except ObjectNotFoundError as err:
+            raise self._changed(None) from err
+        if not now.same_version(self.info):
+            raise self._changed(now)
+
+    def _changed(self, now: ObjectInfo | None) -> ObjectChangedError:
+        found = "it no longer exists" if now is None else f"now {now.size} bytes, {now.version}"
+        return ObjectChangedError(
+            f"{self.url} changed while it was being read: it was {self.size} bytes, "
+            f"{self.info.version} when opened, {found}. Restart the read on the new data "
+            "(its metadata, index sidecars and plans may no longer match it)",
+            url=self.url,
+            operation="read",
+            expected=self.info,
+            found=now,
+        )
+
+
+def _pin(fs: Any, info: Mapping[str, Any]) -> dict[str, Any]:
+    """Keyword arguments that make gcsfs read exactly the opened generation."""
+    protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
+    generation = info.get("generation")
+    if "gs" in protocols and generation is not None:
+        return {"generation": generation}
+    return {}

@@ -1,0 +1,178 @@
+"""Whole-object operations on local paths and URLs (``specs/storage.md``).
+
+Local paths go straight to the operating system, exactly as without this layer; URLs go
+through fsspec with bounded retries, and their failures are
+:class:`~readplan.errors.StorageError` subclasses naming the URL.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping
+from typing import Any
+
+from readplan.errors import ObjectNotFoundError
+from readplan.storage._blob import ObjectInfo, RemoteBlob, local_info, remote_info
+from readplan.storage._fs import filesystem
+from readplan.storage._paths import PathLike, is_remote, to_str
+from readplan.storage._retry import DEFAULT_RETRY, RetryPolicy, with_retries
+
+__all__ = [
+    "Handle",
+    "StorageOptions",
+    "exists",
+    "isdir",
+    "isfile",
+    "listdir",
+    "open_read",
+    "read_bytes",
+    "stat",
+    "write_bytes",
+]
+
+StorageOptions = Mapping[str, Any] | None
+Handle = int | RemoteBlob
+"""An open file: a descriptor for a local path, a :class:`RemoteBlob` for a URL."""
+
+
+def open_read(
+    path: PathLike, *, storage_options: StorageOptions = None, retry: RetryPolicy = DEFAULT_RETRY
+) -> Handle:
+    """Open ``path`` for positioned reads (a missing local file raises FileNotFoundError)."""
+    text = to_str(path)
+    if not is_remote(text):
+        return os.open(text, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    return RemoteBlob(text, storage_options=storage_options, retry=retry)
+
+
+def stat(
+    path: PathLike, *, storage_options: StorageOptions = None, retry: RetryPolicy = DEFAULT_RETRY
+) -> ObjectInfo:
+    """Size and version of the file or object at ``path``, as it is now."""
+    text = to_str(path)
+    if not is_remote(text):
+        return local_info(text)
+    fs, inner = filesystem(text, storage_options)
+    return remote_info(fs, inner, text, retry)[0]
+
+
+def _kind(path: str, storage_options: StorageOptions, retry: RetryPolicy) -> str | None:
+    fs, inner = filesystem(path, storage_options)
+    fs.invalidate_cache(inner)
+    try:
+        info = with_retries("stat", path, lambda: fs.info(inner), retry)
+    except ObjectNotFoundError:
+        return None
+    return str(info.get("type"))
+
+
+def exists(
+    path: PathLike, *, storage_options: StorageOptions = None, retry: RetryPolicy = DEFAULT_RETRY
+) -> bool:
+    """Whether ``path`` names a file, an object, a directory or a non-empty prefix."""
+    text = to_str(path)
+    if not is_remote(text):
+        return os.path.exists(text)
+    return _kind(text, storage_options, retry) is not None
+
+
+def isfile(
+    path: PathLike, *, storage_options: StorageOptions = None, retry: RetryPolicy = DEFAULT_RETRY
+) -> bool:
+    """Whether ``path`` names a file or an object."""
+    text = to_str(path)
+    if not is_remote(text):
+        return os.path.isfile(text)
+    return _kind(text, storage_options, retry) == "file"
+
+
+def isdir(
+    path: PathLike, *, storage_options: StorageOptions = None, retry: RetryPolicy = DEFAULT_RETRY
+) -> bool:
+    """Whether ``path`` names a directory or a prefix of objects."""
+    text = to_str(path)
+    if not is_remote(text):
+        return os.path.isdir(text)
+    return _kind(text, storage_options, retry) == "directory"
+
+
+def listdir(
+    path: PathLike, *, storage_options: StorageOptions = None, retry: RetryPolicy = DEFAULT_RETRY
+) -> list[tuple[str, bool]]:
+    """``(full path or URL, is a directory)`` of each entry of ``path``, sorted by name."""
+    text = to_str(path)
+    if not is_remote(text):
+        return sorted((entry.path, entry.is_dir()) for entry in os.scandir(text))
+    fs, inner = filesystem(text, storage_options)
+    fs.invalidate_cache(inner)
+    entries = with_retries("list", text, lambda: fs.ls(inner, detail=True), retry)
+    base = text.rstrip("/")
+    listed = []
+    for entry in entries:
+        name = str(entry["name"]).rstrip("/").rsplit("/", 1)[-1]
+        listed.append((f"{base}/{name}", entry.get("type") == "directory"))
+    return sorted(listed)
+
+
+def read_bytes(
+    path: PathLike, *, storage_options: StorageOptions = None, retry: RetryPolicy = DEFAULT_RETRY
+) -> bytes:
+    """The whole content of the file or object at ``path``."""
+    text = to_str(path)
+    if not is_remote(text):
+        with open(text, "rb") as handle:
+            return handle.read()
+    fs, inner = filesystem(text, storage_options)
+    return bytes(with_retries("read", text, lambda: fs.cat_file(inner), retry))
+
+
+def write_bytes(
+    path: PathLike,
+    data: bytes,
+    *,
+    storage_options: StorageOptions = None,
+    retry: RetryPolicy = DEFAULT_RETRY,
+) -> None:
+    """Replace the file or object at ``path`` with ``data``, whole or not at all.
+
+    Locally: a temporary file in the same directory, flushed to disk, renamed over the
+    target, and the directory flushed.  In a store: one upload, which the store makes
+    visible only once complete (a single PUT, or a multipart upload finished as a whole).
+    """
+    text = to_str(path)
+    if not is_remote(text):
+        _write_local(text, data)
+        return
+    fs, inner = filesystem(text, storage_options)
+    with_retries("write", text, lambda: fs.pipe_file(inner, data), retry)
+    fs.invalidate_cache(inner)
+
+
+def _write_local(path: str, data: bytes) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    _fsync_directory(directory)
+
+
+def _fsync_directory(directory: str) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory descriptors
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)

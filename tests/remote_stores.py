@@ -1,0 +1,210 @@
+"""Local object stores for tests and benchmarks: emulator servers and a wrapping filesystem.
+
+Servers are real processes from Python packages (``gcp-storage-emulator`` for the GCS API,
+``moto_server`` for the S3 API) listening on free loopback ports.  Clients are pinned to
+them: anonymous GCS token, fake AWS keys, and no cloud metadata lookups, so nothing here
+ever leaves 127.0.0.1.
+
+:class:`WrappedFileSystem` (protocol ``wrapped://``) forwards to another fsspec
+filesystem and adds what a test or a benchmark needs: request counting, a fixed latency
+per request, and injected failures for the first calls.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import fsspec
+from fsspec.spec import AbstractFileSystem
+
+# Set before gcsfs or botocore is imported anywhere in the process.
+CLIENT_ENVIRONMENT = {
+    "NO_GCE_CHECK": "true",
+    "AWS_EC2_METADATA_DISABLED": "true",
+    "AWS_ACCESS_KEY_ID": "readplan-test",
+    "AWS_SECRET_ACCESS_KEY": "readplan-test",
+    "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT": "false",
+}
+
+
+def pin_clients_to_loopback() -> None:
+    os.environ.update(CLIENT_ENVIRONMENT)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class Store:
+    """A running emulator: its URL scheme, endpoint and the fsspec options that reach it."""
+
+    protocol: str
+    endpoint: str
+    storage_options: Mapping[str, Any]
+
+    def url(self, bucket: str, key: str = "") -> str:
+        return f"{self.protocol}://{bucket}/{key}".rstrip("/")
+
+    def filesystem(self) -> Any:
+        return fsspec.filesystem(self.protocol, **self.storage_options)
+
+
+def _wait_for_port(port: int, process: subprocess.Popen[bytes], what: str) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{what} exited with {process.returncode} before listening")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"{what} did not listen on 127.0.0.1:{port} within 60 s")
+
+
+@contextmanager
+def _server(command: list[str], port: int) -> Iterator[None]:
+    if shutil.which(command[0]) is None:
+        raise RuntimeError(f"{command[0]} is not installed (the test extra provides it)")
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_for_port(port, process, command[0])
+        yield
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@contextmanager
+def gcs_emulator() -> Iterator[Store]:
+    pin_clients_to_loopback()
+    port = free_port()
+    command = ["gcp-storage-emulator", "start", "--host=127.0.0.1", f"--port={port}"]
+    with _server([*command, "--in-memory"], port):
+        endpoint = f"http://127.0.0.1:{port}"
+        yield Store("gs", endpoint, {"token": "anon", "project": "test", "endpoint_url": endpoint})
+
+
+@contextmanager
+def s3_emulator() -> Iterator[Store]:
+    pin_clients_to_loopback()
+    port = free_port()
+    with _server(["moto_server", "-H", "127.0.0.1", "-p", str(port)], port):
+        endpoint = f"http://127.0.0.1:{port}"
+        options = {"endpoint_url": endpoint, "key": "readplan-test", "secret": "readplan-test"}
+        yield Store("s3", endpoint, options)
+
+
+def upload_tree(store: Store, local: str | os.PathLike[str], bucket: str, prefix: str) -> str:
+    """Copy a local folder into ``bucket/prefix`` (creating the bucket); returns its URL."""
+    fs = store.filesystem()
+    if not fs.exists(bucket):
+        fs.mkdir(bucket)
+    root = os.fspath(local)
+    for folder, _, names in os.walk(root):
+        for name in names:
+            source = os.path.join(folder, name)
+            relative = os.path.relpath(source, root).replace(os.sep, "/")
+            with open(source, "rb") as handle:
+                fs.pipe_file(f"{bucket}/{prefix}/{relative}", handle.read())
+    fs.invalidate_cache()
+    return store.url(bucket, prefix)
+
+
+class InjectedResetError(ConnectionResetError):
+    """A transient failure raised on purpose by :class:`WrappedFileSystem`."""
+
+
+class ServiceUnavailableError(Exception):
+    """An HTTP 503 as client libraries report it (a ``code`` attribute)."""
+
+    code = 503
+
+
+class WrappedFileSystem(AbstractFileSystem):  # type: ignore[misc]
+    """``wrapped://bucket/key`` -> ``bucket/key`` of the ``target_protocol`` filesystem.
+
+    Options: ``target_options`` for the target, ``latency`` seconds added to every
+    request, ``failures``: the first that many requests fail transiently (alternating a
+    reset connection and a 503), ``tag``: any value, to get a fresh instance (and fresh
+    counters) from fsspec's instance cache.
+    """
+
+    protocol = "wrapped"
+
+    def __init__(
+        self,
+        target_protocol: str = "memory",
+        target_options: Mapping[str, Any] | None = None,
+        latency: float = 0.0,
+        failures: int = 0,
+        tag: object = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.target = fsspec.filesystem(target_protocol, **dict(target_options or {}))
+        self.latency = latency
+        self.failures_left = failures
+        self.requests: collections.Counter[str] = collections.Counter()
+        self.ranges: list[tuple[str, int | None, int | None]] = []
+        self._lock = threading.Lock()
+
+    def _request(self, kind: str) -> None:
+        with self._lock:
+            self.requests[kind] += 1
+            fail = self.failures_left > 0
+            if fail:
+                self.failures_left -= 1
+                odd = self.failures_left % 2
+        if self.latency:
+            time.sleep(self.latency)
+        if fail:
+            if odd:
+                raise ServiceUnavailableError(f"injected 503 for a {kind} request")
+            raise InjectedResetError(f"injected connection reset for a {kind} request")
+
+    def info(self, path: str, **kwargs: Any) -> dict[str, Any]:
+        self._request("info")
+        info = dict(self.target.info(self._strip_protocol(path)))
+        info["name"] = self._strip_protocol(path)
+        return info
+
+    def ls(self, path: str, detail: bool = True, **kwargs: Any) -> list[Any]:
+        self._request("ls")
+        entries = self.target.ls(self._strip_protocol(path), detail=True)
+        return entries if detail else [entry["name"] for entry in entries]
+
+    def cat_file(
+        self, path: str, start: int | None = None, end: int | None = None, **kwargs: Any
+    ) -> bytes:
+        self._request("get")
+        with self._lock:
+            self.ranges.append((path, start, end))
+        return bytes(self.target.cat_file(self._strip_protocol(path), start=start, end=end))
+
+    def pipe_file(self, path: str, value: bytes, **kwargs: Any) -> None:
+        self._request("put")
+        self.target.pipe_file(self._strip_protocol(path), value)
+
+    def invalidate_cache(self, path: str | None = None) -> None:
+        self.target.invalidate_cache(None if path is None else self._strip_protocol(path))
+
+
+fsspec.register_implementation("wrapped", WrappedFileSystem, clobber=True)

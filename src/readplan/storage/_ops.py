@@ -8,10 +8,10 @@ through fsspec with bounded retries, and their failures are
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Mapping
 from typing import Any
 
+from readplan._internal.atomic import atomic_write
 from readplan.errors import ObjectNotFoundError
 from readplan.storage._blob import ObjectInfo, RemoteBlob, local_info, remote_info
 from readplan.storage._fs import filesystem
@@ -142,37 +142,8 @@ def write_bytes(
     """
     text = to_str(path)
     if not is_remote(text):
-        _write_local(text, data)
+        atomic_write(text, data)
         return
     fs, inner = filesystem(text, storage_options)
     with_retries("write", text, lambda: fs.pipe_file(inner, data), retry)
     fs.invalidate_cache(inner)
-
-
-def _write_local(path: str, data: bytes) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    _fsync_directory(directory)
-
-
-def _fsync_directory(directory: str) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory descriptors
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)

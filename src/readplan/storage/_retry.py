@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
+from readplan._internal.validate import check_int
 from readplan.errors import (
     ConfigError,
     ObjectNotFoundError,
@@ -55,18 +56,7 @@ class RetryPolicy:
     max_delay: float = 5.0
 
     def __post_init__(self) -> None:
-        if not isinstance(self.attempts, int) or isinstance(self.attempts, bool):
-            raise ConfigError(
-                f"RetryPolicy.attempts must be an int >= 1, got {self.attempts!r}",
-                field="attempts",
-                value=self.attempts,
-            )
-        if self.attempts < 1:
-            raise ConfigError(
-                f"RetryPolicy.attempts must be >= 1, got {self.attempts}",
-                field="attempts",
-                value=self.attempts,
-            )
+        check_int(self.attempts, "attempts", minimum=1, what="a number of tries >= 1")
         for name in ("first_delay", "max_delay"):
             value = getattr(self, name)
             if not isinstance(value, int | float) or isinstance(value, bool) or not value >= 0:

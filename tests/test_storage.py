@@ -288,14 +288,19 @@ def test_store_missing_object(store: Any) -> None:
     assert not storage.exists(url, storage_options=store.storage_options)
 
 
-def test_store_replaced_object_is_detected(store: Any) -> None:
+def _opened_object(store: Any) -> tuple[str, str, storage.RemoteBlob]:
+    """``(bucket, url, handle)`` of a new 64-byte object ``obj.bin``."""
     bucket = _bucket(store)
     url = store.url(bucket, "obj.bin")
-    options = store.storage_options
-    storage.write_bytes(url, b"a" * 64, storage_options=options)
-    blob = storage.open_read(url, storage_options=options)
+    storage.write_bytes(url, b"a" * 64, storage_options=store.storage_options)
+    blob = storage.open_read(url, storage_options=store.storage_options)
     assert isinstance(blob, storage.RemoteBlob)
-    storage.write_bytes(url, b"b" * 64, storage_options=options)
+    return bucket, url, blob
+
+
+def test_store_replaced_object_is_detected(store: Any) -> None:
+    _, url, blob = _opened_object(store)
+    storage.write_bytes(url, b"b" * 64, storage_options=store.storage_options)
     with pytest.raises(ObjectChangedError) as caught:
         blob.check_unchanged()
     assert caught.value.url == url
@@ -307,12 +312,7 @@ def test_gcs_reads_pin_the_generation_opened(
 ) -> None:
     # Real GCS answers 404 for a replaced generation (the emulator ignores the parameter,
     # so the request itself is checked here).
-    bucket = _bucket(gcs_store)
-    url = gcs_store.url(bucket, "obj.bin")
-    options = gcs_store.storage_options
-    storage.write_bytes(url, b"a" * 64, storage_options=options)
-    blob = storage.open_read(url, storage_options=options)
-    assert isinstance(blob, storage.RemoteBlob)
+    bucket, _, blob = _opened_object(gcs_store)
     generation = gcs_store.filesystem().info(f"{bucket}/obj.bin")["generation"]
     seen: list[dict[str, Any]] = []
     fs = gcs_store.filesystem()

@@ -8,7 +8,7 @@ through fsspec with bounded retries, and their failures are
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from readplan._internal.atomic import atomic_write
@@ -57,44 +57,44 @@ def stat(
     return remote_info(fs, inner, text, retry)[0]
 
 
-def _kind(path: str, storage_options: StorageOptions, retry: RetryPolicy) -> str | None:
-    fs, inner = filesystem(path, storage_options)
-    fs.invalidate_cache(inner)
-    try:
-        info = with_retries("stat", path, lambda: fs.info(inner), retry)
-    except ObjectNotFoundError:
-        return None
-    return str(info.get("type"))
-
-
 def exists(
     path: PathLike, *, storage_options: StorageOptions = None, retry: RetryPolicy = DEFAULT_RETRY
 ) -> bool:
     """Whether ``path`` names a file, an object, a directory or a non-empty prefix."""
-    text = to_str(path)
-    if not is_remote(text):
-        return os.path.exists(text)
-    return _kind(text, storage_options, retry) is not None
+    return _is(path, os.path.exists, ("file", "directory"), storage_options, retry)
 
 
 def isfile(
     path: PathLike, *, storage_options: StorageOptions = None, retry: RetryPolicy = DEFAULT_RETRY
 ) -> bool:
     """Whether ``path`` names a file or an object."""
-    text = to_str(path)
-    if not is_remote(text):
-        return os.path.isfile(text)
-    return _kind(text, storage_options, retry) == "file"
+    return _is(path, os.path.isfile, ("file",), storage_options, retry)
 
 
 def isdir(
     path: PathLike, *, storage_options: StorageOptions = None, retry: RetryPolicy = DEFAULT_RETRY
 ) -> bool:
     """Whether ``path`` names a directory or a prefix of objects."""
+    return _is(path, os.path.isdir, ("directory",), storage_options, retry)
+
+
+def _is(
+    path: PathLike,
+    local: Callable[[str], bool],
+    kinds: tuple[str, ...],
+    storage_options: StorageOptions,
+    retry: RetryPolicy,
+) -> bool:
     text = to_str(path)
     if not is_remote(text):
-        return os.path.isdir(text)
-    return _kind(text, storage_options, retry) == "directory"
+        return local(text)
+    fs, inner = filesystem(text, storage_options)
+    fs.invalidate_cache(inner)
+    try:
+        info = with_retries("stat", text, lambda: fs.info(inner), retry)
+    except ObjectNotFoundError:
+        return False
+    return info.get("type") in kinds
 
 
 def listdir(

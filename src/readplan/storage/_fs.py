@@ -42,7 +42,6 @@ def filesystem(url: str, storage_options: Mapping[str, Any] | None) -> tuple[Any
             f"`{_INSTALL}` brings gcsfs (gs://) and s3fs (s3://), other protocols need "
             "their own fsspec package",
             extra=EXTRA,
-            package=url.split(":", 1)[0],
         ) from err
     except ValueError as err:
         raise ConfigError(

@@ -159,7 +159,7 @@ def test_records_between_two_damaged_regions_cannot_be_placed(tmp_path: Path) ->
     # unknown, so they are reported lost, not guessed.
     assert [i.record_index for i in items] == [0, 1, 7, 8, 9]
     assert [e.record_index for e in report.lost] == [2, 3, 4, 5, 6]
-    assert report.kinds() == {tfrecord.KIND_HEADER_CRC: 2}
+    assert set(report.kinds()) == {tfrecord.KIND_HEADER_CRC}
 
 
 @settings(max_examples=60, deadline=None)

@@ -20,10 +20,11 @@ import numpy as np
 import numpy.typing as npt
 
 from readplan.errors import DatasetInfoError
+from readplan.records._cap import DEFAULT_MAX_RECORD_BYTES
 from readplan.records._compression import pread
 from readplan.records._crc import crc32c, mask
 from readplan.records._damage import KIND_DATA_CRC, CorruptionEvent, CorruptionReport
-from readplan.records._framing import DEFAULT_MAX_RECORD_BYTES, FrameParser
+from readplan.records._framing import FrameParser
 from readplan.records._stream import PlainStream, open_fd
 
 __all__ = ["Lost", "Salvage"]

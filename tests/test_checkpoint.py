@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,14 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from readplan import Checkpoint, ExampleShuffle, InputContext, ReadConfig, ReadPlan
+from readplan import (
+    Checkpoint,
+    ExampleShuffle,
+    InputContext,
+    ReadConfig,
+    ReadPlan,
+    ShuffleBufferState,
+)
 from readplan.errors import CheckpointError, CheckpointMismatchError, ConfigError
 from readplan.metadata.dataset_info import DatasetInfo, shard_lengths
 from readplan.state.fingerprint import digest
@@ -563,6 +571,41 @@ def test_buffer_draws_must_equal_the_position(shuffled_plan: ReadPlan) -> None:
     with pytest.raises(CheckpointError) as raised:
         Checkpoint.from_json(json.dumps(document))
     assert raised.value.field == "example_buffer.draws"
+
+
+def test_a_buffer_that_pulled_more_than_its_size_allows_is_refused(
+    shuffled_plan: ReadPlan,
+) -> None:
+    """Spec invariant 5: a forged buffer holding one record too many, with the interleave
+    state made consistent with it, is a CheckpointError on resume, not a ConfigError."""
+    genuine = shuffled_plan.checkpoint(0, 6)
+    buffer = genuine.example_buffer
+    assert buffer is not None
+    forged_buffer = ShuffleBufferState(
+        (*buffer.buffer, buffer.consumed), buffer.consumed + 1, buffer.draws
+    )
+    state = shuffled_plan.schedule(0).state_at(buffer.consumed + 1)
+    files = shuffled_plan.file_order(0).tolist()
+    forged = replace(
+        genuine,
+        interleave_position=buffer.consumed + 1,
+        cursor=state.cursor,
+        block_counter=state.block_counter,
+        next_input=state.next_input,
+        inputs_done=state.inputs_done,
+        slots=tuple(
+            None if slot.input_index is None else (files[slot.input_index], slot.consumed)
+            for slot in state.slots
+        ),
+        files=tuple(
+            (files[k], done, int(shuffled_plan.lengths[files[k]]) - done)
+            for k, done in enumerate(state.consumed)
+        ),
+        example_buffer=forged_buffer,
+    )
+    with pytest.raises(CheckpointError) as raised:
+        shuffled_plan.resume(forged)
+    assert raised.value.field == "example_buffer.consumed"
 
 
 def test_iter_from_checks_its_arguments_at_once(shuffled_plan: ReadPlan) -> None:

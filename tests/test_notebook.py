@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import nbformat
-from nbclient import NotebookClient
+import pytest
+
+# The notebook extra (nbformat, nbclient, a kernel, matplotlib) is optional.
+nbformat = pytest.importorskip("nbformat")
+NotebookClient = pytest.importorskip("nbclient").NotebookClient
+pytest.importorskip("matplotlib")
 
 TOUR = Path(__file__).parent.parent / "notebooks" / "tour.ipynb"
 

@@ -7,12 +7,14 @@ and crc32c directly; never from the code under test.
 
 from __future__ import annotations
 
+import gc
 import gzip
 import hashlib
 import json
 import os
 import random
 import struct
+import sys
 import tracemalloc
 import zlib
 from pathlib import Path
@@ -25,6 +27,7 @@ from hypothesis import strategies as st
 from readplan import tfrecord
 from readplan.errors import ConfigError, CorruptRecordError, ReadplanError
 from readplan.index import build_index
+from readplan.records import tfrecord as records_module
 from readplan.records._crc import mask, unmask
 from readplan.tfrecord import (
     KIND_ABSURD_LENGTH,
@@ -783,3 +786,19 @@ def test_invalid_options_leave_no_half_built_record_file(tmp_path: Path) -> None
     tfrecord.write(path, [b"a"])
     with pytest.raises(ConfigError):
         tfrecord.RecordFile(path, max_record_bytes=-1)
+
+
+def test_record_file_closes_after_module_teardown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At interpreter exit module globals such as ``os`` become None before the last
+    RecordFile goes: closing it then must neither fail nor print."""
+    path = tmp_path / "left-open.tfrecord"
+    tfrecord.write(path, [b"a", b"bc"])
+    records = RecordFile(path)
+    raised: list[object] = []
+    monkeypatch.setattr(sys, "unraisablehook", raised.append)
+    monkeypatch.setattr(records_module, "os", None)
+    del records
+    gc.collect()
+    assert raised == []

@@ -16,6 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+# The PyTorch integration is an optional extra: without it, this file is skipped.
+pytest.importorskip("torch")
+pytest.importorskip("torchdata")
+
 from torch.utils.data import DataLoader
 from torchdata.stateful_dataloader import StatefulDataLoader  # type: ignore[import-untyped]
 

@@ -13,7 +13,7 @@ helpers work without it and accept any reader, not only readplan's:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from readplan.errors import ReadplanError
@@ -32,6 +32,7 @@ __all__ = [
     "plans",
     "read_configs",
     "split_specs",
+    "state_structure",
 ]
 
 T = TypeVar("T")
@@ -83,8 +84,10 @@ def assert_resumes_exactly(
     ``factory(None)`` starts a fresh run and ``factory(state)`` restores one; both return
     the reader (an iterable).  ``state_of(reader)`` saves the reader's state between two
     items.  The uninterrupted run (``limit`` items at most) is recorded with the state
-    after each item; then, for every position in ``positions`` (default: all of them),
-    a restored reader must yield exactly the rest of that run.
+    after each item; every state must have the structure of the first (the same keys and
+    value types, see :func:`state_structure`).  Then, for every position in ``positions``
+    (default: all of them), a restored reader must report the state it was restored
+    from and yield exactly the rest of that run.
     """
     reader = factory(None)
     iterator = iter(reader)
@@ -93,11 +96,18 @@ def assert_resumes_exactly(
     for item in iterator:
         run.append(key(item))
         states.append(state_of(reader))
+        _check_same_structure(states[0], states[-1], len(run))
         if limit is not None and len(run) >= limit:
             break
     wanted = range(len(run) + 1) if positions is None else positions
     for position in wanted:
         restored = factory(states[position])
+        again = state_of(restored)
+        if again != states[position]:
+            raise AssertionError(
+                f"a reader restored from the state saved after position {position} reports "
+                f"another state: {again!r:.300} instead of {states[position]!r:.300}"
+            )
         rest = [key(item) for item in _take(restored, len(run) - position)]
         if rest != run[position:]:
             first = next(
@@ -111,6 +121,29 @@ def assert_resumes_exactly(
                 f"{run[position + first] if position + first < len(run) else '<end>'!r} in "
                 "the uninterrupted run"
             )
+
+
+def state_structure(state: Any) -> Any:
+    """The shape of a JSON-like state: mappings by key, other values by type.
+
+    Sequences count as one type whatever their contents, so a state whose lists fill up
+    (interleave slots, a shuffle buffer) keeps its structure; a key that appears or
+    disappears, or a value that changes type, changes it.
+    """
+    if isinstance(state, Mapping):
+        return {key: state_structure(value) for key, value in state.items()}
+    if isinstance(state, (list, tuple)):
+        return "sequence"
+    return type(state).__name__
+
+
+def _check_same_structure(first: Any, later: Any, position: int) -> None:
+    if state_structure(later) != state_structure(first):
+        raise AssertionError(
+            f"the state saved after position {position} has another structure than the "
+            f"initial state: {state_structure(later)!r:.300} instead of "
+            f"{state_structure(first)!r:.300}"
+        )
 
 
 def _take(iterable: Iterable[T], count: int) -> list[T]:

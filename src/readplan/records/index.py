@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import re
 import struct
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -23,6 +22,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from readplan._internal.atomic import atomic_write
 from readplan.errors import ConfigError, CorruptRecordError, IndexFileError
 from readplan.records._cap import record_cap
 from readplan.records._compression import (
@@ -255,7 +255,8 @@ def build_index(
 
 
 def write_index(index: RecordIndex, index_path: str | os.PathLike[str] | None = None) -> str:
-    """Write ``index`` atomically (temporary file, then rename); returns the path."""
+    """Write ``index`` atomically and durably (:func:`~readplan._internal.atomic.atomic_write`);
+    returns the path."""
     target = os.fspath(index_path) if index_path is not None else index_path_for(index.data_path)
     body = np.ascontiguousarray(index.offsets, dtype="<u8").tobytes()
     fields = (
@@ -270,16 +271,7 @@ def write_index(index: RecordIndex, index_path: str | os.PathLike[str] | None = 
     )
     partial = _HEADER.pack(*fields, 0, 0)
     header = _HEADER.pack(*fields, crc32c(partial[: _HEADER.size - 8]), 0)
-    directory = os.path.dirname(os.path.abspath(target))
-    handle, temporary = tempfile.mkstemp(prefix=".index-", dir=directory)
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(header)
-            out.write(body)
-        os.replace(temporary, target)
-    except BaseException:
-        os.unlink(temporary)
-        raise
+    atomic_write(target, header + body)
     return target
 
 

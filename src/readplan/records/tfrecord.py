@@ -18,7 +18,8 @@ import itertools
 import operator
 import os
 import struct
-from collections.abc import Iterable, Iterator
+import weakref
+from collections.abc import Callable, Iterable, Iterator
 from typing import SupportsIndex
 
 import numpy as np
@@ -285,7 +286,8 @@ class RecordFile(Closing):
         use_index: bool = True,
         max_record_bytes: int | None = None,
     ) -> None:
-        self._fd = -1  # first, so that close() (and __del__) work whatever fails below
+        self._fd = -1  # first, so that close() works whatever fails below
+        self._closer: Callable[[], object] | None = None
         _check_read_options("raise", max_record_bytes)
         self.path = os.fspath(path)
         self._verify = verify
@@ -298,6 +300,9 @@ class RecordFile(Closing):
             os.close(fd)
             raise
         self._fd = fd
+        # A finalizer, not __del__: it runs before interpreter shutdown tears down module
+        # globals (such as ``os``), so a file left open to the end closes without noise.
+        self._closer = weakref.finalize(self, os.close, fd)
         self.indexed = loaded is not None
         self._offsets: npt.NDArray[np.int64] | None = None
         self._stream_size = 0
@@ -431,12 +436,9 @@ class RecordFile(Closing):
 
     def close(self) -> None:
         """Release the file; idempotent."""
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-
-    def __del__(self) -> None:
-        self.close()
+        if self._closer is not None:
+            self._closer()
+        self._fd = -1
 
     def __repr__(self) -> str:
         source = "index" if self.indexed else "header walk"

@@ -1,0 +1,106 @@
+"""The one atomic, durable write used for checkpoints and index sidecars."""
+
+from __future__ import annotations
+
+import os
+import socket
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from readplan import Checkpoint, DatasetInfo, ReadPlan, build_index, tfrecord
+from readplan._internal.atomic import atomic_write
+
+
+def _dead_pid() -> int:
+    child = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return int(child.stdout)
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+@pytest.fixture
+def umask_022() -> Iterator[None]:
+    previous = os.umask(0o022)
+    yield
+    os.umask(previous)
+
+
+@pytest.mark.usefixtures("umask_022")
+def test_files_get_the_permissions_of_a_normal_file(tmp_path: Path) -> None:
+    """0o666 less the umask, as open() would give, not mkstemp's private 0o600."""
+    target = tmp_path / "state.json"
+    atomic_write(target, b"{}")
+    assert _mode(target) == 0o644
+    data = tmp_path / "d.tfrecord"
+    tfrecord.write(data, [b"x"])
+    assert _mode(Path(build_index(data))) == 0o644
+    plan = ReadPlan(DatasetInfo(name="d", splits={"train": [3, 4]}), "train")
+    plan.checkpoint(0, 2).save(tmp_path / "ck.json")
+    assert _mode(tmp_path / "ck.json") == 0o644
+
+
+def test_replaces_the_whole_file_and_leaves_no_temporary(tmp_path: Path) -> None:
+    target = tmp_path / "f"
+    atomic_write(target, b"old contents that are longer")
+    atomic_write(target, b"new")
+    assert target.read_bytes() == b"new"
+    assert sorted(os.listdir(tmp_path)) == ["f"]
+
+
+def test_temporaries_of_killed_writers_on_this_host_are_removed(tmp_path: Path) -> None:
+    host = socket.gethostname()
+    dead = tmp_path / f".ck.json.{host}.{_dead_pid()}.deadbeef.tmp"
+    alive = tmp_path / f".ck.json.{host}.{os.getppid()}.cafebabe.tmp"
+    other_host = tmp_path / f".ck.json.elsewhere.{_dead_pid()}.feedface.tmp"
+    other_target = tmp_path / f".other.json.{host}.{_dead_pid()}.0badf00d.tmp"
+    for leftover in (dead, alive, other_host, other_target):
+        leftover.write_bytes(b"partial")
+    atomic_write(tmp_path / "ck.json", b"{}")
+    assert not dead.exists()
+    assert alive.exists()
+    assert other_host.exists()
+    assert other_target.exists()
+
+
+def test_errors_name_the_users_path_not_the_temporary(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-folder" / "ck.json"
+    with pytest.raises(FileNotFoundError) as raised:
+        atomic_write(missing, b"{}")
+    assert raised.value.filename == os.fspath(missing)
+    assert ".tmp" not in str(raised.value)
+
+
+def test_a_failed_rename_keeps_the_old_file_and_names_the_target(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "ck.json"
+    atomic_write(target, b"old")
+
+    def refuse(*args: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(os, "replace", refuse)
+    with pytest.raises(PermissionError) as raised:
+        atomic_write(target, b"new")
+    assert raised.value.filename == os.fspath(target)
+    assert target.read_bytes() == b"old"
+    assert sorted(os.listdir(tmp_path)) == ["ck.json"]
+
+
+def test_checkpoint_load_round_trips_what_save_wrote(tmp_path: Path) -> None:
+    plan = ReadPlan(DatasetInfo(name="d", splits={"train": [3, 4]}), "train")
+    checkpoint = plan.checkpoint(0, 5)
+    checkpoint.save(tmp_path / "ck.json")
+    assert Checkpoint.load(tmp_path / "ck.json") == checkpoint

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import readplan
 from readplan import errors
 
@@ -38,3 +40,13 @@ def test_every_error_can_be_rebuilt_from_its_message_alone() -> None:
         cls = getattr(errors, name)
         rebuilt = cls("boom")
         assert str(rebuilt) == "boom"
+
+
+def test_misuse_raises_readplan_errors_that_are_also_the_builtin() -> None:
+    """Wrong types and out-of-range keys are ReadplanErrors, caught by TypeError/IndexError."""
+    with pytest.raises(readplan.ReadplanTypeError):
+        readplan.ReadInstruction(3)  # type: ignore[arg-type]
+    with pytest.raises(readplan.ReadplanTypeError):
+        readplan.parse_split(b"train")  # type: ignore[arg-type]
+    with pytest.raises(readplan.ReadplanTypeError):
+        readplan.FileInstruction("f", "0", 1, 2)  # type: ignore[arg-type]

@@ -25,7 +25,13 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from readplan import tfrecord
-from readplan.errors import ConfigError, CorruptRecordError, ReadplanError
+from readplan.errors import (
+    ClosedError,
+    ConfigError,
+    CorruptRecordError,
+    ReadplanError,
+    ReadplanIndexError,
+)
 from readplan.index import build_index
 from readplan.records import tfrecord as records_module
 from readplan.records._crc import mask, unmask
@@ -802,3 +808,16 @@ def test_record_file_closes_after_module_teardown(
     del records
     gc.collect()
     assert raised == []
+
+
+def test_record_file_keys_out_of_range_are_readplan_index_errors(tmp_path: Path) -> None:
+    path = tmp_path / "three.tfrecord"
+    tfrecord.write(path, [b"a", b"b", b"c"])
+    with RecordFile(path) as records:
+        with pytest.raises(ReadplanIndexError) as raised:
+            records[3]
+        assert (raised.value.key, raised.value.length) == (3, 3)
+        with pytest.raises(IndexError):
+            list(records.read(2, 5))
+    with pytest.raises(ClosedError):
+        records[0]

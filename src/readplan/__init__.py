@@ -13,6 +13,7 @@ and ``readplan.torch`` the optional PyTorch integration.
 from readplan.errors import (
     CheckpointError,
     CheckpointMismatchError,
+    ClosedError,
     ConfigError,
     ConfigTypeError,
     CorruptRecordError,
@@ -69,6 +70,7 @@ __all__ = [
     "Checkpoint",
     "CheckpointError",
     "CheckpointMismatchError",
+    "ClosedError",
     "ConfigError",
     "ConfigTypeError",
     "CorruptRecordError",

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 __all__ = [
     "CheckpointError",
     "CheckpointMismatchError",
+    "ClosedError",
     "ConfigError",
     "ConfigTypeError",
     "CorruptRecordError",
@@ -126,6 +127,19 @@ class ConfigError(ReadplanError, ValueError):
         super().__init__(message)
         self.field = field
         self.value = value
+
+
+class ClosedError(ReadplanError, ValueError):
+    """An operation on a reader or writer that was already closed (``ValueError``, as for a
+    closed Python file).
+
+    Attributes:
+        path: the file the object was open on.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 class ConfigTypeError(ConfigError, ReadplanTypeError):

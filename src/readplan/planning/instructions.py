@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import KW_ONLY, dataclass
 
 from readplan._internal.validate import is_int
-from readplan.errors import EmptySplitError, SplitError
+from readplan.errors import EmptySplitError, ReadplanTypeError, SplitError
 from readplan.metadata.dataset_info import DatasetInfo, SplitInfo
 from readplan.planning.splits import AllSplits, ReadInstruction, SplitArg, SplitSpec
 
@@ -47,17 +47,17 @@ class FileInstruction:
 
     def __post_init__(self) -> None:
         if not isinstance(self.filename, str):
-            raise TypeError(f"filename must be a str, got {self.filename!r}")
+            raise ReadplanTypeError(f"filename must be a str, got {self.filename!r}")
         for name in ("skip", "take", "examples_in_shard"):
             if not is_int(getattr(self, name)):
-                raise TypeError(f"{name} must be an int, got {getattr(self, name)!r}")
+                raise ReadplanTypeError(f"{name} must be an int, got {getattr(self, name)!r}")
         if self.take == -1:
             object.__setattr__(self, "take", self.examples_in_shard - self.skip)
         self._check_ranges()
         if self.split is not None and not isinstance(self.split, str):
-            raise TypeError(f"split must be a str or None, got {self.split!r}")
+            raise ReadplanTypeError(f"split must be a str or None, got {self.split!r}")
         if self.shard_index is not None and not is_int(self.shard_index):
-            raise TypeError(f"shard_index must be an int or None, got {self.shard_index!r}")
+            raise ReadplanTypeError(f"shard_index must be an int or None, got {self.shard_index!r}")
         if self.shard_index is not None and self.shard_index < 0:
             raise SplitError(f"shard_index must not be negative, got {self.shard_index}")
 
@@ -420,7 +420,7 @@ def _lazy_parts(other: object) -> tuple[str | _EvenPiece, ...]:
         return (other,)
     if isinstance(other, (ReadInstruction, SplitSpec)):
         return (str(other),)
-    raise TypeError(f"Adding split {other!r} to an even split: not a split")
+    raise ReadplanTypeError(f"Adding split {other!r} to an even split: not a split")
 
 
 def _check_count(count: object) -> None:

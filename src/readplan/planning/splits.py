@@ -14,23 +14,29 @@ import re
 from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass
 from decimal import Decimal
-from typing import TypeAlias
+from typing import Literal, TypeAlias, cast, get_args
 
 from readplan._internal.validate import is_int
-from readplan.errors import SplitError, UnsupportedSplitError
+from readplan.errors import ReadplanTypeError, SplitError, UnsupportedSplitError
 
 __all__ = [
     "ROUNDINGS",
     "UNITS",
     "AllSplits",
     "ReadInstruction",
+    "Rounding",
     "SplitArg",
     "SplitSpec",
+    "Unit",
     "parse_split",
 ]
 
-UNITS = ("%", "abs", "shard")
-ROUNDINGS = ("closest", "pct1_dropremainder")
+Unit = Literal["%", "abs", "shard"]
+"""Units of a split bound: percent of the split, record index, shard index."""
+Rounding = Literal["closest", "pct1_dropremainder"]
+"""TFDS's two rules for turning percent bounds into record indices."""
+UNITS: tuple[Unit, ...] = get_args(Unit)
+ROUNDINGS: tuple[Rounding, ...] = get_args(Rounding)
 
 _DOCS_URL = "https://www.tensorflow.org/datasets/splits"
 _ACCEPTED_FORMS = (
@@ -75,8 +81,8 @@ class ReadInstruction:
     _: KW_ONLY
     from_: int | float | None = None
     to: int | float | None = None
-    unit: str = "abs"
-    rounding: str = "closest"
+    unit: Unit = "abs"
+    rounding: Rounding = "closest"
 
     def __post_init__(self) -> None:
         if self.unit not in UNITS:
@@ -94,7 +100,7 @@ class ReadInstruction:
                 tfds_message=message,
             )
         if not isinstance(self.split_name, str):
-            raise TypeError(f"split_name must be a str, got {self.split_name!r}")
+            raise ReadplanTypeError(f"split_name must be a str, got {self.split_name!r}")
         for label, bound in (("from_", self.from_), ("to", self.to)):
             self._check_bound_type(label, bound)
         if self.unit == "%" and (abs(self.from_ or 0) > 100 or abs(self.to or 0) > 100):
@@ -171,10 +177,14 @@ class SplitSpec:
 
     def __post_init__(self) -> None:
         if not isinstance(self.parts, tuple) or not self.parts:
-            raise TypeError(f"parts must be a non-empty tuple of instructions, got {self.parts!r}")
+            raise ReadplanTypeError(
+                f"parts must be a non-empty tuple of instructions, got {self.parts!r}"
+            )
         for part in self.parts:
             if not isinstance(part, (ReadInstruction, AllSplits)):
-                raise TypeError(f"a split part must be a ReadInstruction or AllSplits: {part!r}")
+                raise ReadplanTypeError(
+                    f"a split part must be a ReadInstruction or AllSplits: {part!r}"
+                )
 
     def __add__(self, other: SplitArg) -> SplitSpec:
         if getattr(other, "needs_dataset", False):
@@ -185,7 +195,7 @@ class SplitSpec:
         elif isinstance(other, ReadInstruction):
             other = SplitSpec((other,))
         elif not isinstance(other, SplitSpec):
-            raise TypeError(f"Adding split {self!r} with non-split value: {other!r}")
+            raise ReadplanTypeError(f"Adding split {self!r} with non-split value: {other!r}")
         return SplitSpec(self.parts + other.parts)
 
     def __repr__(self) -> str:
@@ -203,7 +213,7 @@ class SplitSpec:
             return cls((spec,))
         if isinstance(spec, str):
             return parse_split(spec)
-        raise TypeError(
+        raise ReadplanTypeError(
             f"a split must be a split string, a ReadInstruction or a SplitSpec, got {spec!r}"
         )
 
@@ -228,7 +238,7 @@ def parse_split(spec: str) -> SplitSpec:
     :class:`UnsupportedSplitError` (a NotImplementedError), exactly where TFDS raises.
     """
     if not isinstance(spec, str):
-        raise TypeError(f"a split string must be a str, got {spec!r}")
+        raise ReadplanTypeError(f"a split string must be a str, got {spec!r}")
     return SplitSpec(tuple(_parse_part(spec, part) for part in _PLUS.split(spec)))
 
 
@@ -327,7 +337,8 @@ def _slice(
 ) -> Part:
     assert start is not None
     assert stop is not None
-    unit = start["unit"] or stop["unit"] or "abs"
+    # The grammar's unit group matches only "%" or "shard"; no unit means record indices.
+    unit = cast(Unit, start["unit"] or stop["unit"] or "abs")
     convert: Callable[[str], int | float] = float if unit == "%" else int
     rule = _FLOAT_RULE if unit == "%" else _INT_RULE
     from_ = None if start["number"] is None else _number(spec, part, start["number"], convert, rule)

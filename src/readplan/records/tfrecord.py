@@ -20,13 +20,19 @@ import os
 import struct
 import weakref
 from collections.abc import Callable, Iterable, Iterator
-from typing import SupportsIndex
+from typing import Literal, SupportsIndex, get_args
 
 import numpy as np
 import numpy.typing as npt
 
 from readplan._internal.closing import Closing
-from readplan.errors import ConfigError, CorruptRecordError, IndexFileError
+from readplan.errors import (
+    ClosedError,
+    ConfigError,
+    CorruptRecordError,
+    IndexFileError,
+    ReadplanIndexError,
+)
 from readplan.records import index as _index
 from readplan.records._cap import (
     DEFAULT_MAX_COMPRESSED_RECORD_BYTES,
@@ -68,6 +74,7 @@ __all__ = [
     "CorruptionEvent",
     "CorruptionReport",
     "LostRecord",
+    "OnCorruption",
     "RecordFile",
     "TFRecordWriter",
     "count",
@@ -78,7 +85,9 @@ __all__ = [
 _LENGTH = struct.Struct("<Q")
 _U32 = struct.Struct("<I")
 _HEADER = struct.Struct("<QI")
-_ON_CORRUPTION = ("raise", "skip")
+OnCorruption = Literal["raise", "skip"]
+"""What a reader does at damage: raise, or skip it and report it."""
+_ON_CORRUPTION: tuple[OnCorruption, ...] = get_args(OnCorruption)
 
 PathLike = str | os.PathLike[str]
 
@@ -103,7 +112,7 @@ class TFRecordWriter(Closing):
     def write(self, record: bytes | bytearray | memoryview) -> None:
         """Append one record (any bytes-like object)."""
         if self._closed:
-            raise ValueError(f"{self._file.name}: the writer is closed")
+            raise ClosedError(f"{self._file.name}: the writer is closed", path=self._file.name)
         data = record if isinstance(record, bytes) else memoryview(record).tobytes()
         length = _LENGTH.pack(len(data))
         header = length + _U32.pack(mask(crc32c(length)))
@@ -192,7 +201,7 @@ def read(
     *,
     compression: object = None,
     verify: bool = True,
-    on_corruption: str = "raise",
+    on_corruption: OnCorruption = "raise",
     report: CorruptionReport | None = None,
     max_record_bytes: int | None = None,
 ) -> Iterator[bytes]:
@@ -337,9 +346,11 @@ class RecordFile(Closing):
         if take is None or take == -1:
             take = total - skip
         if skip < 0 or take < 0 or skip + take > total:
-            raise IndexError(
+            raise ReadplanIndexError(
                 f"{self.path}: cannot read {take} records from record {skip}: the file has "
-                f"{total} records"
+                f"{total} records (valid: 0 <= skip <= skip + take <= {total})",
+                key=skip,
+                length=total,
             )
         if take == 0:
             return iter(())
@@ -375,7 +386,12 @@ class RecordFile(Closing):
         total = len(self)
         position = i + total if i < 0 else i
         if not 0 <= position < total:
-            raise IndexError(f"{self.path}: record index {i} is out of range ({total} records)")
+            raise ReadplanIndexError(
+                f"{self.path}: record index {i} is out of range: the file has {total} records "
+                f"(valid: {-total}..{total - 1})",
+                key=i,
+                length=total,
+            )
         return position
 
     def _read_one(self, i: int) -> bytes:
@@ -431,7 +447,7 @@ class RecordFile(Closing):
 
     def _open_fd(self) -> int:
         if self._fd < 0:
-            raise ValueError(f"{self.path}: the RecordFile is closed")
+            raise ClosedError(f"{self.path}: the RecordFile is closed", path=self.path)
         return self._fd
 
     def close(self) -> None:

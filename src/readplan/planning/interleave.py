@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from readplan._internal.validate import not_int
 from readplan.errors import ConfigError
 
 __all__ = ["InterleaveSchedule", "InterleaveState", "SlotState", "interleave_order"]
@@ -184,7 +185,7 @@ class InterleaveSchedule:
 
     def locate(self, position: int) -> tuple[int, int]:
         """``(input_index, index_within_input)`` of output ``position``."""
-        self._check_position(position, allow_end=False)
+        self.check_position(position, allow_end=False)
         round_ = self._round_of_position(position)
         before = self.records_before_round(round_)
         self._round_cache = (round_, before)
@@ -220,7 +221,7 @@ class InterleaveSchedule:
 
     def state_at(self, position: int) -> InterleaveState:
         """The state machine's state after ``position`` outputs, in ``O(N + c)``."""
-        self._check_position(position, allow_end=True)
+        self.check_position(position, allow_end=True)
         c = self.cycle_length
         if position == 0:
             return InterleaveState(
@@ -285,7 +286,7 @@ class InterleaveSchedule:
         produce inside the rounds being expanded are touched.
         """
         _check_positive("chunk_size", chunk_size)
-        self._check_position(start, allow_end=True)
+        self.check_position(start, allow_end=True)
         if start == self.num_records:
             return
         round_ = self._round_of_position(start)
@@ -346,16 +347,16 @@ class InterleaveSchedule:
         record -= np.repeat(out_start - first_record, sizes)
         return np.repeat(visit_input, sizes), record
 
-    def _check_position(self, position: int, *, allow_end: bool) -> None:
+    def check_position(self, position: int, *, allow_end: bool) -> None:
+        """Refuse a position outside the order (``allow_end``: the end itself is valid)."""
         limit = self.num_records if allow_end else self.num_records - 1
-        if not 0 <= position <= limit:
+        if not_int(position) or not 0 <= position <= limit:
             raise ConfigError(
-                f"position {position} is out of range: this order has {self.num_records} "
-                f"records (valid: 0..{limit})",
+                f"position {position!r} is out of range: an epoch of this order has "
+                f"{self.num_records} records (valid: 0..{limit})",
                 field="position",
                 value=position,
             )
-
 
 def _sort_unique_keys(key: IntArray, key_space: int) -> IntArray:
     """Indices that sort distinct non-negative ``key`` values (bucket or merge sort)."""

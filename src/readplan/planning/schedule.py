@@ -60,14 +60,7 @@ class EpochSchedule:
 
     def check_position(self, position: int, *, allow_end: bool) -> None:
         """Refuse a position outside the epoch (``allow_end``: the end itself is valid)."""
-        limit = self.num_examples if allow_end else self.num_examples - 1
-        if not_int(position) or not 0 <= position <= limit:
-            raise ConfigError(
-                f"position {position!r} is out of range: an epoch of this plan has "
-                f"{self.num_examples} records (valid: 0..{limit})",
-                field="position",
-                value=position,
-            )
+        self.interleave.check_position(position, allow_end=allow_end)
 
     def records(self, inputs: IntArray, within: IntArray) -> tuple[IntArray, IntArray]:
         """``(file_index, record_index)`` of interleave inputs and indices within them.

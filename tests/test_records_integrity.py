@@ -15,11 +15,11 @@ import pytest
 from crc32c import crc32c
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from readplan.records._crc import mask
 
 from readplan import tfrecord
 from readplan.errors import CorruptRecordError, IndexFileError, ReadplanError
 from readplan.index import build_index
+from readplan.records._crc import mask
 from readplan.tfrecord import (
     KIND_ABSURD_LENGTH,
     KIND_DATA_CRC,

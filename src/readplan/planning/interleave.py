@@ -358,6 +358,7 @@ class InterleaveSchedule:
                 value=position,
             )
 
+
 def _sort_unique_keys(key: IntArray, key_space: int) -> IntArray:
     """Indices that sort distinct non-negative ``key`` values (bucket or merge sort)."""
     if key_space <= _DENSE_LIMIT_FACTOR * key.size:

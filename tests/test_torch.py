@@ -247,3 +247,51 @@ def test_importing_without_torch_says_how_to_install(monkeypatch: pytest.MonkeyP
         importlib.import_module("readplan.torch")
     monkeypatch.undo()
     assert importlib.import_module("readplan.torch").ReadplanIterableDataset is not None
+
+
+@MANY_WORKERS
+@pytest.mark.parametrize("workers", [0, 2, 3])
+def test_len_of_the_loader_is_what_it_yields_in_plan_order(workers: int) -> None:
+    data = ReadplanIterableDataset(PLAN, epochs=2)
+    loader = DataLoader(data, batch_size=None, num_workers=workers)
+    expected = [item.record for item in Reader(PLAN, epochs=2)]
+    assert len(data) == len(loader) == len(expected)
+    got = list(loader)
+    assert len(got) == len(loader)
+    # Workers take turns per item, so one rank's loader yields exactly the plan's order
+    # while every worker has records left; across the epoch boundary they finish apart.
+    assert sorted(got) == sorted(expected)
+    first = len(expected) // 2 - workers
+    assert got[:first] == expected[:first]
+
+
+def test_dataset_batches_are_collated_and_counted() -> None:
+    data = ReadplanIterableDataset(PLAN, decode=True, batch_size=4, ragged="pad")
+    batches = list(data)
+    assert len(batches) == len(data)
+    ids = [int(i) for b in batches for i in b["id"][:, 0].tolist()]
+    assert ids == [int(item.record["id"][0]) for item in Reader(PLAN, decode=True)]  # type: ignore[index]
+    raw = list(ReadplanIterableDataset(PLAN, batch_size=5, drop_remainder=True))
+    assert [len(b) for b in raw] == [5] * (PLAN.num_examples // 5)
+    with pytest.raises(ConfigError, match="rank"):
+        ReadplanIterableDataset(PLAN, rank=1)
+
+
+def test_dataset_skips_damage_on_request(tmp_path: Path) -> None:
+    from readplan import CorruptionReport
+
+    directory = tmp_path / "toy"
+    shutil.copytree(TOY_DIR, directory)
+    shard = sorted(directory.glob("*train.tfrecord-00001-*"))[0]
+    data = bytearray(shard.read_bytes())
+    data[12] ^= 1  # the first record's payload: its data CRC fails
+    shard.write_bytes(bytes(data))
+    plan = ReadPlan(DatasetInfo.load(directory), "train", PLAN.config)
+    with pytest.raises(CorruptRecordError):
+        list(ReadplanIterableDataset(plan))
+    report = CorruptionReport()
+    got = list(ReadplanIterableDataset(plan, on_corruption="skip", report=report))
+    lost = plan.position_of(0, 1, 0)
+    expected = [item.record for item in Reader(PLAN) if item.position != lost]
+    assert got == expected
+    assert [entry.position for entry in report.lost] == [lost]

@@ -15,7 +15,6 @@ workers continues exactly.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -28,8 +27,9 @@ except ImportError as err:  # pragma: no cover - exercised without torch only
         "pip install 'readplan[torch]'"
     ) from err
 
+from readplan.errors import ConfigError
 from readplan.plan import ReadPlan
-from readplan.reading.items import Item
+from readplan.reading.collate import Ragged
 from readplan.reading.ranks import STATE_KEY, merge_states
 from readplan.reading.reader import Reader
 from readplan.state.codec import FORMAT
@@ -38,54 +38,86 @@ __all__ = ["ReadplanIterableDataset", "consumer", "merge_loader_states"]
 
 
 def consumer() -> tuple[int, int]:
-    """``(index, count)`` of the calling consumer: ``rank * workers + worker`` of all of them.
+    """``(index, count)`` of the calling consumer: ``worker * ranks + rank`` of all of them.
 
     Ranks come from ``torch.distributed`` when it is initialised (one rank otherwise),
     workers from ``torch.utils.data.get_worker_info()`` (one, the main process, outside
-    DataLoader workers).
+    DataLoader workers).  Counting workers outermost gives rank ``r`` the positions
+    ``p % ranks == r`` whatever the number of workers: its loader yields them in plan order.
     """
     info = get_worker_info()
     worker, workers = (0, 1) if info is None else (info.id, info.num_workers)
+    rank, ranks = _rank()
+    return worker * ranks + rank, ranks * workers
+
+
+def _rank() -> tuple[int, int]:
     if _dist.is_available() and _dist.is_initialized():
-        rank, world_size = _dist.get_rank(), _dist.get_world_size()
-    else:
-        rank, world_size = 0, 1
-    return rank * workers + worker, world_size * workers
+        return _dist.get_rank(), _dist.get_world_size()
+    return 0, 1
 
 
 class ReadplanIterableDataset(IterableDataset[Any]):
     """The records of ``plan`` in plan order, split across DataLoader workers and ranks.
 
-    Each consumer (see :func:`consumer`) runs a :class:`readplan.reader.Reader` with
-    ``rank``/``world_size`` set to its consumer index and count.  An iteration reads
-    epochs up to ``epochs`` (exclusive; ``None``: forever), starting where the loaded state
-    stands (from the beginning without one).  It yields ``transform(item)`` for each
-    :class:`~readplan.reader.Item`, or the item's record without a transform.
+    Each consumer (see :func:`consumer`) runs a :class:`readplan.Reader` with
+    ``rank``/``world_size`` set to its consumer index and count, and the other keywords
+    (``data_dir``, ``epochs``, ``decode``, ``on_corruption``, ``report``, ...) passed on as
+    given.  An iteration reads epochs up to ``epochs`` (exclusive; ``None``: forever),
+    starting where the loaded state stands (from the beginning without one).  It yields
+    ``transform(item)`` for each :class:`~readplan.Item`, or the item's record without a
+    transform.  With ``batch_size`` it yields batches of the consumer's records instead
+    (``Reader.batches``): the collated ``batch.features`` of a decoding reader, the list of
+    records of a raw one, or ``transform(batch)``.
 
-    ``state_dict()`` is the state of the consumer's reader (call it where the iteration
-    runs: in the worker, as ``StatefulDataLoader`` does); ``load_state_dict(state)``
-    applies to the iterations that start afterwards.  A state restores the consumer that
-    saved it, or, when merged by :func:`merge_loader_states`, any consumer of any layout.
+    ``len(dataset)`` is what the calling rank's loader yields over ``epochs`` from the
+    start (``specs/reader.md``, "PyTorch").  ``state_dict()`` is the state of the
+    consumer's reader (call it where the iteration runs: in the worker, as
+    ``StatefulDataLoader`` does); ``load_state_dict(state)`` applies to the iterations that
+    start afterwards.  A state restores the consumer that saved it, or, when merged by
+    :func:`merge_loader_states`, any consumer of any layout.
     """
 
     def __init__(
         self,
         plan: ReadPlan,
         *,
-        data_dir: str | os.PathLike[str] | None = None,
-        epochs: int | None = 1,
-        decode: bool | Mapping[str, Any] | None = None,
-        transform: Callable[[Item], Any] | None = None,
+        transform: Callable[[Any], Any] | None = None,
+        batch_size: int | None = None,
+        drop_remainder: bool = False,
+        ragged: Ragged = "list",
+        padding_values: Mapping[str, Any] | None = None,
+        **reader_options: Any,
     ) -> None:
         super().__init__()
+        for name in ("rank", "world_size", "start"):
+            if name in reader_options:
+                raise ConfigError(
+                    f"{name}= is set by the dataset (ranks and workers, load_state_dict); "
+                    "leave it out",
+                    field=name,
+                    value=reader_options[name],
+                )
         self.plan = plan
-        self.data_dir = data_dir
-        self.epochs = epochs
-        self.decode = decode
         self.transform = transform
+        self.reader_options = reader_options
+        self._batching: dict[str, Any] = {
+            "batch_size": batch_size,
+            "drop_remainder": drop_remainder,
+            "ragged": ragged,
+            "padding_values": padding_values,
+        }
         self._state: dict[str, Any] | None = None
         self._reader: Reader | None = None
-        self._new_reader(0, 1, None)  # checks every argument now, not in a worker
+        # Checks every argument now, not in a worker.
+        checked = self._new_reader(0, 1, None)
+        checked.batches(**self._batching)
+        checked.close()
+
+    @property
+    def epochs(self) -> int | None:
+        epochs: int | None = self.reader_options.get("epochs", 1)
+        return epochs
 
     def __getstate__(self) -> dict[str, Any]:
         # Workers started by "spawn" receive a pickled copy; an open reader stays behind.
@@ -94,17 +126,29 @@ class ReadplanIterableDataset(IterableDataset[Any]):
         return state
 
     def _new_reader(self, index: int, count: int, state: Mapping[str, Any] | None) -> Reader:
-        reader = Reader(
-            self.plan,
-            data_dir=self.data_dir,
-            epochs=self.epochs,
-            decode=self.decode,
-            rank=index,
-            world_size=count,
-        )
+        reader = Reader(self.plan, rank=index, world_size=count, **self.reader_options)
         if state is not None:
             reader.load_state_dict(state)
         return reader
+
+    def __len__(self) -> int:
+        """Items (or batches) the calling rank's loader yields over ``epochs``, from the start.
+
+        Exact for items; for batches it counts one worker's batches (each of ``W`` workers
+        may end an epoch with a short batch of its own).
+        """
+        rank, ranks = _rank()
+        reader = self._new_reader(rank, ranks, None)
+        size = self._batching["batch_size"]
+        if size is None:
+            return len(reader)
+        assert isinstance(size, int)
+        epochs = reader.epochs
+        if epochs is None:
+            return len(reader)  # raises: an endless reader has no length
+        per_epoch = len(Reader(self.plan, rank=rank, world_size=ranks, epochs=1))
+        whole, rest = divmod(per_epoch, size)
+        return epochs * (whole + (1 if rest and not self._batching["drop_remainder"] else 0))
 
     def __iter__(self) -> Iterator[Any]:
         # Not a generator: the reader exists (and state_dict() answers) as soon as the
@@ -112,6 +156,8 @@ class ReadplanIterableDataset(IterableDataset[Any]):
         if self._reader is not None:
             self._reader.close()
         self._reader = self._new_reader(*consumer(), self._state)
+        if self._batching["batch_size"] is not None:
+            return self._batches(self._reader)
         return self._records(self._reader)
 
     def _records(self, reader: Reader) -> Iterator[Any]:
@@ -122,6 +168,14 @@ class ReadplanIterableDataset(IterableDataset[Any]):
         else:
             for item in reader:
                 yield transform(item)
+
+    def _batches(self, reader: Reader) -> Iterator[Any]:
+        transform = self.transform
+        for batch in reader.batches(**self._batching):
+            if transform is not None:
+                yield transform(batch)
+            else:
+                yield batch.records if batch.features is None else batch.features
 
     def state_dict(self) -> dict[str, Any]:
         """The state of this consumer's reader (``specs/reader.md``)."""

@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from readplan import __version__
 from readplan.cli import demo, framing, planning
 from readplan.errors import ReadplanError
 
@@ -23,7 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="readplan",
         description="Exact, reproducible and resumable TFDS read order, without TensorFlow.",
     )
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    parser.add_argument("--version", action="version", version=f"readplan {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in (demo, planning, framing):
         module.register(subparsers)
     return parser
@@ -33,9 +35,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
     try:
         status: int = args.handler(args)
         sys.stdout.flush()
+    except KeyboardInterrupt:
+        # Ctrl-C is the user's wish, not a failure to explain: 128 + SIGINT, no traceback.
+        print(file=sys.stderr)
+        return 130
     except BrokenPipeError:
         # The reader of our output (e.g. `| head`) went away: that is not an error, but
         # the interpreter must not try to flush into the closed pipe again at exit.

@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import re
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,6 +22,9 @@ from readplan.metadata.dataset_info import DatasetInfo, catalog_names
 from readplan.plan import EpochOrder, ReadPlan
 from readplan.planning.config import InputContext, ReadConfig
 from readplan.planning.instructions import FileInstruction, file_instructions
+from readplan.reading.ranks import STATE_KEY
+from readplan.reading.reader import read_state
+from readplan.state.checkpoint import Checkpoint
 
 _EMPTY_MESSAGE = "Instruction [] corresponds to no data!"
 
@@ -64,7 +68,8 @@ def register_plan(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser = subparsers.add_parser(
         "plan",
         help="show the files (skip/take) TFDS reads for a split string",
-        description="Resolve a TFDS split string (e.g. 'train[10%%:]+test') against a "
+        # argparse %-formats help texts but prints descriptions as they are.
+        description="Resolve a TFDS split string (e.g. 'train[10%:]+test') against a "
         "dataset's shard layout and print TFDS's file instructions in read order.",
     )
     add_dataset_argument(parser)
@@ -170,7 +175,9 @@ def _add_read_config_arguments(parser: argparse.ArgumentParser) -> None:
         "--block-length", type=int, default=16, help="interleave_block_length (default 16)"
     )
     group.add_argument("--shuffle-files", action="store_true", help="shuffle_files=True")
-    group.add_argument("--seed", type=int, default=None, help="shuffle_seed of the file shuffle")
+    group.add_argument(
+        "--seed", type=_int64, default=None, help="shuffle_seed of the file shuffle (an int64)"
+    )
     group.add_argument(
         "--no-reshuffle",
         action="store_true",
@@ -185,7 +192,27 @@ def _add_read_config_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--epoch", type=int, default=0, help="epoch, counted from 0 (default 0)")
 
 
+def _int64(text: str) -> int:
+    """An argparse type: an integer TensorFlow can hold as a seed (int64)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if not -(2**63) <= value < 2**63:
+        raise argparse.ArgumentTypeError(
+            f"{text} does not fit in int64 (TensorFlow's seed type): use a value in "
+            f"{-(2**63)}..{2**63 - 1}"
+        )
+    return value
+
+
 def _plan_from_args(args: argparse.Namespace) -> ReadPlan:
+    if args.seed is not None and not args.shuffle_files:
+        print(
+            f"readplan {args.command}: warning: --seed {args.seed} has no effect without "
+            "--shuffle-files (the files are read in their planned order)",
+            file=sys.stderr,
+        )
     info = load_dataset(args.dataset)
     config = ReadConfig(
         interleave_cycle_length=args.cycle_length,
@@ -219,7 +246,17 @@ def register_order(subparsers: argparse._SubParsersAction[Any]) -> None:
         "reads it (interleave, seeded per-epoch file shuffle), without reading any record.",
     )
     _add_read_config_arguments(parser)
-    parser.add_argument("--start", type=int, default=0, help="first position (default 0)")
+    parser.add_argument(
+        "--start", type=int, default=None, help="first position, 0..N (default 0; N: nothing)"
+    )
+    parser.add_argument(
+        "--from",
+        dest="state",
+        metavar="STATE",
+        default=None,
+        help="continue from a saved state (Reader.save, checkpoint -o): print where it stands "
+        "and what comes next; sets --epoch and --start",
+    )
     parser.add_argument(
         "--count", type=int, default=None, help="number of positions (default: to the end)"
     )
@@ -230,31 +267,76 @@ def register_order(subparsers: argparse._SubParsersAction[Any]) -> None:
         help="global: TFDS guide's global ids; tfds_id: '<file>__<index>'; json: one object "
         "per line with every field",
     )
+    parser.add_argument("--json", action="store_true", help="the same as --format json")
     parser.set_defaults(handler=run_order)
 
 
 def run_order(args: argparse.Namespace) -> int:
     plan = _plan_from_args(args)
+    fmt = "json" if args.json else args.format
+    epoch, start = args.epoch, 0 if args.start is None else args.start
+    if args.state is not None:
+        if args.start is not None:
+            raise ConfigError(
+                "--from sets the start position; leave out --start", field="start", value=start
+            )
+        epoch, start = _state_position(plan, args.state, json_lines=fmt == "json")
     if args.count is not None and args.count < 0:
         raise ConfigError(
             f"--count must be >= 0, got {args.count}", field="count", value=args.count
         )
-    stop = (
-        plan.num_examples if args.count is None else min(plan.num_examples, args.start + args.count)
-    )
-    if args.start > stop:
-        plan.locate(args.epoch, args.start)  # raises the out-of-range error with the valid range
-    remaining = stop - args.start
+    _check_position("--start", start, plan.num_examples)
+    stop = plan.num_examples if args.count is None else min(plan.num_examples, start + args.count)
+    remaining = stop - start
     if remaining == 0:
         return 0
     chunk_size = min(remaining, 1 << 16)
-    for chunk in plan.iter_epoch(args.epoch, chunk_size=chunk_size, start=args.start):
+    for chunk in plan.iter_epoch(epoch, chunk_size=chunk_size, start=start):
         take = min(len(chunk), remaining)
-        print("\n".join(_format_chunk(plan, chunk, take, args.format)))
+        print("\n".join(_format_chunk(plan, chunk, take, fmt)))
         remaining -= take
         if remaining == 0:
             break
     return 0
+
+
+def _check_position(flag: str, position: int, size: int) -> None:
+    """One message for every out-of-range position: the valid range includes the end."""
+    if not 0 <= position <= size:
+        raise ConfigError(
+            f"{flag} {position} is out of range: an epoch of this plan has {size} records; "
+            f"pass a position in 0..{size} ({size}: the end of the epoch)",
+            field=flag.lstrip("-"),
+            value=position,
+        )
+
+
+def _state_position(plan: ReadPlan, path: str, *, json_lines: bool) -> tuple[int, int]:
+    """Epoch and next position of a saved state, checked against the plan; tells where."""
+    state = read_state(path)
+    checkpoint = plan.verify(Checkpoint.from_dict(dict(state)))
+    owner = state.get(STATE_KEY) or {"rank": 0, "world_size": 1}
+    rank, world = owner.get("rank"), owner.get("world_size")
+    summary = {
+        "state": path,
+        "epoch": checkpoint.epoch,
+        "position": checkpoint.position,
+        "num_examples": checkpoint.num_examples,
+        "rank": rank,
+        "world_size": world,
+    }
+    if json_lines:
+        print(json.dumps(summary))
+    else:
+        whose = (
+            "" if world == 1 else f"; rank {rank} of {world} reads the positions {rank} mod {world}"
+        )
+        print(
+            f"# {path}: epoch {checkpoint.epoch}, next position {checkpoint.position} of "
+            f"{checkpoint.num_examples}{whose}; the order from there:",
+            file=sys.stderr,
+        )
+    return checkpoint.epoch, checkpoint.position
 
 
 def _format_chunk(plan: ReadPlan, chunk: EpochOrder, take: int, fmt: str) -> list[str]:
@@ -308,6 +390,7 @@ def register_checkpoint(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 def run_checkpoint(args: argparse.Namespace) -> int:
     plan = _plan_from_args(args)
+    _check_position("--position", args.position, plan.num_examples)
     checkpoint = plan.checkpoint(args.epoch, args.position)
     if args.output is not None:
         checkpoint.save(args.output)

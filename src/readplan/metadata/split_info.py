@@ -18,6 +18,9 @@ _SPLIT_NAME = re.compile(r"[\w-]+")
 _RESERVED_SPLIT = "all"
 
 
+_REPR_SHARDS = 8
+
+
 @dataclass(frozen=True)
 class SplitInfo:
     """One split's shard layout, as recorded in ``dataset_info.json``.
@@ -33,6 +36,21 @@ class SplitInfo:
     filepath_template: str | None = None
     num_bytes: int = 0
     _offsets: tuple[int, ...] = field(init=False, repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        lengths = self.shard_lengths
+        if len(lengths) <= _REPR_SHARDS:
+            shown = repr(lengths)
+        else:
+            # ImageNet has 1,024 shards: a repr that lists them all is unreadable.
+            head = ", ".join(map(str, lengths[:3]))
+            shown = f"<{len(lengths)} shards: {head}, ..., {lengths[-1]}; {sum(lengths)} records>"
+        template = self.filepath_template
+        extra = "" if template is None else f", filepath_template={template!r}"
+        return (
+            f"SplitInfo(name={self.name!r}, shard_lengths={shown}{extra}, "
+            f"num_bytes={self.num_bytes})"
+        )
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _SPLIT_NAME.fullmatch(self.name):

@@ -48,7 +48,7 @@ from readplan.records import example
 from readplan.records._damage import CorruptionReport, LostRecord
 from readplan.state.checkpoint import Checkpoint
 
-__all__ = ["ON_CORRUPTION", "OnCorruption", "Reader", "Start"]
+__all__ = ["ON_CORRUPTION", "OnCorruption", "Reader", "Start", "read_state"]
 
 OnCorruption: TypeAlias = Literal["raise", "skip"]
 ON_CORRUPTION: tuple[str, ...] = get_args(OnCorruption)
@@ -266,7 +266,7 @@ class Reader(Closing):
         elif isinstance(start, Mapping):
             self.load_state_dict(start)
         elif isinstance(start, (str, os.PathLike)):
-            self.load_state_dict(_read_state(os.fspath(start)))
+            self.load_state_dict(read_state(os.fspath(start)))
         else:
             raise ConfigError(
                 f"start must be a state (from state_dict()), a readplan Checkpoint or the "
@@ -564,11 +564,20 @@ def _check_batching(batch_size: object, drop_remainder: object) -> None:
         )
 
 
-def _read_state(path: str) -> Any:
+def read_state(path: str) -> Mapping[str, Any]:
+    """A state written by :meth:`Reader.save` (or ``Checkpoint.save``), as a mapping."""
+    with open(path, "rb") as handle:
+        text = handle.read()
     try:
-        with open(path, "rb") as handle:
-            return json.loads(handle.read())
-    except json.JSONDecodeError as err:
+        state = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise CheckpointError(
             f"{path}: not a saved reader state (Reader.save writes JSON): {err}", field="$"
         ) from err
+    if not isinstance(state, Mapping):
+        raise CheckpointError(
+            f"{path}: not a saved reader state: it holds a JSON {type(state).__name__}, not an "
+            "object",
+            field="$",
+        )
+    return state

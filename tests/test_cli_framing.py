@@ -11,6 +11,8 @@ import pytest
 
 from readplan import tfrecord
 from readplan.cli import main
+from readplan.cli.main import build_parser
+from readplan.errors import CorruptRecordError
 from readplan.index import load_index
 from tests.conftest import DATA
 
@@ -100,8 +102,14 @@ def test_inspect_missing_file(capsys: pytest.CaptureFixture[str], tmp_path: Path
     missing = str(tmp_path / "missing.tfrecord")
     status, out, err = run(capsys, "inspect", missing, str(FIXTURES / "empty.tfrecord"))
     assert status == 2
-    assert missing in err
+    assert (out + err).count("No such file or directory") == 1
+    assert f"{missing}\n  error: No such file or directory" in out
     assert "empty.tfrecord" in out
+    status, out, err = run(capsys, "inspect", "--json", missing)
+    assert status == 2
+    assert json.loads(out)["files"][0]["error"] == "No such file or directory"
+    assert err.count("No such file or directory") == 1
+    assert missing in err
 
 
 def test_index_builds_sidecars(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -142,3 +150,99 @@ def test_index_with_explicit_compression(
     assert "damaged at compressed offset 0" in err
     status, _, _ = run(capsys, "index", "--compression", "GZIP", str(copy))
     assert status == 0
+
+
+def test_index_refuses_a_file_whose_data_is_damaged(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Headers intact, one data bit flipped: a header walk alone would index it."""
+    damaged = tmp_path / "d.tfrecord"
+    shutil.copy(FIXTURES / "damaged_flip_data_bit.tfrecord", damaged)
+    status, out, err = run(capsys, "index", str(damaged))
+    assert status == 1
+    assert "data_crc" in err or "CRC of its" in err
+    assert "no index written" in err
+    assert out == ""
+    assert not Path(str(damaged) + ".index").exists()
+
+
+def test_inspect_says_when_a_file_is_not_a_tfrecord(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    text = tmp_path / "info.json"
+    text.write_text('{"name": "not records", "values": [1, 2, 3]}')
+    gz = tmp_path / "g.tfrecord"
+    shutil.copy(FIXTURES / "examples.tfrecord.gz", gz)
+    short = tmp_path / "short.tfrecord"
+    short.write_bytes(b"12345")
+    status, summaries = inspect_json(capsys, "--compression", "none", str(text), str(gz))
+    assert status == 2
+    for summary in summaries:
+        assert "is not a TFRecord file" in summary["error"]
+        assert "trailing_garbage" not in summary["error"]
+    assert "--compression GZIP" in summaries[1]["error"]
+    assert "--compression" not in summaries[0]["error"]
+    status, out, err = run(capsys, "inspect", str(short))
+    assert status == 2
+    assert "5 bytes are fewer than one record header" in out
+    assert "record -1" not in out + err
+
+
+def test_short_file_message_names_no_record_before_the_first(tmp_path: Path) -> None:
+    short = tmp_path / "short.tfrecord"
+    short.write_bytes(b"12345")
+    with pytest.raises(CorruptRecordError) as raised:
+        list(tfrecord.read(short))
+    assert "record -1" not in str(raised.value)
+    assert "before any record" in str(raised.value)
+
+
+def test_inspect_counts_values_per_example(capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = run(capsys, "inspect", "--examples", "3", str(FIXTURES / "examples.tfrecord"))
+    assert "height         int64            3  1 value per example" in out
+    assert "empty_bytes    bytes            3  0 values per example" in out
+    assert "..1" not in out
+
+
+def test_index_json_and_text_sidecars(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    copy = tmp_path / "e.tfrecord"
+    shutil.copy(FIXTURES / "examples.tfrecord", copy)
+    status, out, _ = run(capsys, "index", "--json", "--text", str(copy))
+    assert status == 0
+    (result,) = json.loads(out)["files"]
+    assert result == {
+        "path": str(copy),
+        "status": 0,
+        "records": 40,
+        "written": [f"{copy}.index", f"{copy}.idx"],
+    }
+    parser_help = _subcommand_help("index")
+    assert "also write FILE.idx" in parser_help
+    assert "FILE.index is written either way" in parser_help
+
+
+def _subcommand_help(name: str) -> str:
+    parser = build_parser()
+    for action in parser._subparsers._group_actions:  # type: ignore[union-attr]
+        if name in action.choices:  # type: ignore[operator]
+            return str(action.choices[name].format_help())  # type: ignore[index]
+    raise AssertionError(name)
+
+
+def test_errors_name_flags_not_keywords(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    copy = tmp_path / "e.gz"
+    shutil.copy(FIXTURES / "examples.tfrecord.gz", copy)
+    status, _, err = run(capsys, "index", "--compression", "ZLIB", str(copy))
+    assert status == 1
+    assert "--compression auto" in err
+    assert "compression=" not in err
+    assert "on_corruption" not in err
+    big = tmp_path / "big.tfrecord"
+    shutil.copy(FIXTURES / "examples.tfrecord", big)
+    status, _, err = run(capsys, "index", "--max-record-bytes", "100", str(big))
+    assert status == 1
+    assert "--max-record-bytes 100" in err
+    assert "max_record_bytes" not in err
+    status, out, _ = run(capsys, "inspect", "--max-record-bytes", "100", str(big))
+    assert status == 1
+    assert "absurd_length" in out

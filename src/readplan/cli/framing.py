@@ -5,7 +5,8 @@ the first examples, and every damaged region (read in skip mode, so nothing stop
 ``index`` writes index sidecars (specs/tfrecord.md, "Index sidecar").
 
 Exit status: 0 when every file is sound, 1 when damage was found, 2 when a file could not
-be read at all.
+be read at all (missing, or not a TFRecord file).  Messages from the library name its
+keyword arguments; here they are rewritten to the flags a shell user passes.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ import argparse
 import itertools
 import json
 import os
+import re
 import sys
-from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,30 @@ from readplan.records import tfrecord
 _COMPRESSION_CHOICES = {"auto": "auto", "none": None, "GZIP": "GZIP", "ZLIB": "ZLIB"}
 _STATUS_DAMAGED = 1
 _STATUS_UNREADABLE = 2
+# Damage at offset 0 of a file that yields no record at all: not a TFRecord file.
+_FOREIGN_KINDS = frozenset(
+    {tfrecord.KIND_HEADER_CRC, tfrecord.KIND_TRAILING_GARBAGE, tfrecord.KIND_TRUNCATED_HEADER}
+)
+_KEYWORDS_AS_FLAGS = (
+    (re.compile(r"compression='(\w+)'"), r"--compression \1"),
+    (re.compile(r"max_record_bytes=(\d+)"), r"--max-record-bytes \1"),
+    (re.compile(r"\bmax_record_bytes\b"), "--max-record-bytes"),
+    (
+        re.compile(
+            r" \(on_corruption='skip' reads every undamaged record and reports the damage "
+            r"instead of raising\)"
+        ),
+        "; `readplan inspect FILE` lists every damaged region",
+    ),
+    (re.compile(r" or readplan\.index\.build_index\(DATA_FILE\)"), ""),
+)
+
+
+def as_flags(message: str) -> str:
+    """``message`` with the library's keyword arguments written as command-line flags."""
+    for pattern, replacement in _KEYWORDS_AS_FLAGS:
+        message = pattern.sub(replacement, message)
+    return message
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -40,7 +65,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         "examples. Exit status 1 if any file is damaged, 2 if one cannot be read.",
     )
     inspect.add_argument("files", nargs="+", metavar="FILE")
-    inspect.add_argument("--json", action="store_true", help="print JSON instead of text")
+    _add_json(inspect)
     inspect.add_argument(
         "--examples",
         type=_non_negative,
@@ -50,21 +75,26 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         "(default 100, 0 to skip)",
     )
     _add_compression(inspect)
+    _add_max_record_bytes(inspect)
     inspect.set_defaults(handler=run_inspect)
 
     build = subparsers.add_parser(
         "index",
         help="write index sidecars (FILE.index) for O(1) counting and seeking",
-        description="Walk the record headers of each file and write FILE.index beside it. "
-        "Damaged files get no index (exit status 1).",
+        description="Read each file, checking every record, and write FILE.index beside it "
+        "(readplan's binary sidecar, always written). Damaged files get no index (exit "
+        "status 1).",
     )
     build.add_argument("files", nargs="+", metavar="FILE")
     build.add_argument(
         "--text",
         action="store_true",
-        help="also write FILE.idx in the DALI / vahidk text form ('<offset> <size>' lines)",
+        help="also write FILE.idx in the DALI / vahidk text form ('<offset> <size>' lines), "
+        "for tools that read that form; FILE.index is written either way",
     )
+    _add_json(build)
     _add_compression(build)
+    _add_max_record_bytes(build)
     build.set_defaults(handler=run_index)
 
 
@@ -74,6 +104,21 @@ def _add_compression(parser: argparse.ArgumentParser) -> None:
         choices=sorted(_COMPRESSION_CHOICES),
         default="auto",
         help="how the files are compressed (default: detect from the first bytes)",
+    )
+
+
+def _add_json(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+
+def _add_max_record_bytes(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--max-record-bytes",
+        type=_non_negative,
+        default=None,
+        metavar="N",
+        help="refuse records longer than N bytes (default: 2**31-1, and 256 MiB in GZIP/ZLIB "
+        "files, where a length cannot be checked against the file size)",
     )
 
 
@@ -91,7 +136,10 @@ def run_inspect(args: argparse.Namespace) -> int:
     status = 0
     with Progress("inspecting", total=len(args.files), unit=" files") as bar:
         for path in args.files:
-            summary = _inspect_file(path, compression, args.examples)
+            summary = _inspect_file(path, compression, args.examples, args.max_record_bytes)
+            if "error" in summary and args.json:
+                # Text output shows the error in the file's summary; JSON keeps stdout parseable.
+                print(f"readplan inspect: {path}: {summary['error']}", file=sys.stderr)
             summaries.append(summary)
             if "error" in summary:
                 status = max(status, _STATUS_UNREADABLE)
@@ -105,19 +153,33 @@ def run_inspect(args: argparse.Namespace) -> int:
     return status
 
 
-def _inspect_file(path: str, compression: object, examples: int) -> dict[str, Any]:
+def _inspect_file(
+    path: str, compression: object, examples: int, max_record_bytes: int | None
+) -> dict[str, Any]:
     report = tfrecord.CorruptionReport()
     try:
-        records = tfrecord.read(path, compression=compression, on_corruption="skip", report=report)
+        records = tfrecord.read(
+            path,
+            compression=compression,
+            on_corruption="skip",
+            report=report,
+            max_record_bytes=max_record_bytes,
+        )
         head = list(itertools.islice(records, examples))
         tail = np.fromiter(map(len, records), dtype=np.int64)
         with open(path, "rb") as handle:
             detected = _index.resolve_compression(handle.fileno(), compression)
+            looks_like = _index.resolve_compression(handle.fileno(), "auto")
+            first_bytes = handle.read(16)
         file_bytes = os.path.getsize(path)
-    except (OSError, ReadplanError) as err:
-        print(f"readplan inspect: {path}: {err}", file=sys.stderr)
-        return {"path": path, "error": str(err)}
+    except OSError as err:
+        return {"path": path, "error": str(err.strerror or err)}
+    except ReadplanError as err:
+        return {"path": path, "error": as_flags(str(err))}
     lengths = np.concatenate([np.array([len(r) for r in head], dtype=np.int64), tail])
+    if len(lengths) == 0 and report.events and report.events[0].kind in _FOREIGN_KINDS:
+        why = _not_tfrecord(path, first_bytes, file_bytes, read_as=detected, looks_like=looks_like)
+        return {"path": path, "error": why}
     summary: dict[str, Any] = {
         "path": path,
         "compression": detected,
@@ -128,6 +190,24 @@ def _inspect_file(path: str, compression: object, examples: int) -> dict[str, An
     summary.update(_feature_summary(head))
     summary["damage"] = [_event_json(event) for event in report]
     return summary
+
+
+def _not_tfrecord(
+    path: str, first: bytes, size: int, *, read_as: str | None, looks_like: str | None
+) -> str:
+    """Why ``path``, read as ``read_as``, holds no record at all, and what to try."""
+    if size < 12:
+        return (
+            f"{path} is not a TFRecord file: its {size} bytes are fewer than one record "
+            "header (12 bytes)"
+        )
+    message = f"{path} is not a TFRecord file: its first bytes {first!r} are not a record header"
+    if read_as is None and looks_like is not None:
+        message += (
+            f"; it starts like a {looks_like} stream: pass --compression {looks_like} (or "
+            "--compression auto, the default)"
+        )
+    return message
 
 
 def _size_stats(lengths: np.ndarray[Any, np.dtype[np.int64]]) -> dict[str, float] | None:
@@ -216,9 +296,16 @@ def _format_features(features: dict[str, Any] | None, note: str) -> list[str]:
     width = max([len(key) for key in features] + [7])
     lines.append(f"    {'feature':<{width}}  kind   in examples  values")
     for key, entry in features.items():
-        values = f"{entry['min_values']}..{entry['max_values']}"
+        values = _value_counts(entry["min_values"], entry["max_values"])
         lines.append(f"    {key:<{width}}  {entry['kind']:<5}  {entry['examples']:>11}  {values}")
     return lines
+
+
+def _value_counts(least: int, most: int) -> str:
+    """``"1 value per example"``, ``"0-3 values per example"``."""
+    if least == most:
+        return f"{least} value{'' if least == 1 else 's'} per example"
+    return f"{least}-{most} values per example"
 
 
 def _format_damage(damage: list[dict[str, Any]]) -> list[str]:
@@ -239,29 +326,45 @@ def _format_damage(damage: list[dict[str, Any]]) -> list[str]:
 def run_index(args: argparse.Namespace) -> int:
     compression = _COMPRESSION_CHOICES[args.compression]
     status = 0
+    results = []
     total = sum(_size_or_zero(path) for path in args.files)
     with Progress("indexing", total=total, unit="B") as bar:
         for number, path in enumerate(args.files, start=1):
             bar.label = f"indexing file {number}/{len(args.files)}"
-            status = max(status, _index_file(path, compression, args.text, bar))
+            result = _index_file(path, compression, args, bar)
+            results.append(result)
+            status = max(status, result["status"])
+            if "error" in result:
+                print(f"readplan index: {result['error']}", file=sys.stderr)
+            elif not args.json:
+                print(f"{path}: {result['records']} records -> {', '.join(result['written'])}")
+    if args.json:
+        print(json.dumps({"files": results}, indent=2))
     return status
 
 
-def _index_file(path: str, compression: object, text: bool, bar: Progress) -> int:
+def _index_file(
+    path: str, compression: object, args: argparse.Namespace, bar: Progress
+) -> dict[str, Any]:
     try:
-        written = _index.build_index(path, compression=compression, progress=bar.advance)
+        written = _index.build_index(
+            path,
+            compression=compression,
+            progress=bar.advance,
+            max_record_bytes=args.max_record_bytes,
+        )
     except CorruptRecordError as err:
-        print(f"readplan index: {err} (no index written)", file=sys.stderr)
-        return _STATUS_DAMAGED
-    except (OSError, ReadplanError) as err:
-        print(f"readplan index: {path}: {err}", file=sys.stderr)
-        return _STATUS_UNREADABLE
+        message = f"{as_flags(str(err))} (no index written)"
+        return {"path": path, "status": _STATUS_DAMAGED, "error": message}
+    except OSError as err:
+        return {"path": path, "status": _STATUS_UNREADABLE, "error": f"{path}: {err.strerror}"}
+    except ReadplanError as err:
+        return {"path": path, "status": _STATUS_UNREADABLE, "error": as_flags(str(err))}
     built = _index.load_index(path, compression=compression, index_path=written)
-    outputs: Iterable[str] = [written]
-    if text:
-        outputs = [written, _index.export_text(built, path + ".idx")]
-    print(f"{path}: {len(built)} records -> {', '.join(outputs)}")
-    return 0
+    outputs = [written]
+    if args.text:
+        outputs.append(_index.export_text(built, path + ".idx"))
+    return {"path": path, "status": 0, "records": len(built), "written": outputs}
 
 
 def _size_or_zero(path: str) -> int:

@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from readplan.errors import CorruptRecordError
-from readplan.records._compression import pread
+from readplan.records._compression import detect_compression, pread
 from readplan.records._crc import MASK_DELTA, crc32c, mask, mask_array
 from readplan.records._damage import (
     KIND_ABSURD_LENGTH,
@@ -362,11 +362,12 @@ class FrameParser:
             self._at_end()
             return None
         self._cut_at_end = True
+        where = f"after record {self.index - 1}" if self.index else "before any record"
         self._damage(
             KIND_TRUNCATED_HEADER,
             start,
-            f"the last {have} bytes, at offset {start} after record {self.index - 1}, are "
-            "too short for a record header (12 bytes): the file was cut short while writing "
+            f"the last {have} bytes, at offset {start} {where}, are too short for a record "
+            "header (12 bytes): the file was cut short while writing "
             f"record {self.index}, or ends in garbage; TensorFlow ignores them silently",
             field_offset=start,
             resync_from=start + have,
@@ -378,10 +379,7 @@ class FrameParser:
         hint = ""
         tf_hint = ""
         if start == 0:
-            hint = (
-                "; if the file is compressed, pass compression='GZIP' or 'ZLIB' "
-                "(or 'auto' to detect it)"
-            )
+            hint = _first_header_hint(self._stream.data[self._stream.off : self._stream.off + 12])
             tf_hint = " (Is this even a TFRecord file?)"
         return self._damage(
             KIND_HEADER_CRC,
@@ -563,6 +561,20 @@ class FrameParser:
             max_record_bytes=self._max,
         )
         return walk.frames()
+
+
+def _first_header_hint(head: bytes) -> str:
+    """What a file whose first bytes are not a record header may be instead."""
+    detected = detect_compression(head)
+    if detected is not None:
+        return (
+            f"; the file starts like a {detected} stream: pass compression='{detected}' "
+            "(or compression='auto' to detect it)"
+        )
+    return (
+        f"; its first bytes {head!r} are not a record header: this is not a TFRecord file, "
+        "or it is compressed (compression='GZIP' or compression='ZLIB')"
+    )
 
 
 def _truncated_tf_message(start: int, *, compressed: bool) -> str:

@@ -21,17 +21,26 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("torchdata")
 
+import torch
 from torch.utils.data import DataLoader
 from torchdata.stateful_dataloader import StatefulDataLoader  # type: ignore[import-untyped]
 
 from readplan import Item, ReadConfig, Reader, ReadPlan
-from readplan.errors import CheckpointError, ConfigError, CorruptRecordError
+from readplan.errors import (
+    CheckpointError,
+    CheckpointMismatchError,
+    ConfigError,
+    CorruptRecordError,
+)
 from readplan.metadata.dataset_info import DatasetInfo
+from readplan.reading.data_source import data_source
 from readplan.reading.ranks import STATE_KEY
-from readplan.torch import ReadplanIterableDataset, consumer, merge_loader_states
+from readplan.torch import OrderSampler, ReadplanIterableDataset, consumer, merge_loader_states
 from tests.conftest import DATA
 
 TOY_DIR = DATA / "tfds" / "readplan_toy" / "1.0.0"
+TOY_INFO = DatasetInfo.load(TOY_DIR)
+TOY = json.loads((DATA / "tfds" / "readplan_toy_orders.json").read_text())
 PLAN = ReadPlan(
     DatasetInfo.load(TOY_DIR),
     "train",
@@ -295,3 +304,76 @@ def test_dataset_skips_damage_on_request(tmp_path: Path) -> None:
     expected = [item.record for item in Reader(PLAN) if item.position != lost]
     assert got == expected
     assert [entry.position for entry in report.lost] == [lost]
+
+
+# -- the data source as a map-style dataset, with readplan's OrderSampler ---------------
+
+
+def _order_case() -> tuple[ReadPlan, list[int]]:
+    case = next(
+        c for c in TOY["cases"] if c["spec"] == "train" and c["read_config"] == {"shuffle_seed": 32}
+    )
+    plan = ReadPlan(TOY_INFO, "train", ReadConfig(shuffle_files=True, shuffle_seed=32))
+    return plan, [entry[3] for epoch in case["epochs"] for entry in epoch]
+
+
+def _ids(records: list[Any]) -> list[int]:
+    return [int(r["id"][0]) for r in records]
+
+
+@STATEFUL
+@pytest.mark.parametrize("workers", [0, 2])
+def test_order_sampler_gives_tfds_order_and_resumes_in_a_stateful_loader(
+    workers: int, tmp_path: Path
+) -> None:
+    plan, expected = _order_case()
+    source = data_source(TOY_INFO, "train", decode=True, index_dir=tmp_path)
+
+    def loader() -> StatefulDataLoader:
+        return StatefulDataLoader(
+            source,
+            sampler=OrderSampler(plan, epochs=3),
+            batch_size=8,
+            num_workers=workers,
+            collate_fn=_ids,
+        )
+
+    plain = torch.utils.data.DataLoader(
+        source, sampler=OrderSampler(plan, epochs=3), collate_fn=_ids
+    )
+    assert [i for batch in plain for i in batch] == expected
+    for stop in (1, 9, 18):
+        first = loader()
+        stream = iter(first)
+        seen = [i for _ in range(stop) for i in next(stream)]
+        state = first.state_dict()
+        resumed = loader()
+        resumed.load_state_dict(state)
+        assert seen + [i for batch in resumed for i in batch] == expected
+        assert [i for batch in resumed for i in batch] == expected  # the next pass starts over
+
+
+def test_order_sampler_state_is_checked() -> None:
+    plan, _ = _order_case()
+    sampler = OrderSampler(plan, epochs=3)
+    stream = iter(sampler)
+    keys = [next(stream) for _ in range(60)]
+    state = sampler.state_dict()
+    assert state["index"] == 60
+    other = OrderSampler(plan, epochs=3)
+    other.load_state_dict(state)
+    assert keys + list(other) == list(OrderSampler(plan, epochs=3))
+    assert len(sampler) == 3 * 49
+    foreign = OrderSampler(
+        ReadPlan(TOY_INFO, "train", ReadConfig(shuffle_files=True, shuffle_seed=5))
+    )
+    with pytest.raises(CheckpointMismatchError):
+        foreign.load_state_dict(state)
+    for bad in (
+        {"index": 3},
+        dict(state, index=-1),
+        dict(state, index=3 * 49 + 1),
+        dict(state, index="3"),
+    ):
+        with pytest.raises(CheckpointError):
+            other.load_state_dict(bad)

@@ -28,6 +28,7 @@ from readplan.errors import (
     ReadplanError,
     ReadplanIndexError,
     ReadplanTypeError,
+    RecordKeyError,
     SplitError,
     StorageError,
     StoragePermissionError,
@@ -48,6 +49,7 @@ from readplan.planning.interleave import InterleaveSchedule, interleave_order
 from readplan.planning.seeds import epoch_seed_pair, seed_pair
 from readplan.planning.shuffle import ShuffleBufferState, buffer_shuffle, permutation, shuffle_order
 from readplan.planning.splits import AllSplits, ReadInstruction, SplitSpec, parse_split
+from readplan.reading.data_source import RecordSource, data_source
 from readplan.reading.items import Batch, Item
 from readplan.reading.ranks import merge_states
 from readplan.reading.reader import Reader
@@ -103,6 +105,8 @@ __all__ = [
     "ReadplanIndexError",
     "ReadplanTypeError",
     "RecordFile",
+    "RecordKeyError",
+    "RecordSource",
     "ShuffleBufferState",
     "SkipDecoding",
     "SplitError",
@@ -117,6 +121,7 @@ __all__ = [
     "buffer_shuffle",
     "build_index",
     "catalog_names",
+    "data_source",
     "epoch_seed_pair",
     "even_splits",
     "file_instructions",

@@ -31,6 +31,7 @@ __all__ = [
     "ReadplanError",
     "ReadplanIndexError",
     "ReadplanTypeError",
+    "RecordKeyError",
     "SplitError",
     "StorageError",
     "StoragePermissionError",
@@ -67,6 +68,15 @@ class ReadplanIndexError(ReadplanError, IndexError):
         super().__init__(message)
         self.key = key
         self.length = length
+
+
+class RecordKeyError(ReadplanIndexError, ValueError):
+    """A record key outside ``[0, len)`` of a random-access data source.
+
+    An ``IndexError`` for Python's sequence protocols and samplers, and a ``ValueError``
+    like the one TFDS's ArrayRecord data source raises for the same key.  ``key`` and
+    ``length`` are as for :class:`ReadplanIndexError`.
+    """
 
 
 class SplitError(ReadplanError, ValueError):

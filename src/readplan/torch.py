@@ -20,21 +20,22 @@ from typing import Any
 
 try:
     import torch.distributed as _dist
-    from torch.utils.data import IterableDataset, get_worker_info
+    from torch.utils.data import IterableDataset, Sampler, get_worker_info
 except ImportError as err:  # pragma: no cover - exercised without torch only
     raise ImportError(
         "readplan.torch needs PyTorch, an optional dependency of readplan: "
         "pip install 'readplan[torch]'"
     ) from err
 
-from readplan.errors import ConfigError
+from readplan.errors import CheckpointError, CheckpointMismatchError, ConfigError
 from readplan.plan import ReadPlan
 from readplan.reading.collate import Ragged
+from readplan.reading.order_keys import OrderKeys
 from readplan.reading.ranks import STATE_KEY, merge_states
 from readplan.reading.reader import Reader
 from readplan.state.codec import FORMAT
 
-__all__ = ["ReadplanIterableDataset", "consumer", "merge_loader_states"]
+__all__ = ["OrderSampler", "ReadplanIterableDataset", "consumer", "merge_loader_states"]
 
 
 def consumer() -> tuple[int, int]:
@@ -191,6 +192,60 @@ class ReadplanIterableDataset(IterableDataset[Any]):
         if self._reader is not None:
             self._reader.close()
             self._reader = None
+
+
+class OrderSampler(Sampler[int]):
+    """Keys of ``readplan.data_source(plan.info, plan.spec)`` in the plan's order.
+
+    One pass yields epochs ``0 .. epochs - 1`` (``None``: endless), position by position:
+    ``torch.utils.data.DataLoader(source, sampler=OrderSampler(plan, epochs=3))`` reads
+    the records in TFDS's order.  ``state_dict()``/``load_state_dict()`` follow torchdata's
+    ``StatefulDataLoader`` protocol: the state is the number of keys handed out in the
+    current pass, bound to the plan's digest.  A new pass continues from the loaded state,
+    or starts over after a complete one.
+    """
+
+    def __init__(self, plan: ReadPlan, *, epochs: int | None = 1) -> None:
+        self._keys = OrderKeys(plan, epochs=epochs)
+        self._next = 0
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __iter__(self) -> Iterator[int]:
+        keys, per_epoch = self._keys, self._keys.records_per_epoch
+        while self._next < len(keys):
+            epoch, position = divmod(self._next, per_epoch)
+            for key in keys.epoch_keys(epoch)[position:].tolist():
+                self._next += 1
+                yield key
+        self._next = 0
+
+    def state_dict(self) -> dict[str, Any]:
+        """``{"plan_digest", "index"}``: the keys handed out so far in this pass."""
+        return {"plan_digest": self._keys.digest, "index": self._next}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Continue the next pass from ``state`` (from :meth:`state_dict` of this plan)."""
+        if not isinstance(state, Mapping) or set(state) != {"plan_digest", "index"}:
+            raise CheckpointError(
+                "an OrderSampler state is a mapping with keys 'plan_digest' and 'index' (from "
+                f"state_dict()), got {state!r:.120}",
+                field="$",
+            )
+        if state["plan_digest"] != self._keys.digest:
+            raise CheckpointMismatchError(
+                f"the state was saved by a sampler of another plan (digest "
+                f"{state['plan_digest']!r}, this plan's is {self._keys.digest!r})",
+                differences={"plan_digest": (state["plan_digest"], self._keys.digest)},
+            )
+        index = state["index"]
+        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index <= len(self):
+            raise CheckpointError(
+                f"the state's index must be an integer in 0..{len(self)}, got {index!r}",
+                field="index",
+            )
+        self._next = index
 
 
 def merge_loader_states(states: Iterable[Any]) -> dict[str, Any]:

@@ -1,0 +1,350 @@
+"""Random access to a TFDS TFRecord dataset, with TFDS's key mapping (``specs/data_source.md``).
+
+TFDS gives a random-access data source (``builder.as_data_source``) only for ArrayRecord
+and Parquet datasets; :func:`data_source` gives one for TFRecord datasets as they are
+prepared.  Key ``i`` is record ``skip + (i - records before)`` of the file instruction
+holding ``i``, the split's file instructions concatenated in order: exactly what TFDS's
+ArrayRecord data source does.  Records are found through index sidecars, built on first
+use; every frame read is checked.
+"""
+
+from __future__ import annotations
+
+import bisect
+import operator
+import os
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from readplan._internal.closing import Closing
+from readplan._internal.progress import Progress
+from readplan.errors import (
+    ConfigError,
+    ConfigTypeError,
+    DatasetInfoError,
+    RecordKeyError,
+    SplitError,
+)
+from readplan.metadata.dataset_info import DatasetInfo
+from readplan.planning.instructions import FileInstruction, LazySplit, file_instructions
+from readplan.planning.splits import SplitArg
+from readplan.reading.items import Record
+from readplan.reading.reader import _decoder
+from readplan.records import index as _index
+from readplan.records.tfrecord import RecordFile
+
+__all__ = ["RecordSource", "data_source"]
+
+IntArray = npt.NDArray[np.int64]
+DatasetArg = DatasetInfo | str | os.PathLike[str]
+
+
+def data_source(
+    dataset: DatasetArg,
+    split: SplitArg,
+    *,
+    decode: bool | Mapping[str, Any] | None = None,
+    decoders: Mapping[str, Any] | None = None,
+    index_dir: str | os.PathLike[str] | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+) -> RecordSource:
+    """A random-access source over ``split`` of a TFRecord dataset, keyed as TFDS keys it.
+
+    Args:
+        dataset: a :class:`~readplan.DatasetInfo` loaded from its directory, or the
+            directory itself (the folder holding ``dataset_info.json`` and the shards).
+        split: a TFDS split string (``"train[10%:20%]+test"``), as for
+            :func:`~readplan.file_instructions`.
+        decode: ``None``/``False`` gives the records' bytes, ``True`` decoded
+            ``tf.train.Example`` features, a schema mapping parsed features (as for
+            :class:`~readplan.Reader`).
+        decoders: not supported yet (it applies to TFDS feature decoding); must be ``None``.
+        index_dir: where missing index sidecars are written (default: beside the data when
+            that folder is writable; with nothing writable, offsets are kept in memory).
+        storage_options: for remote datasets; only local datasets are supported, so this
+            must be ``None``.
+
+    Missing sidecars are built here, with a progress bar on a terminal when that takes
+    more than a second.  See ``specs/data_source.md``.
+    """
+    if storage_options is not None:
+        raise ConfigError(
+            "storage_options applies to remote datasets, and data_source reads local "
+            f"directories only; pass storage_options=None (got {storage_options!r:.80})",
+            field="storage_options",
+            value=storage_options,
+        )
+    if decoders is not None:
+        raise ConfigError(
+            "decoders= (TFDS feature decoders) is not supported by data_source; use "
+            f"decode=True or a schema mapping instead (got {decoders!r:.80})",
+            field="decoders",
+            value=decoders,
+        )
+    info = dataset if isinstance(dataset, DatasetInfo) else _load(dataset)
+    return RecordSource(info, split, decode=decode, index_dir=index_dir)
+
+
+def _load(dataset: object) -> DatasetInfo:
+    if not isinstance(dataset, (str, os.PathLike)):
+        raise ConfigError(
+            "dataset must be a readplan.DatasetInfo or the path of a dataset directory, got "
+            f"{type(dataset).__name__}",
+            field="dataset",
+            value=dataset,
+        )
+    return DatasetInfo.load(dataset)
+
+
+class RecordSource(Closing):
+    """The records of one split of a TFRecord dataset, by key (``specs/data_source.md``).
+
+    ``len(source)``, ``source[key]`` (any integer with ``__index__``; keys outside
+    ``[0, len)`` raise :class:`~readplan.errors.RecordKeyError`), ``source.__getitems__(keys)``
+    and Grain's ``_getitems(keys)`` (records of one file read together), iteration in key
+    order.  Safe to use from many threads; picklable (open files are not pickled, each
+    process opens its own).  Build it with :func:`data_source`.
+    """
+
+    def __init__(
+        self,
+        info: DatasetInfo,
+        split: SplitArg,
+        *,
+        decode: bool | Mapping[str, Any] | None = None,
+        index_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
+        if info.data_dir is None:
+            raise ConfigError(
+                f"dataset {info.name!r} has no data_dir (a catalog layout has no files); "
+                "load it from its directory with readplan.DatasetInfo.load(dir)",
+                field="dataset",
+                value=info.name,
+            )
+        if info.file_format != "tfrecord":
+            raise ConfigError(
+                f"dataset {info.name!r} is stored as {info.file_format!r}; data_source reads "
+                "TFRecord datasets",
+                field="file_format",
+                value=info.file_format,
+            )
+        self.info = info
+        self.split = str(split.resolve(info) if isinstance(split, LazySplit) else split)
+        self.decode = decode
+        self._decoder = _decoder(decode)
+        self.index_dir = None if index_dir is None else os.fspath(index_dir)
+        instructions = file_instructions(info, split)
+        _check_takes(instructions, self.split)
+        takes = [fi.take for fi in instructions]
+        self._starts: list[int] = np.concatenate([[0], np.cumsum(takes)]).astype(int).tolist()
+        self._skips = np.array([fi.skip for fi in instructions], dtype=np.int64)
+        self._starts_array = np.array(self._starts, dtype=np.int64)
+        paths = list(dict.fromkeys(fi.filename for fi in instructions))
+        self.paths = tuple(paths)
+        self._file_of = np.array([paths.index(fi.filename) for fi in instructions], dtype=np.int64)
+        self._needed = [0] * len(paths)
+        self._planned = [0] * len(paths)
+        for fi, file in zip(instructions, self._file_of.tolist()):
+            self._needed[file] = max(self._needed[file], fi.skip + fi.take)
+            self._planned[file] = fi.examples_in_shard
+        self._index_paths = self._prepare_indexes()
+        self._lock = threading.Lock()
+        self._files: list[RecordFile | None] = [None] * len(paths)
+
+    # -- sidecars ---------------------------------------------------------------------
+
+    def _sidecar_path(self, path: str) -> str:
+        if self.index_dir is None:
+            return _index.index_path_for(path)
+        return os.path.join(self.index_dir, os.path.basename(path) + _index.INDEX_SUFFIX)
+
+    def _prepare_indexes(self) -> list[str | None]:
+        """Per file: the sidecar to use, building missing ones; ``None``: offsets in memory."""
+        targets = [self._sidecar_path(path) for path in self.paths]
+        missing = [k for k, target in enumerate(targets) if not os.path.exists(target)]
+        if not missing:
+            return list(targets)
+        found: list[str | None] = list(targets)
+        total = sum(os.path.getsize(self.paths[k]) for k in missing)
+        with Progress(f"indexing {self.info.name} {self.split}", total=total, unit="B") as bar:
+            for k in missing:
+                found[k] = _build(self.paths[k], targets[k], bar)
+        return found
+
+    # -- access -----------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return self._starts[-1]
+
+    def __getitem__(self, key: Any) -> Record:
+        k = self._key(key)
+        j = bisect.bisect_right(self._starts, k) - 1
+        raw = self._file(int(self._file_of[j]))[int(self._skips[j]) + k - self._starts[j]]
+        return raw if self._decoder is None else self._decoder(raw)
+
+    def __getitems__(self, keys: Sequence[Any] | npt.NDArray[Any]) -> list[Record]:
+        """The records of ``keys``, in the order given (repeats allowed).
+
+        Keys are grouped by file; the records of one file are read in offset order, nearby
+        ones with one positioned read (:meth:`readplan.tfrecord.RecordFile.gather`).
+        """
+        wanted = self._keys(keys)
+        j = np.searchsorted(self._starts_array, wanted, side="right") - 1
+        files = self._file_of[j].tolist()
+        records = (self._skips[j] + wanted - self._starts_array[j]).tolist()
+        by_file: dict[int, list[int]] = {}
+        for slot, file in enumerate(files):
+            by_file.setdefault(file, []).append(slot)
+        found: list[Any] = [None] * len(files)
+        for file, slots in by_file.items():
+            opened = self._file(file)
+            if len(slots) == 1:
+                found[slots[0]] = opened[records[slots[0]]]
+                continue
+            for slot, payload in zip(slots, opened.gather([records[s] for s in slots])):
+                found[slot] = payload
+        if self._decoder is not None:
+            return [self._decoder(raw) for raw in found]
+        return found
+
+    _getitems = __getitems__
+    """Grain's name for batched reads (``SupportsBatchedReadRandomAccessDataSource``)."""
+
+    def __iter__(self) -> Iterator[Record]:
+        """``source[0], source[1], ...``, streamed file by file."""
+        for j, file in enumerate(self._file_of.tolist()):
+            take = self._starts[j + 1] - self._starts[j]
+            for raw in self._file(file).read(int(self._skips[j]), take):
+                yield raw if self._decoder is None else self._decoder(raw)
+
+    def _key(self, key: Any) -> int:
+        k = _as_int(key)
+        if not 0 <= k < len(self):
+            raise self._out_of_range(k)
+        return k
+
+    def _keys(self, keys: Sequence[Any] | npt.NDArray[Any]) -> IntArray:
+        if isinstance(keys, np.ndarray) and keys.dtype.kind in "iu":
+            ints: list[int] = keys.reshape(-1).tolist()
+        else:
+            ints = [_as_int(key) for key in keys]
+        if ints and (min(ints) < 0 or max(ints) >= len(self)):
+            raise self._out_of_range(next(k for k in ints if not 0 <= k < len(self)))
+        return np.array(ints, dtype=np.int64)
+
+    def _out_of_range(self, key: int) -> RecordKeyError:
+        n = len(self)
+        keys = (
+            f"keys 0..{n - 1}; negative keys are refused, as by TFDS's data sources"
+            if n
+            else "no keys"
+        )
+        return RecordKeyError(
+            f"record key {key} is out of range: the source has {n} records ({keys}): {self!r}",
+            key=key,
+            length=n,
+        )
+
+    def _file(self, file: int) -> RecordFile:
+        opened = self._files[file]
+        if opened is None:
+            with self._lock:
+                opened = self._files[file]
+                if opened is None:
+                    opened = self._open(file)
+                    self._files[file] = opened
+        return opened
+
+    def _open(self, file: int) -> RecordFile:
+        path, sidecar = self.paths[file], self._index_paths[file]
+        opened = RecordFile(path, use_index=sidecar is not None, index_path=sidecar)
+        try:
+            found = len(opened)  # walks the headers now when there is no sidecar
+            if found < self._needed[file]:
+                raise DatasetInfoError(
+                    f"{path} holds only {found} records, but split {self.split!r} reads up to "
+                    f"record {self._needed[file] - 1} of it (dataset_info.json's shardLengths "
+                    f"gives it {self._planned[file]}): the file and its metadata disagree; "
+                    "regenerate or re-download the shard, or fix shardLengths",
+                    path=path,
+                    field="shardLengths",
+                )
+        except BaseException:
+            opened.close()
+            raise
+        return opened
+
+    # -- life cycle -------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the open files (they reopen on the next access); idempotent."""
+        with self._lock:
+            for opened in self._files:
+                if opened is not None:
+                    opened.close()
+            self._files = [None] * len(self.paths)
+
+    def __repr__(self) -> str:
+        version = "" if self.info.version is None else f":{self.info.version}"
+        return (
+            f"RecordSource({self.info.name + version!r}, split={self.split!r}, "
+            f"num_records={len(self)}, files={len(self.paths)}, decode={_describe(self.decode)})"
+        )
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        for unpicklable in ("_lock", "_files", "_decoder"):
+            del state[unpicklable]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._decoder = _decoder(self.decode)
+        self._lock = threading.Lock()
+        self._files = [None] * len(self.paths)
+
+
+def _as_int(key: Any) -> int:
+    if isinstance(key, bool) or not hasattr(type(key), "__index__"):
+        raise ConfigTypeError(
+            f"a record key must be an integer (anything with __index__), got "
+            f"{type(key).__name__}; for several records use source.__getitems__(keys)",
+            field="key",
+            value=key,
+        )
+    return operator.index(key)
+
+
+def _build(path: str, target: str, bar: Progress) -> str | None:
+    """Write the sidecar of ``path`` at ``target``; ``None`` when it cannot be written."""
+    folder = os.path.dirname(os.path.abspath(target))
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError:
+        folder = ""
+    if folder and os.access(folder, os.W_OK):
+        return _index.build_index(path, index_path=target, progress=bar.advance)
+    bar.advance(os.path.getsize(path))
+    return None
+
+
+def _check_takes(instructions: Sequence[FileInstruction], spec: str) -> None:
+    for fi in instructions:
+        if fi.take < 0:
+            raise SplitError(
+                f"The split {spec!r} has an inverted range inside one shard, which TFDS turns "
+                f"into {os.path.basename(fi.filename)} skip={fi.skip} take={fi.take}: no "
+                "record keys can be given to it. Give the range as [from:to] with from <= to.",
+                spec=spec,
+            )
+
+
+def _describe(decode: object) -> str:
+    """A repr of the decode option that does not change between processes."""
+    if isinstance(decode, Mapping):
+        return "{" + ", ".join(f"{key!r}: {value!r}" for key, value in decode.items()) + "}"
+    return repr(decode)

@@ -1,0 +1,355 @@
+"""readplan.data_source: TFDS's key mapping over TFRecord datasets, sidecars, errors.
+
+The conformance tests compare against TFDS itself (tests/data/tfds_data_source: a real TFDS
+dataset and, for 41 split strings, ``len`` and the ``id`` of every key as TFDS's own
+ArrayRecord data source returned them).  The property tests write shards whose records
+name their own shard and index, and derive the expected record of each key from the
+split's bounds, not from readplan.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import pickle
+import shutil
+import tempfile
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import readplan
+from readplan import tfrecord
+from readplan.errors import (
+    ConfigError,
+    CorruptRecordError,
+    DatasetInfoError,
+    IndexFileError,
+    RecordKeyError,
+)
+from readplan.metadata.dataset_info import DatasetInfo
+from readplan.planning.instructions import file_instructions
+from readplan.reading import data_source as data_source_module
+from readplan.reading.data_source import RecordSource, data_source
+from readplan.records import tfrecord as records_tfrecord
+from readplan.records.example import FixedLen
+from readplan.records.index import build_index
+from tests.conftest import DATA
+
+FIXTURE = DATA / "tfds_data_source"
+CASES = json.loads((FIXTURE / "data_source_cases.json").read_text(encoding="utf-8"))
+TFDS_DIR = FIXTURE / CASES["tfrecord_dir"]
+TFDS_INFO = DatasetInfo.load(TFDS_DIR)
+PAYLOADS = {int(k): base64.b64decode(v) for k, v in CASES["payloads"].items()}
+
+
+def _id(record: Any) -> int:
+    return int(record["id"][0])
+
+
+@pytest.fixture(scope="module")
+def index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("indexes")
+
+
+@pytest.mark.parametrize("case", CASES["cases"], ids=[c["spec"] for c in CASES["cases"]])
+def test_keys_map_to_the_records_tfds_data_source_returns(
+    case: dict[str, Any], index_dir: Path
+) -> None:
+    instructions = [
+        [Path(fi.filename).name, fi.skip, fi.take, fi.examples_in_shard]
+        for fi in file_instructions(TFDS_INFO, case["spec"])
+    ]
+    assert instructions == case["file_instructions"]
+    source = data_source(TFDS_DIR, case["spec"], decode=True, index_dir=index_dir)
+    if "data_source" in case:
+        # TFDS's ArrayRecord backend raises for a split without records; readplan gives an
+        # empty source (specs/data_source.md, "Empty splits").
+        assert case["data_source"]["message"] == "Paths sequence can not be of 0 length"
+        assert len(source) == 0
+        assert list(source) == []
+        return
+    assert len(source) == case["len"]
+    assert [_id(source[k]) for k in range(len(source))] == case["ids"]
+    assert [_id(r) for r in source] == case["ids"]
+    backwards = source.__getitems__(list(range(len(source)))[::-1])
+    assert [_id(r) for r in backwards] == case["ids"][::-1]
+    keys, ids = case["getitems"]["keys"], case["getitems"]["ids"]
+    assert [_id(r) for r in source.__getitems__(keys)] == ids
+    assert [_id(r) for r in source._getitems(np.array(keys))] == ids
+    for record in source.__getitems__(keys):
+        assert record["payload"] == [PAYLOADS[_id(record)]]
+
+
+def test_tfds_probes(index_dir: Path) -> None:
+    probes = CASES["probes"]
+    source = data_source(TFDS_INFO, "train", index_dir=index_dir)
+    raw = data_source(TFDS_INFO, "train", decode=True, index_dir=index_dir)
+    assert _id(raw[0]) == probes["item0"]["id"]
+    assert raw[0]["payload"] == [base64.b64decode(probes["item0"]["payload_b64"])]
+    assert isinstance(source[0], bytes)
+    assert _id(raw[np.int64(3)]) == probes["getitem_np_int64_3"]["id"]
+    assert source.__getitems__([]) == probes["getitems_empty"]["result"]
+    assert probes["getitem_neg1"]["error"] == "ValueError"
+    for key in (-1, len(source), len(source) + 5, np.int64(-1), 1 << 70):
+        with pytest.raises(RecordKeyError) as caught:
+            source[key]
+        assert isinstance(caught.value, IndexError)
+        assert isinstance(caught.value, ValueError)  # what TFDS raises
+        assert caught.value.key == key
+        assert caught.value.length == 301
+        assert f"record key {key} " in str(caught.value)
+        assert "has 301 records" in str(caught.value)
+    with pytest.raises(RecordKeyError):
+        source.__getitems__([0, -1])
+    with pytest.raises(RecordKeyError):
+        source.__getitems__(np.array([5, 301]))
+    for bad in (slice(1, 3), 1.0, "1", True, None):
+        with pytest.raises(ConfigError, match="integer"):
+            source[bad]
+    with pytest.raises(ConfigError):
+        source.__getitems__([1, 2.5])
+
+
+def test_repr_is_stable_and_survives_pickling(index_dir: Path) -> None:
+    source = data_source(TFDS_DIR, "train[10%:]", decode=True, index_dir=index_dir)
+    text = repr(source)
+    assert text == (
+        "RecordSource('readplan_ds:1.0.0', split='train[10%:]', num_records=271, files=7, "
+        "decode=True)"
+    )
+    source[5]
+    copy = pickle.loads(pickle.dumps(source))
+    assert repr(copy) == text
+    assert copy.__getitems__(range(271)) == source.__getitems__(range(271))
+    schema = {"id": FixedLen((), "int64")}
+    parsed = data_source(TFDS_DIR, "test", decode=schema, index_dir=index_dir)
+    assert repr(pickle.loads(pickle.dumps(parsed))) == repr(parsed)
+    assert "'id': FixedLen(" in repr(parsed)
+    assert pickle.loads(pickle.dumps(parsed))[0]["id"] == parsed[0]["id"]
+
+
+def test_many_threads_read_what_one_thread_reads(index_dir: Path) -> None:
+    source = data_source(TFDS_DIR, "all", index_dir=index_dir)
+    source.close()  # every file is opened by the racing threads
+    keys = np.random.default_rng(0).integers(0, len(source), size=4000)
+    expected = list(_records_by_walk(TFDS_INFO, "all"))
+    with ThreadPoolExecutor(8) as pool:
+        singles = list(pool.map(source.__getitem__, keys.tolist()))
+        batches = list(pool.map(source.__getitems__, np.array_split(keys, 40)))
+    assert singles == [expected[k] for k in keys.tolist()]
+    assert [r for b in batches for r in b] == singles
+
+
+def _records_by_walk(info: DatasetInfo, spec: str) -> Iterator[bytes]:
+    """The split's records by a plain sequential read of each file (no data source)."""
+    for fi in file_instructions(info, spec):
+        records = list(tfrecord.read(fi.filename))
+        yield from records[fi.skip : fi.skip + fi.take]
+
+
+# -- sidecars ----------------------------------------------------------------------------
+
+
+def _copy(tmp_path: Path) -> Path:
+    target = tmp_path / "readplan_ds"
+    shutil.copytree(TFDS_DIR, target)
+    return target
+
+
+def test_sidecars_are_built_beside_the_data_or_into_index_dir(tmp_path: Path) -> None:
+    directory = _copy(tmp_path)
+    source = data_source(directory, "test")
+    assert sorted(p.name for p in directory.glob("*.index")) == [
+        f"readplan_ds-test.tfrecord-0000{k}-of-00003.index" for k in range(3)
+    ]
+    assert list(source) == list(_records_by_walk(DatasetInfo.load(directory), "test"))
+    elsewhere = tmp_path / "indexes" / "nested"
+    other = data_source(directory, "train[:50]", index_dir=elsewhere)
+    assert sorted(p.name for p in elsewhere.iterdir()) == [
+        "readplan_ds-train.tfrecord-00000-of-00008.index",
+        "readplan_ds-train.tfrecord-00001-of-00008.index",
+        "readplan_ds-train.tfrecord-00002-of-00008.index",
+    ]
+    assert not list(directory.glob("*train*.index"))
+    assert len(other) == 50
+
+
+def test_offsets_stay_in_memory_when_nothing_is_writable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directory = _copy(tmp_path)
+    # The tests run as root, for whom every folder is writable: simulate a read-only one.
+    monkeypatch.setattr(data_source_module.os, "access", lambda path, mode: False)
+    source = data_source(directory, "train")
+    assert not list(directory.glob("*.index"))
+    assert list(source) == list(_records_by_walk(DatasetInfo.load(directory), "train"))
+    assert source.__getitems__([300, 0]) == [source[300], source[0]]
+
+
+def test_stale_and_damaged_sidecars_are_refused(tmp_path: Path) -> None:
+    directory = _copy(tmp_path)
+    shard = directory / "readplan_ds-test.tfrecord-00001-of-00003"
+    source = data_source(directory, "test")
+    good = source[17]
+    source.close()
+    original = shard.read_bytes()
+    shard.write_bytes(original + original[:20])  # changed after indexing
+    with pytest.raises(IndexFileError, match="stale") as caught:
+        data_source(directory, "test")[17]
+    assert caught.value.path == str(shard) + ".index"
+    shard.write_bytes(original)
+    sidecar = Path(str(shard) + ".index")
+    sidecar.write_bytes(sidecar.read_bytes()[:-3])
+    with pytest.raises(IndexFileError, match="truncated"):
+        data_source(directory, "test")[17]
+    build_index(shard)
+    assert data_source(directory, "test")[17] == good
+
+
+def test_damage_is_reported_with_file_and_offset(tmp_path: Path) -> None:
+    directory = _copy(tmp_path)
+    shard = directory / "readplan_ds-test.tfrecord-00002-of-00003"
+    data = bytearray(shard.read_bytes())
+    data[-5] ^= 0xFF  # the last record's data (its CRC no longer matches)
+    shard.write_bytes(bytes(data))
+    source = data_source(directory, "test")  # the header walk does not read payloads
+    with pytest.raises(CorruptRecordError) as caught:
+        source[43]
+    assert caught.value.path == str(shard)
+    assert caught.value.record_index == 22
+    assert caught.value.kind == tfrecord.KIND_DATA_CRC
+    with pytest.raises(CorruptRecordError):
+        source.__getitems__([21, 43, 30])
+    assert source.__getitems__([42, 0]) == [source[42], source[0]]
+
+
+def test_a_shard_shorter_than_its_metadata_is_refused(tmp_path: Path) -> None:
+    directory = _copy(tmp_path)
+    shard = directory / "readplan_ds-test.tfrecord-00001-of-00003"
+    tfrecord.write(shard, list(tfrecord.read(shard))[:3])
+    source = data_source(directory, "test")
+    assert (
+        source[16]
+        == list(tfrecord.read(directory / "readplan_ds-test.tfrecord-00000-of-00003"))[16]
+    )
+    with pytest.raises(DatasetInfoError, match="holds only 3 records") as caught:
+        source[17]
+    assert caught.value.field == "shardLengths"
+
+
+def test_records_of_one_file_share_positioned_reads(
+    index_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = data_source(TFDS_DIR, "train", index_dir=index_dir)
+    expected = [source[k] for k in (100, 50, 60, 50)]  # keys 48..110 are shard 2
+    calls: list[tuple[int, int]] = []
+    real = records_tfrecord.pread
+
+    def counting(fd: int, size: int, offset: int) -> bytes:
+        calls.append((size, offset))
+        return real(fd, size, offset)
+
+    monkeypatch.setattr(records_tfrecord, "pread", counting)
+    assert source.__getitems__([100, 50, 60, 50]) == expected
+    assert len(calls) == 1
+    calls.clear()
+    assert source.__getitems__([0, 300]) == [source[0], source[300]]  # two files
+    assert len(calls) == 4
+
+
+# -- edges and arguments -----------------------------------------------------------------
+
+
+def test_an_empty_split_gives_an_empty_source(index_dir: Path) -> None:
+    source = data_source(TFDS_INFO, "train[5:5]", index_dir=index_dir)
+    assert len(source) == 0
+    assert list(source) == []
+    assert source.__getitems__([]) == []
+    with pytest.raises(RecordKeyError, match="has 0 records"):
+        source[0]
+
+
+def test_arguments_are_checked() -> None:
+    with pytest.raises(ConfigError, match="storage_options"):
+        data_source(TFDS_DIR, "train", storage_options={"anon": True})
+    with pytest.raises(ConfigError, match="decoders"):
+        data_source(TFDS_DIR, "train", decoders={"id": object()})
+    with pytest.raises(ConfigError, match="decode"):
+        data_source(TFDS_DIR, "train", decode="tfds")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="data_dir"):
+        data_source(DatasetInfo.from_catalog("imagenet2012"), "train")
+    with pytest.raises(ConfigError, match="DatasetInfo"):
+        data_source(42, "train")  # type: ignore[arg-type]
+    with pytest.raises(readplan.SplitError):
+        data_source(TFDS_DIR, "validation")
+    assert readplan.data_source is data_source
+    assert readplan.RecordSource is RecordSource
+
+
+# -- properties --------------------------------------------------------------------------
+
+
+@st.composite
+def layouts_and_specs(draw: st.DrawFn) -> tuple[dict[str, list[int]], list[tuple[str, int, int]]]:
+    """Shard lengths per split, and a union of absolute ranges ``name[a:b]``."""
+    names = draw(st.lists(st.sampled_from(["train", "test"]), min_size=1, unique=True))
+    lengths = {name: draw(st.lists(st.integers(0, 9), min_size=1, max_size=5)) for name in names}
+    parts = []
+    for _ in range(draw(st.integers(1, 3))):
+        name = draw(st.sampled_from(names))
+        n = sum(lengths[name])
+        a = draw(st.integers(0, n))
+        parts.append((name, a, draw(st.integers(a, n))))
+    return lengths, parts
+
+
+def _write(directory: Path, lengths: dict[str, list[int]]) -> DatasetInfo:
+    info = DatasetInfo("made", lengths, data_dir=str(directory))
+    for name, shards in lengths.items():
+        for k, count in enumerate(shards):
+            tfrecord.write(
+                info.shard_path(name, k), [f"{name}/{k}/{i}".encode() for i in range(count)]
+            )
+    return info
+
+
+def _expected(lengths: dict[str, list[int]], parts: list[tuple[str, int, int]]) -> list[bytes]:
+    """Records ``a .. b-1`` of each split, in order, named by shard and index."""
+    out = []
+    for name, a, b in parts:
+        shard_of = [(k, i) for k, count in enumerate(lengths[name]) for i in range(count)]
+        out.extend(f"{name}/{k}/{i}".encode() for k, i in shard_of[a:b])
+    return out
+
+
+@settings(max_examples=60)
+@given(layouts_and_specs(), st.data())
+def test_keys_follow_the_split_and_every_access_path_agrees(
+    layout: tuple[dict[str, list[int]], list[tuple[str, int, int]]], data: st.DataObject
+) -> None:
+    lengths, parts = layout
+    spec = "+".join(f"{name}[{a}:{b}]" for name, a, b in parts)
+    with tempfile.TemporaryDirectory() as folder:
+        source = data_source(_write(Path(folder), lengths), spec)
+        expected = _expected(lengths, parts)
+        assert len(source) == len(expected)
+        assert [source[k] for k in range(len(source))] == expected
+        assert list(source) == expected
+        keys = (
+            data.draw(st.lists(st.integers(0, len(expected) - 1), max_size=30)) if expected else []
+        )
+        assert source.__getitems__(keys) == [expected[k] for k in keys]
+        bad = data.draw(st.one_of(st.integers(max_value=-1), st.integers(min_value=len(expected))))
+        with pytest.raises(RecordKeyError):
+            source[bad]
+        with pytest.raises(RecordKeyError):
+            source.__getitems__([*keys, bad])
+        assert pickle.loads(pickle.dumps(source)).__getitems__(keys) == source.__getitems__(keys)
+        source.close()

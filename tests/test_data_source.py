@@ -353,3 +353,40 @@ def test_keys_follow_the_split_and_every_access_path_agrees(
             source.__getitems__([*keys, bad])
         assert pickle.loads(pickle.dumps(source)).__getitems__(keys) == source.__getitems__(keys)
         source.close()
+
+
+@settings(max_examples=40)
+@given(
+    st.lists(st.integers(0, 40_000), min_size=1, max_size=40),
+    st.sampled_from([None, "GZIP"]),
+    st.data(),
+)
+def test_gather_returns_the_records_asked_for(
+    sizes: list[int], compression: str | None, data: st.DataObject
+) -> None:
+    records = [bytes([k % 251]) * size for k, size in enumerate(sizes)]
+    wanted = data.draw(st.lists(st.integers(0, len(records) - 1), max_size=60))
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "data.tfrecord"
+        tfrecord.write(path, records, compression=compression)
+        with tfrecord.RecordFile(path, compression=compression) as opened:
+            assert opened.gather(wanted) == [records[i] for i in wanted]
+            assert opened.gather(np.array(wanted, dtype=np.int64)) == [records[i] for i in wanted]
+            with pytest.raises(IndexError):
+                opened.gather([*wanted, len(records)])
+            with pytest.raises(IndexError):
+                opened.gather([-1])
+
+
+def test_large_records_of_many_files_read_alike_in_parallel(tmp_path: Path) -> None:
+    lengths = {"train": [3, 4, 2]}
+    info = DatasetInfo("large", lengths, data_dir=str(tmp_path))
+    expected = []
+    for k, count in enumerate(lengths["train"]):
+        records = [bytes([k, i]) * 150_000 for i in range(count)]
+        tfrecord.write(info.shard_path("train", k), records)
+        expected.extend(records)
+    source = data_source(info, "train")
+    keys = [8, 0, 4, 1, 8, 5, 2]
+    assert source.__getitems__(keys) == [expected[k] for k in keys]  # 2 MB: parallel reads
+    assert source.__getitems__(keys[:2]) == [expected[k] for k in keys[:2]]

@@ -15,6 +15,7 @@ import operator
 import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -152,6 +153,8 @@ class RecordSource(Closing):
             self._needed[file] = max(self._needed[file], fi.skip + fi.take)
             self._planned[file] = fi.examples_in_shard
         self._index_paths = self._prepare_indexes()
+        sizes = [os.path.getsize(path) for path in paths]
+        self._mean_sizes = [size / max(1, n) for size, n in zip(sizes, self._planned)]
         self._lock = threading.Lock()
         self._files: list[RecordFile | None] = [None] * len(paths)
 
@@ -199,17 +202,29 @@ class RecordSource(Closing):
         by_file: dict[int, list[int]] = {}
         for slot, file in enumerate(files):
             by_file.setdefault(file, []).append(slot)
+        groups = [(file, [records[k] for k in slots]) for file, slots in by_file.items()]
+        if len(groups) > 1 and self._batch_bytes(files) >= _PARALLEL_BYTES:
+            # Large records: positioned reads and checksums release the GIL, so files are
+            # read in parallel (as ArrayRecord's data source does).
+            payloads = list(_pool().map(self._read_group, groups))
+        else:
+            payloads = [self._read_group(group) for group in groups]
         found: list[Any] = [None] * len(files)
-        for file, slots in by_file.items():
-            opened = self._file(file)
-            if len(slots) == 1:
-                found[slots[0]] = opened[records[slots[0]]]
-                continue
-            for slot, payload in zip(slots, opened.gather([records[s] for s in slots])):
+        for slots, read in zip(by_file.values(), payloads):
+            for slot, payload in zip(slots, read):
                 found[slot] = payload
         if self._decoder is not None:
             return [self._decoder(raw) for raw in found]
         return found
+
+    def _read_group(self, group: tuple[int, list[int]]) -> list[bytes]:
+        file, wanted = group
+        opened = self._file(file)
+        return [opened[wanted[0]]] if len(wanted) == 1 else opened.gather(wanted)
+
+    def _batch_bytes(self, files: list[int]) -> float:
+        """Estimated bytes of a batch: each file's mean record size per key in it."""
+        return sum(self._mean_sizes[file] for file in files)
 
     _getitems = __getitems__
     """Grain's name for batched reads (``SupportsBatchedReadRandomAccessDataSource``)."""
@@ -306,6 +321,21 @@ class RecordSource(Closing):
         self._decoder = _decoder(self.decode)
         self._lock = threading.Lock()
         self._files = [None] * len(self.paths)
+
+
+# Batches estimated at this many bytes or more read their files in parallel.
+_PARALLEL_BYTES = 1 << 20
+_POOL: tuple[int, ThreadPoolExecutor] | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    """This process's reader threads (a forked worker starts its own)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None or _POOL[0] != os.getpid():
+            _POOL = (os.getpid(), ThreadPoolExecutor(16, thread_name_prefix="readplan-source"))
+        return _POOL[1]
 
 
 def _as_int(key: Any) -> int:

@@ -25,7 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import readplan
-from readplan import tfrecord
+from readplan import SkipDecoding, example, tfrecord
 from readplan.errors import (
     ConfigError,
     CorruptRecordError,
@@ -67,7 +67,7 @@ def test_keys_map_to_the_records_tfds_data_source_returns(
         for fi in file_instructions(TFDS_INFO, case["spec"])
     ]
     assert instructions == case["file_instructions"]
-    source = data_source(TFDS_DIR, case["spec"], decode=True, index_dir=index_dir)
+    source = data_source(TFDS_DIR, case["spec"], decode="tfds", index_dir=index_dir)
     if "data_source" in case:
         # TFDS's ArrayRecord backend raises for a split without records; readplan gives an
         # empty source (specs/data_source.md, "Empty splits").
@@ -76,15 +76,19 @@ def test_keys_map_to_the_records_tfds_data_source_returns(
         assert list(source) == []
         return
     assert len(source) == case["len"]
-    assert [_id(source[k]) for k in range(len(source))] == case["ids"]
-    assert [_id(r) for r in source] == case["ids"]
+    assert [source[k]["id"] for k in range(len(source))] == case["ids"]
+    assert [r["id"] for r in source] == case["ids"]
     backwards = source.__getitems__(list(range(len(source)))[::-1])
-    assert [_id(r) for r in backwards] == case["ids"][::-1]
+    assert [r["id"] for r in backwards] == case["ids"][::-1]
     keys, ids = case["getitems"]["keys"], case["getitems"]["ids"]
-    assert [_id(r) for r in source.__getitems__(keys)] == ids
-    assert [_id(r) for r in source._getitems(np.array(keys))] == ids
-    for record in source.__getitems__(keys):
-        assert record["payload"] == [PAYLOADS[_id(record)]]
+    got = source.__getitems__(keys)
+    assert [r["id"] for r in got] == ids
+    assert [r["id"] for r in source._getitems(np.array(keys))] == ids
+    # TFDS's data source yields plain Python scalars (probes.item_types).
+    assert {name: type(v).__name__ for name, v in got[0].items()} == CASES["probes"]["item_types"]
+    assert all(r["payload"] == PAYLOADS[r["id"]] for r in got)
+    examples = data_source(TFDS_DIR, case["spec"], decode=True, index_dir=index_dir)
+    assert [_id(r) for r in examples.__getitems__(keys)] == ids
 
 
 def test_tfds_probes(index_dir: Path) -> None:
@@ -276,13 +280,31 @@ def test_an_empty_split_gives_an_empty_source(index_dir: Path) -> None:
         source[0]
 
 
+def test_tfds_decoding_takes_decoders(tmp_path: Path) -> None:
+    skipping = data_source(
+        TFDS_DIR, "test", decode="tfds", decoders={"id": SkipDecoding()}, index_dir=tmp_path
+    )
+    assert repr(skipping).endswith("decode='tfds', decoders={'id': SkipDecoding()})")
+    plain = data_source(TFDS_DIR, "test", index_dir=tmp_path)
+    # These features have no encoding: skipping their decoding yields the same values.
+    assert skipping[3] == {
+        "id": int(example.decode(plain[3])["id"][0]),
+        "payload": example.decode(plain[3])["payload"][0],
+    }
+    copy = pickle.loads(pickle.dumps(skipping))
+    assert copy.__getitems__([3, 0]) == skipping.__getitems__([3, 0])
+    bare = _write(tmp_path / "bare", {"train": [2]})
+    with pytest.raises(ConfigError, match=r"no features\.json"):
+        data_source(bare, "train", decode="tfds")
+    with pytest.raises(ConfigError, match="decode='tfds'"):
+        data_source(TFDS_DIR, "train", decoders={"id": SkipDecoding()})
+
+
 def test_arguments_are_checked() -> None:
     with pytest.raises(ConfigError, match="storage_options"):
         data_source(TFDS_DIR, "train", storage_options={"anon": True})
-    with pytest.raises(ConfigError, match="decoders"):
-        data_source(TFDS_DIR, "train", decoders={"id": object()})
     with pytest.raises(ConfigError, match="decode"):
-        data_source(TFDS_DIR, "train", decode="tfds")  # type: ignore[arg-type]
+        data_source(TFDS_DIR, "train", decode="example")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="data_dir"):
         data_source(DatasetInfo.from_catalog("imagenet2012"), "train")
     with pytest.raises(ConfigError, match="DatasetInfo"):
@@ -311,6 +333,7 @@ def layouts_and_specs(draw: st.DrawFn) -> tuple[dict[str, list[int]], list[tuple
 
 
 def _write(directory: Path, lengths: dict[str, list[int]]) -> DatasetInfo:
+    directory.mkdir(parents=True, exist_ok=True)
     info = DatasetInfo("made", lengths, data_dir=str(directory))
     for name, shards in lengths.items():
         for k, count in enumerate(shards):

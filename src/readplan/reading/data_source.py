@@ -14,9 +14,9 @@ import bisect
 import operator
 import os
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Literal, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -41,6 +41,8 @@ from readplan.records.tfrecord import RecordFile
 __all__ = ["RecordSource", "data_source"]
 
 IntArray = npt.NDArray[np.int64]
+Decode: TypeAlias = bool | Literal["tfds"] | Mapping[str, Any] | None
+"""``decode=``: bytes (``None``/``False``), Example features, TFDS features, or a schema."""
 DatasetArg = DatasetInfo | str | os.PathLike[str]
 
 
@@ -48,7 +50,7 @@ def data_source(
     dataset: DatasetArg,
     split: SplitArg,
     *,
-    decode: bool | Mapping[str, Any] | None = None,
+    decode: Decode = None,
     decoders: Mapping[str, Any] | None = None,
     index_dir: str | os.PathLike[str] | None = None,
     storage_options: Mapping[str, Any] | None = None,
@@ -62,8 +64,10 @@ def data_source(
             :func:`~readplan.file_instructions`.
         decode: ``None``/``False`` gives the records' bytes, ``True`` decoded
             ``tf.train.Example`` features, a schema mapping parsed features (as for
-            :class:`~readplan.Reader`).
-        decoders: not supported yet (it applies to TFDS feature decoding); must be ``None``.
+            :class:`~readplan.Reader`), ``"tfds"`` the dataset's features decoded as TFDS's
+            data sources return them (``features.json`` must be present).
+        decoders: with ``decode="tfds"``, TFDS-style per-feature decoders
+            (:class:`~readplan.SkipDecoding`), shaped like the features.
         index_dir: where missing index sidecars are written (default: beside the data when
             that folder is writable; with nothing writable, offsets are kept in memory).
         storage_options: for remote datasets; only local datasets are supported, so this
@@ -79,15 +83,8 @@ def data_source(
             field="storage_options",
             value=storage_options,
         )
-    if decoders is not None:
-        raise ConfigError(
-            "decoders= (TFDS feature decoders) is not supported by data_source; use "
-            f"decode=True or a schema mapping instead (got {decoders!r:.80})",
-            field="decoders",
-            value=decoders,
-        )
     info = dataset if isinstance(dataset, DatasetInfo) else _load(dataset)
-    return RecordSource(info, split, decode=decode, index_dir=index_dir)
+    return RecordSource(info, split, decode=decode, decoders=decoders, index_dir=index_dir)
 
 
 def _load(dataset: object) -> DatasetInfo:
@@ -116,7 +113,8 @@ class RecordSource(Closing):
         info: DatasetInfo,
         split: SplitArg,
         *,
-        decode: bool | Mapping[str, Any] | None = None,
+        decode: Decode = None,
+        decoders: Mapping[str, Any] | None = None,
         index_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         if info.data_dir is None:
@@ -136,7 +134,8 @@ class RecordSource(Closing):
         self.info = info
         self.split = str(split.resolve(info) if isinstance(split, LazySplit) else split)
         self.decode = decode
-        self._decoder = _decoder(decode)
+        self.decoders = decoders
+        self._decoder = _record_decoder(info, decode, decoders)
         self.index_dir = None if index_dir is None else os.fspath(index_dir)
         instructions = file_instructions(info, split)
         _check_takes(instructions, self.split)
@@ -307,7 +306,9 @@ class RecordSource(Closing):
         version = "" if self.info.version is None else f":{self.info.version}"
         return (
             f"RecordSource({self.info.name + version!r}, split={self.split!r}, "
-            f"num_records={len(self)}, files={len(self.paths)}, decode={_describe(self.decode)})"
+            f"num_records={len(self)}, files={len(self.paths)}, decode={_describe(self.decode)}"
+            + ("" if self.decoders is None else f", decoders={_describe(self.decoders)}")
+            + ")"
         )
 
     def __getstate__(self) -> dict[str, Any]:
@@ -318,7 +319,7 @@ class RecordSource(Closing):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._decoder = _decoder(self.decode)
+        self._decoder = _record_decoder(self.info, self.decode, self.decoders)
         self._lock = threading.Lock()
         self._files = [None] * len(self.paths)
 
@@ -360,6 +361,43 @@ def _build(path: str, target: str, bar: Progress) -> str | None:
         return _index.build_index(path, index_path=target, progress=bar.advance)
     bar.advance(os.path.getsize(path))
     return None
+
+
+def _record_decoder(
+    info: DatasetInfo, decode: Decode, decoders: Mapping[str, Any] | None
+) -> Callable[[bytes], Any] | None:
+    if decode != "tfds":
+        if decoders is not None:
+            raise ConfigError(
+                "decoders= applies to TFDS feature decoding: pass decode='tfds' with it "
+                f"(got decode={decode!r:.40})",
+                field="decoders",
+                value=decoders,
+            )
+        return _decoder(decode)
+    features = info.features
+    if features is None:
+        raise ConfigError(
+            f"decode='tfds' needs the dataset's features, but {info.data_dir} has no "
+            "features.json; use decode=True (tf.train.Example features) or a schema",
+            field="decode",
+            value=decode,
+        )
+    decode_features = features.decoder(decoders=decoders)
+
+    def decode_record(raw: bytes) -> Any:
+        return _python_scalars(decode_features(raw))
+
+    return decode_record
+
+
+def _python_scalars(value: Any) -> Any:
+    """Scalars as Python values, as TFDS's NumPy decoding returns them (``.item()``)."""
+    if isinstance(value, dict):
+        return {key: _python_scalars(inner) for key, inner in value.items()}
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
 
 
 def _check_takes(instructions: Sequence[FileInstruction], spec: str) -> None:

@@ -430,14 +430,7 @@ class RecordFile(Closing):
         return found
 
     def _frame_payload(self, i: int, block: bytes, at: int, start: int, end: int) -> bytes:
-        length = end - start - 16
-        if length > self._max:
-            raise self._error(
-                KIND_ABSURD_LENGTH,
-                i,
-                start,
-                f"its length {length} exceeds max_record_bytes={self._max}",
-            )
+        length = self._length(i, start, end)
         header = block[at : at + 12]
         payload = block[at + 12 : at + 12 + length]
         footer = block[at + 12 + length : at + 16 + length]
@@ -460,14 +453,7 @@ class RecordFile(Closing):
         offsets = self.offsets
         start = int(offsets[i])
         end = int(offsets[i + 1]) if i + 1 < len(offsets) else self._stream_size
-        length = end - start - 16
-        if length > self._max:
-            raise self._error(
-                KIND_ABSURD_LENGTH,
-                i,
-                start,
-                f"its length {length} exceeds max_record_bytes={self._max}",
-            )
+        length = self._length(i, start, end)
         fd = self._open_fd()
         if length < LARGE:
             frame = pread(fd, end - start, start)
@@ -478,6 +464,18 @@ class RecordFile(Closing):
             footer = pread(fd, 4, end - 4)
         self._check_frame(i, start, length, header, payload, footer)
         return payload
+
+    def _length(self, i: int, start: int, end: int) -> int:
+        """The data length of record ``i`` framed in ``[start, end)``, within the limit."""
+        length = end - start - 16
+        if length > self._max:
+            raise self._error(
+                KIND_ABSURD_LENGTH,
+                i,
+                start,
+                f"its length {length} exceeds max_record_bytes={self._max}",
+            )
+        return length
 
     def _check_frame(
         self, i: int, start: int, length: int, header: bytes, payload: bytes, footer: bytes

@@ -302,6 +302,9 @@ class RecordFile(Closing):
         self._closer: Callable[[], object] | None = None
         _check_read_options("raise", max_record_bytes)
         self.path = os.fspath(path)
+        self._index_path = (
+            _index.index_path_for(self.path) if index_path is None else os.fspath(index_path)
+        )
         self._verify = verify
         fd = open_fd(self.path)
         try:
@@ -373,7 +376,7 @@ class RecordFile(Closing):
                 offsets[skip : skip + take],
                 stop,
                 data_path=self.path,
-                index_path=_index.index_path_for(self.path),
+                index_path=self._index_path,
                 first_index=skip,
             )
         parser = FrameParser(
@@ -490,7 +493,7 @@ class RecordFile(Closing):
                 f"{self.path}: record {i} at offset {start} holds {stored_length} data bytes but "
                 f"the offsets imply {length}: the index does not describe this file; rebuild "
                 "it with `readplan index`",
-                path=_index.index_path_for(self.path),
+                path=self._index_path,
                 field="offsets",
             )
         if self._verify and mask(crc32c(payload)) != _U32.unpack(footer)[0]:

@@ -223,15 +223,33 @@ def test_damage_is_reported_with_file_and_offset(tmp_path: Path) -> None:
     data = bytearray(shard.read_bytes())
     data[-5] ^= 0xFF  # the last record's data (its CRC no longer matches)
     shard.write_bytes(bytes(data))
-    source = data_source(directory, "test")  # the header walk does not read payloads
     with pytest.raises(CorruptRecordError) as caught:
-        source[43]
+        data_source(directory, "test")  # building the sidecar reads every record
     assert caught.value.path == str(shard)
     assert caught.value.record_index == 22
+    assert not Path(str(shard) + ".index").exists()
+
+
+def test_damage_after_indexing_is_reported_on_access(tmp_path: Path) -> None:
+    # 600 records of 1 KiB: the middle lies outside the 64 KiB at each end that bind a
+    # sidecar to its file, so the sidecar stays valid and the record's CRC catches it.
+    info = DatasetInfo("big", {"train": [600]}, data_dir=str(tmp_path))
+    records = [bytes([i % 256]) * 1024 for i in range(600)]
+    shard = Path(info.shard_path("train", 0))
+    tfrecord.write(shard, records)
+    source = data_source(info, "train")
+    data = bytearray(shard.read_bytes())
+    start = 300 * (1024 + 16)
+    data[start + 12 + 7] ^= 0xFF
+    shard.write_bytes(bytes(data))
+    with pytest.raises(CorruptRecordError) as caught:
+        source[300]
+    assert (caught.value.path, caught.value.record_index) == (str(shard), 300)
+    assert caught.value.offset == start
     assert caught.value.kind == tfrecord.KIND_DATA_CRC
     with pytest.raises(CorruptRecordError):
-        source.__getitems__([21, 43, 30])
-    assert source.__getitems__([42, 0]) == [source[42], source[0]]
+        source.__getitems__([299, 300, 301])
+    assert source.__getitems__([301, 0]) == [records[301], records[0]]
 
 
 def test_a_shard_shorter_than_its_metadata_is_refused(tmp_path: Path) -> None:

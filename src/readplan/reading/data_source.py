@@ -205,7 +205,11 @@ class RecordSource(Closing):
         if len(groups) > 1 and self._batch_bytes(files) >= _PARALLEL_BYTES:
             # Large records: positioned reads and checksums release the GIL, so files are
             # read in parallel (as ArrayRecord's data source does).
-            payloads = list(_pool().map(self._read_group, groups))
+            shares = [groups[k::_THREADS] for k in range(min(_THREADS, len(groups)))]
+            done = list(_pool().map(self._read_groups, shares))
+            payloads: list[list[bytes]] = [[] for _ in groups]
+            for k, share in enumerate(done):
+                payloads[k::_THREADS] = share
         else:
             payloads = [self._read_group(group) for group in groups]
         found: list[Any] = [None] * len(files)
@@ -215,6 +219,9 @@ class RecordSource(Closing):
         if self._decoder is not None:
             return [self._decoder(raw) for raw in found]
         return found
+
+    def _read_groups(self, groups: list[tuple[int, list[int]]]) -> list[list[bytes]]:
+        return [self._read_group(group) for group in groups]
 
     def _read_group(self, group: tuple[int, list[int]]) -> list[bytes]:
         file, wanted = group
@@ -326,6 +333,8 @@ class RecordSource(Closing):
 
 # Batches estimated at this many bytes or more read their files in parallel.
 _PARALLEL_BYTES = 1 << 20
+# Reader threads per process; a batch is dealt to them in as many shares.
+_THREADS = 8
 _POOL: tuple[int, ThreadPoolExecutor] | None = None
 _POOL_LOCK = threading.Lock()
 
@@ -335,7 +344,10 @@ def _pool() -> ThreadPoolExecutor:
     global _POOL
     with _POOL_LOCK:
         if _POOL is None or _POOL[0] != os.getpid():
-            _POOL = (os.getpid(), ThreadPoolExecutor(16, thread_name_prefix="readplan-source"))
+            _POOL = (
+                os.getpid(),
+                ThreadPoolExecutor(_THREADS, thread_name_prefix="readplan-source"),
+            )
         return _POOL[1]
 
 

@@ -28,18 +28,9 @@ from readplan.errors import (  # noqa: E402
     RecordKeyError,
 )
 from readplan.grain import OrderSampler, PlanIterDataset  # noqa: E402
-from readplan.metadata.dataset_info import DatasetInfo  # noqa: E402
 from readplan.reading.data_source import RecordSource, data_source  # noqa: E402
-from tests.conftest import DATA  # noqa: E402
+from tests.test_reader import CASE_IDS, TOY, TOY_DIR, TOY_INFO  # noqa: E402
 
-TOY = json.loads((DATA / "tfds" / "readplan_toy_orders.json").read_text())
-TOY_DIR = DATA / "tfds" / "readplan_toy" / "1.0.0"
-TOY_INFO = DatasetInfo.load(TOY_DIR)
-CASE_IDS = [
-    f"{c['spec']}-{'shuffled' if c['shuffle_files'] else 'ordered'}-"
-    + "-".join(f"{k}={v}" for k, v in sorted(c["read_config"].items()))
-    for c in TOY["cases"]
-]
 # Grain's worker processes read absl flags, which only an absl app parses.
 flags.FLAGS.mark_as_parsed()
 

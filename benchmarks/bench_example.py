@@ -1,6 +1,8 @@
-"""Time readplan.example's decode, parse and encode per record.
+"""Time readplan.example's decode, parse and encode per record, and decode_batch per batch.
 
-Run: python benchmarks/bench_example.py
+Run: python benchmarks/bench_example.py (with TensorFlow importable, e.g. from a separate
+environment with readplan's src/ on PYTHONPATH, the batch table also times
+``tf.io.parse_example``, the anchor, on the same batches).
 
 Three record shapes: the TensorFlow-written object-detection records of
 tests/data/tfrecord/examples.tfrecord (9 short features each), a TFDS-like record of 20
@@ -11,10 +13,17 @@ message show what readplan's choice buys:
 * per-value: ``np.array(list(values))``, a Python object per value;
 * bulk-only: the runtime's array export for every list, whatever its length (readplan
   iterates over lists of up to 32 values instead, see ``_numeric_array``).
+
+The batch table decodes batches of 1,024 records to columns with ``decode_batch`` and compares
+the time per record with ``decode`` one record at a time and with ``tf.io.parse_example``
+(each feature as a ``FixedLenFeature`` when every record holds the same number of values,
+else a ``VarLenFeature``).
 """
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import statistics
 import struct
 import time
@@ -24,12 +33,13 @@ from typing import Any
 
 import numpy as np
 
-from readplan.example import FixedLen, VarLen, decode, encode, parse
+from readplan.example import FixedLen, VarLen, decode, decode_batch, encode, parse
 from readplan.records._example_pb import Example
 
 ROOT = Path(__file__).resolve().parents[1]
 REPEATS = 7
 TARGET_SECONDS = 0.2
+BATCH = 1024
 
 
 def _tfrecord_payloads(path: Path) -> list[bytes]:
@@ -60,6 +70,83 @@ def _cases() -> dict[str, list[bytes]]:
         "20 scalars": [encode(scalars)] * 40,
         "4 x 10,000 values": [encode(long_lists)] * 4,
     }
+
+
+def _tfds_like(count: int) -> list[bytes]:
+    """Records of about 231 bytes: a small image, a label, an id, a box and two objects."""
+    rng = np.random.default_rng(1)
+    return [
+        encode(
+            {
+                "image": bytes(rng.integers(0, 256, rng.integers(80, 89), dtype=np.uint8)),
+                "label": np.int64(rng.integers(0, 1000)),
+                "id": f"train_{k:06d}",
+                "bbox": rng.random(4, dtype=np.float32),
+                "objects/label": rng.integers(0, 80, 2),
+                "objects/area": rng.random(2, dtype=np.float32),
+            }
+        )
+        for k in range(count)
+    ]
+
+
+def _batch_cases() -> dict[str, list[bytes]]:
+    cases = _cases()
+    return {
+        "detection (TF-written)": (cases["detection (TF-written)"] * BATCH)[:BATCH],
+        "TFDS-like": _tfds_like(BATCH),
+        "20 scalars": cases["20 scalars"] * (BATCH // 40 + 1),
+    }
+
+
+def _tf_parser(records: list[bytes]) -> Callable[[], object] | None:
+    """``tf.io.parse_example`` on the batch, or None when TensorFlow is not importable."""
+    if importlib.util.find_spec("tensorflow") is None:
+        return None
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf  # optional anchor, never a dependency
+
+    dtypes = {"int64": tf.int64, "float32": tf.float32, "bytes": tf.string}
+    spec = {}
+    for name, column in decode_batch(records).items():
+        lengths = set(np.diff(column.row_splits).tolist())
+        if column.present.all() and len(lengths) == 1:
+            spec[name] = tf.io.FixedLenFeature((lengths.pop(),), dtypes[column.kind])
+        else:
+            spec[name] = tf.io.VarLenFeature(dtypes[column.kind])
+    serialized = tf.constant(records)
+    return lambda: tf.io.parse_example(serialized, spec)
+
+
+def _batch_us(function: Callable[[], object], count: int) -> float:
+    """Median over repeats of the microseconds per record of one call over ``count`` records."""
+    function()
+    samples = []
+    for _ in range(REPEATS * 3):
+        start = time.perf_counter()
+        function()
+        samples.append((time.perf_counter() - start) / count * 1e6)
+    return statistics.median(samples)
+
+
+def _batch_table() -> None:
+    print(f"\nbatches of {BATCH:,} records to columns, microseconds per record (median)")
+    print(
+        f"{'record':<24}{'bytes':>8}{'one by one':>12}{'decode_batch':>14}{'speed-up':>10}"
+        f"{'TF parse_example':>18}{'ratio to TF':>13}"
+    )
+    for name, records in _batch_cases().items():
+        batch = _batch_us(lambda records=records: decode_batch(records), BATCH)
+        single = _median_us(decode, records[:64])
+        size = statistics.mean(len(raw) for raw in records)
+        line = f"{name:<24}{size:>8.0f}{single:>12.2f}{batch:>14.2f}{single / batch:>9.1f}x"
+        parser = _tf_parser(records)
+        if parser is not None:
+            anchor = _batch_us(parser, BATCH)
+            line += f"{anchor:>18.2f}{batch / anchor:>12.2f}x"
+        else:
+            line += f"{'(no TensorFlow)':>18}"
+        print(line)
 
 
 def _per_value(raw: bytes) -> dict[str, Any]:
@@ -136,6 +223,7 @@ def main() -> None:
     print(
         f"parse, detection schema: {_median_us(lambda raw: parse(raw, detection), records):.1f} us"
     )
+    _batch_table()
 
 
 if __name__ == "__main__":

@@ -214,11 +214,13 @@ class ExampleError(ReadplanError, ValueError):
 
     Attributes:
         key: the feature name at fault, when there is one.
+        index: the record's index in a batch, when decoding a batch.
     """
 
-    def __init__(self, message: str, *, key: str | None = None) -> None:
+    def __init__(self, message: str, *, key: str | None = None, index: int | None = None) -> None:
         super().__init__(message)
         self.key = key
+        self.index = index
 
 
 class FeatureError(ReadplanError, ValueError):

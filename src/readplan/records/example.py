@@ -24,6 +24,7 @@ import numpy.typing as npt
 from google.protobuf.message import DecodeError
 
 from readplan.errors import ConfigError, ExampleError
+from readplan.records._columns import Column, decode_columns
 from readplan.records._example_pb import Example, Features
 
 __all__ = [
@@ -31,12 +32,14 @@ __all__ = [
     "DTYPES",
     "FLOAT32",
     "INT64",
+    "Column",
     "DTypeLike",
     "FeatureValue",
     "FixedLen",
     "ParsedValue",
     "VarLen",
     "decode",
+    "decode_batch",
     "encode",
     "parse",
 ]
@@ -84,6 +87,19 @@ def decode(raw: bytes) -> dict[str, FeatureValue]:
         if found is not None:
             decoded[key] = found[1]
     return decoded
+
+
+def decode_batch(records: Sequence[bytes]) -> dict[str, Column]:
+    """Decode many serialized ``tf.train.Example`` records to columns, keys sorted.
+
+    A :class:`Column` exists for every name that at least one record holds with a list, and
+    ``column.row(i)`` equals ``decode(records[i])[name]`` (None when record ``i`` lacks it).
+    Canonically encoded batches are decoded without a Python step per record or value. A name
+    holding lists of different kinds in different records cannot form a column and raises
+    :class:`~readplan.errors.ExampleError`, as does any record :func:`decode` refuses (with
+    ``.index`` naming it). See ``specs/example.md`` §5.
+    """
+    return decode_columns(records, decode)
 
 
 def _parse_message(raw: bytes) -> Any:

@@ -1,0 +1,161 @@
+"""Protobuf wire format read for many messages at once, in numpy.
+
+The batched ``tf.train.Example`` decoder (``specs/example.md`` §5) walks the fields of every
+record of a batch side by side: each step reads one field of every message still open, so the
+Python work is per step and per feature, never per record or per value. Only the canonical
+encoding that protobuf writers produce is read here (one-byte tags, length-delimited fields in
+the order the schema gives, packed numeric lists); anything else raises
+:class:`NotCanonicalError` and the caller decodes the batch with the protobuf runtime instead,
+which defines the semantics.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "PADDING",
+    "NotCanonicalError",
+    "gather",
+    "key_words",
+    "length_delimited",
+    "packed_varints",
+    "repeated",
+    "varints",
+    "words",
+]
+
+Ints = npt.NDArray[np.int64]
+Bytes = npt.NDArray[np.uint8]
+Words = npt.NDArray[np.uint64]
+
+PADDING = bytes(16)
+"""Zero bytes the caller appends to the buffer, so that reading ahead never runs off its end."""
+
+_LENGTH_BYTES = 5  # enough for the largest length the runtime accepts
+_MAX_LENGTH = 2**31 - 1  # the runtime refuses longer length-delimited fields
+_MAX_VARINT_BYTES = 10
+_WIRE_TYPE_LEN = 2
+
+
+class NotCanonicalError(Exception):
+    """The bytes leave the canonical form read here (malformed ones included)."""
+
+
+def varints(buf: Bytes, at: Ints) -> tuple[Ints, Ints]:
+    """The length varint starting at each position: ``(value, bytes it takes)``."""
+    value = buf[at].astype(np.int64)
+    size = np.ones(at.size, dtype=np.int64)
+    longer = np.flatnonzero(value >= 0x80)
+    # Lengths rarely take more than two bytes: follow only the varints still going.
+    for byte in range(1, _LENGTH_BYTES):
+        if not longer.size:
+            return value, size
+        digit = buf[at[longer] + byte].astype(np.int64)
+        # The previous byte's continuation bit sits where this byte's digits start.
+        value[longer] += ((digit & 0x7F) - 1) << (7 * byte)
+        size[longer] += 1
+        longer = longer[digit >= 0x80]
+    if longer.size or (value > _MAX_LENGTH).any():
+        raise NotCanonicalError  # beyond any length the runtime accepts
+    return value, size
+
+
+def length_delimited(buf: Bytes, start: Ints, end: Ints) -> tuple[Ints, Ints]:
+    """Spans that each hold exactly one length-delimited field: ``(tag byte, payload start)``.
+
+    Every span must be non-empty; its payload runs to the span's end.
+    """
+    tag = buf[start].astype(np.int64)
+    if ((tag & 7) != _WIRE_TYPE_LEN).any() or (tag >= 0x80).any():
+        raise NotCanonicalError
+    length, size = varints(buf, start + 1)
+    payload = start + 1 + size
+    if ((payload + length) != end).any():
+        raise NotCanonicalError
+    return tag, payload
+
+
+def repeated(buf: Bytes, start: Ints, end: Ints, tag: int) -> tuple[Ints, Ints, Ints]:
+    """Spans that are sequences of length-delimited fields, all with the one-byte ``tag``.
+
+    Returns ``(owner, payload start, payload end)`` of every field, grouped by owner (the
+    index of its span) and in wire order within it.
+    """
+    owner = np.flatnonzero(start < end)
+    at, stop = start[owner], end[owner]
+    steps: list[tuple[Ints, Ints, Ints]] = []
+    while owner.size:
+        if (buf[at] != tag).any():
+            raise NotCanonicalError
+        length, size = varints(buf, at + 1)
+        payload = at + 1 + size
+        at = payload + length
+        if (at > stop).any():
+            raise NotCanonicalError
+        steps.append((owner, payload, at))
+        more = at < stop
+        if not more.all():
+            owner, at, stop = owner[more], at[more], stop[more]
+    if not steps:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    owners, starts, ends = (np.concatenate(part) for part in zip(*steps))
+    if len(steps) > 1:
+        # Each step holds the next field of every span still open; regroup by span.
+        order = np.argsort(owners, kind="stable")
+        owners, starts, ends = owners[order], starts[order], ends[order]
+    return owners, starts, ends
+
+
+def words(raw: bytes) -> Words:
+    """The eight bytes starting at every offset of ``raw``, as little-endian words (a view)."""
+    view: Words = np.ndarray((len(raw) - 7,), dtype="<u8", buffer=raw, strides=(1,))
+    return view
+
+
+def key_words(words: Words, start: Ints, lengths: Ints) -> Words:
+    """Each span's bytes as zero-padded words, one row per span (as many words as the longest)."""
+    count = max(1, -(-int(lengths.max(initial=0)) // 8))
+    at = np.minimum(start[:, None] + 8 * np.arange(count), words.size - 1)
+    inside = np.clip(lengths[:, None] - 8 * np.arange(count), 0, 8).astype(np.uint64)
+    # A partly used word keeps its low bytes: the ones at the lower offsets, little-endian.
+    mask = np.where(inside == 8, np.uint64(2**64 - 1), (np.uint64(1) << (inside * 8)) - 1)
+    selected: Words = words[at] & mask
+    return selected
+
+
+def gather(buf: Bytes, start: Ints, end: Ints) -> Bytes:
+    """The spans' bytes, concatenated."""
+    lengths = end - start
+    if lengths.size and lengths.min() == lengths.max():
+        return buf[(start[:, None] + np.arange(lengths[0])).reshape(-1)]
+    total = int(lengths.sum())
+    offsets = np.cumsum(lengths) - lengths
+    return buf[np.repeat(start - offsets, lengths) + np.arange(total)]
+
+
+def packed_varints(data: Bytes, lengths: Ints) -> tuple[Ints, Ints]:
+    """Decode concatenated packed int64 payloads: ``(values, values per payload)``.
+
+    Bits beyond 64 in a ten-byte varint are dropped, as the runtime drops them.
+    """
+    last = data < 0x80
+    if last.all():
+        return data.astype(np.int64), lengths
+    ends = np.cumsum(lengths)
+    if not last[ends[lengths > 0] - 1].all():
+        raise NotCanonicalError  # a varint running past its payload
+    stops = np.flatnonzero(last)
+    firsts = np.empty_like(stops)
+    firsts[0] = 0
+    firsts[1:] = stops[:-1] + 1
+    sizes = stops - firsts + 1
+    if sizes.max() > _MAX_VARINT_BYTES:
+        raise NotCanonicalError
+    place = np.arange(data.size) - np.repeat(firsts, sizes)
+    digits = (data & 0x7F).astype(np.uint64) << (7 * place).astype(np.uint64)
+    values = np.bitwise_or.reduceat(digits, firsts).view(np.int64)
+    seen = np.concatenate(([0], np.cumsum(last)))
+    return values, seen[ends] - seen[ends - lengths]

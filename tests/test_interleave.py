@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import json
 
 import numpy as np
@@ -84,6 +85,48 @@ blocks = st.integers(1, 6)
 @example([], 4, 4)
 @example([2, 3], 16, 16)  # more slots than inputs
 def test_order_equals_reference_model(lengths: list[int], cycle: int, block: int) -> None:
+    assert _pairs(_schedule(lengths, cycle, block).order()) == reference_interleave(
+        lengths, cycle, block
+    )
+
+
+def _list_scheduling(
+    lengths: np.ndarray, cycle: int, block: int
+) -> tuple[list[int], list[int], int]:
+    """Slots and start rounds by stepping the request heap of specs/order.md, one input each."""
+    heap = [(0, slot) for slot in range(min(cycle, len(lengths) + 1))]
+    slots, starts = [], []
+    for length in lengths.tolist():
+        round_, slot = heapq.heappop(heap)
+        slots.append(slot)
+        starts.append(round_)
+        heapq.heappush(heap, (round_ + length // block + 1, slot))
+    return slots, starts, heap[0][0] * cycle + heap[0][1]
+
+
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(0, 4000),
+    st.lists(st.integers(0, 40), min_size=1, max_size=3),
+    st.integers(1, 20),
+    st.integers(1, 17),
+)
+@example(0, 3000, [31, 32], 16, 1)  # occupancies one round apart: slots keep swapping
+@example(0, 3000, [255, 256], 16, 16)  # all slots in step for good
+def test_slot_assignment_equals_list_scheduling(
+    seed: int, count: int, values: list[int], cycle: int, block: int
+) -> None:
+    lengths = np.random.default_rng(seed).choice(values, count)
+    schedule = _schedule(lengths.tolist(), cycle, block)
+    slots, starts, first_failed = _list_scheduling(lengths, cycle, block)
+    assert schedule.slot.tolist() == slots
+    assert schedule.start_round.tolist() == starts
+    assert schedule.first_failed_pull == first_failed
+
+
+@given(st.integers(0, 2**32 - 1), st.integers(0, 300), cycles, blocks)
+def test_long_orders_equal_reference_model(seed: int, count: int, cycle: int, block: int) -> None:
+    lengths = np.random.default_rng(seed).choice([0, 1, 2, 3, 5, 8, 16, 17], count).tolist()
     assert _pairs(_schedule(lengths, cycle, block).order()) == reference_interleave(
         lengths, cycle, block
     )

@@ -27,6 +27,7 @@ from readplan.planning.shuffle import (
     buffer_shuffle,
     permutation,
     shuffle_order,
+    swapped,
 )
 from tests.reference_models import (
     ref_block,
@@ -620,3 +621,23 @@ def test_epochs_differ_when_reshuffling(pair: tuple[int, int], epoch: int) -> No
 
 def test_zero_epochs() -> None:
     assert shuffle_order(5, buffer_size=2, seed=1, epochs=0) == []
+
+
+@st.composite
+def forward_swaps(draw: st.DrawFn) -> tuple[list[int], int]:
+    length = draw(st.integers(0, 60))
+    steps = draw(st.integers(0, length))
+    partners = [draw(st.integers(i, length - 1)) for i in range(steps)]
+    return partners, length
+
+
+@given(forward_swaps())
+@example(([1, 2, 3, 3], 4))  # a chain: every step moves the previous step's item on
+@example(([3, 3, 3, 3], 4))  # every step into one position
+@example(([0, 1, 2], 5))  # no swap at all
+def test_swapped_equals_swapping_in_turn(case: tuple[list[int], int]) -> None:
+    partners, length = case
+    items = list(range(length))
+    for i, j in enumerate(partners):
+        items[i], items[j] = items[j], items[i]
+    assert swapped(np.array(partners, dtype=np.int64), length).tolist() == items

@@ -38,6 +38,10 @@ __all__ = ["EpochOrder", "ReadPlan"]
 IntArray = npt.NDArray[np.int64]
 
 _SCHEDULE_CACHE_SIZE = 8
+# Cached schedules may hold this much at most (the latest is always kept): at 10^6 files one
+# epoch's schedule takes about 56 MB, so a few recent epochs of a large plan stay cached
+# while the cache of a small plan is bounded by the count.
+_SCHEDULE_CACHE_BYTES = 64 << 20
 
 
 class ReadPlan:
@@ -215,8 +219,7 @@ class ReadPlan:
         if cached is None:
             cached = self._new_files_and_interleave(epoch)
             self._schedules[key] = cached
-            if len(self._schedules) > _SCHEDULE_CACHE_SIZE:
-                self._schedules.popitem(last=False)
+            self._evict_schedules()
         else:
             self._schedules.move_to_end(key)
         files, interleave = cached
@@ -229,6 +232,16 @@ class ReadPlan:
             example_pair=self.example_pair(epoch),
             buffer_size=None if shuffle is None else shuffle.buffer_size,
         )
+
+    def _evict_schedules(self) -> None:
+        held = sum(
+            files.nbytes + interleave.nbytes for files, interleave in self._schedules.values()
+        )
+        while len(self._schedules) > 1 and (
+            len(self._schedules) > _SCHEDULE_CACHE_SIZE or held > _SCHEDULE_CACHE_BYTES
+        ):
+            files, interleave = self._schedules.popitem(last=False)[1]
+            held -= files.nbytes + interleave.nbytes
 
     def _new_files_and_interleave(self, epoch: int) -> tuple[IntArray, InterleaveSchedule]:
         files = self.selected

@@ -39,6 +39,8 @@ IntArray = npt.NDArray[np.int64]
 # Dense bucketing of visits by key is linear but needs an array as large as
 # rounds * slots; past this multiple of the visit count a sort is cheaper.
 _DENSE_LIMIT_FACTOR = 4
+# Rounds of inputs the first guess of the slot assignment covers (it grows while it holds).
+_GUESS_GENERATIONS = 64
 
 
 def interleave_order(
@@ -129,22 +131,48 @@ class InterleaveSchedule:
         self.num_rounds = int(self.end_round.max()) if self.num_inputs else 0
         self._round_cache: tuple[int, int] | None = None
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the schedule's per-input arrays."""
+        arrays = (self.lengths, self.visits, self.occupancy, self.slot, self.start_round)
+        return sum(array.nbytes for array in (*arrays, self.end_round))
+
     # -- construction -------------------------------------------------------------
 
     def _assign(self) -> tuple[IntArray, IntArray, int]:
-        """Hand inputs to slots in request order (list scheduling over request keys)."""
+        """Hand inputs to slots in request order (list scheduling over request keys).
+
+        Input ``i`` goes to the slot whose pending request key is smallest; the slot's next
+        request comes ``occupancy[i]`` rounds later. Guessing that the slots keep taking
+        inputs in turn (in the order of their keys) gives every key with a cumulative sum
+        per slot; a guess is right for input ``i`` exactly when its key is below every
+        other slot's pending key, which are the next keys of the guess. Each pass keeps
+        the prefix the guess got right and guesses again from there.
+        """
         c = self.cycle_length
         n = self.num_inputs
         # Including slot N when c > N records where the first pull fails (round 0).
-        heap = list(range(min(c, n + 1)))
-        slot = np.empty(n, dtype=np.int64)
-        start = np.empty(n, dtype=np.int64)
-        occupancy = self.occupancy.tolist()
-        for i in range(n):
-            key = heap[0]
-            start[i], slot[i] = divmod(key, c)
-            heapq.heapreplace(heap, key + occupancy[i] * c)
-        return slot, start, heap[0]
+        pending = np.arange(min(c, n + 1), dtype=np.int64)
+        keys = np.empty(n, dtype=np.int64)
+        done = 0
+        block = pending.size * _GUESS_GENERATIONS
+        while done < n:
+            taken, pending = _take_in_turn(
+                np.sort(pending), self.occupancy[done : done + block] * c
+            )
+            keys[done : done + taken.size] = taken
+            done += taken.size
+            if taken.size < 2 * pending.size and done < n:
+                # The slots keep changing places (occupancies differing by a little): one
+                # request at a time is cheaper for a while than guessing.
+                steps = self.occupancy[done : done + block] * c
+                taken, pending = _take_one_by_one(pending, steps)
+                keys[done : done + taken.size] = taken
+                done += taken.size
+            else:
+                block = block * 2 if taken.size == block else max(block // 2, pending.size)
+        start, slot = np.divmod(keys, c)
+        return slot, start, int(pending.min())
 
     # -- counting -----------------------------------------------------------------
 
@@ -357,6 +385,42 @@ class InterleaveSchedule:
                 field="position",
                 value=position,
             )
+
+
+def _take_in_turn(pending: IntArray, steps: IntArray) -> tuple[IntArray, IntArray]:
+    """Request keys of the longest prefix of inputs that slots taking turns get right.
+
+    ``pending`` holds the slots' request keys, ascending; input ``k`` holds its slot for
+    ``steps[k]`` key units. Returns the keys the prefix's inputs are taken at and the
+    slots' pending keys after it.
+    """
+    width = pending.size
+    count = steps.size
+    rows = -(-(count + width) // width)
+    flat = np.zeros(rows * width, dtype=np.int64)
+    flat[:count] = steps
+    grid = flat.reshape(rows, width)
+    # Row g, column l: the key at which slot l (in key order) takes its g-th input; the
+    # rows past the inputs hold each slot's pending key after all of them.
+    guess = (np.cumsum(grid, axis=0) - grid + pending).reshape(-1)[: count + width]
+    # Before input k is taken, the other slots wait at the guess's next width - 1 keys.
+    lowest = guess[:count].copy()
+    for ahead in range(1, width):
+        np.minimum(lowest, guess[ahead : ahead + count], out=lowest)
+    wrong = np.flatnonzero(lowest != guess[:count])
+    right = int(wrong[0]) if wrong.size else count
+    return guess[:right], guess[right : right + width]
+
+
+def _take_one_by_one(pending: IntArray, steps: IntArray) -> tuple[IntArray, IntArray]:
+    """The same as :func:`_take_in_turn` for every input, with a heap of request keys."""
+    heap = pending.tolist()
+    heapq.heapify(heap)
+    taken = []
+    for step in steps.tolist():
+        taken.append(heap[0])
+        heapq.heapreplace(heap, heap[0] + step)
+    return np.array(taken, dtype=np.int64), np.array(heap, dtype=np.int64)
 
 
 def _sort_unique_keys(key: IntArray, key_space: int) -> IntArray:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from readplan._internal.sorting import stable_order
 from readplan._internal.validate import check_int
 from readplan.errors import ConfigError
 from readplan.planning.philox import Pair, check_pair, stream_words
@@ -66,8 +67,45 @@ def _fisher_yates(items: list[int], targets: Int64Array) -> None:
     Emitting ``items[j]`` and moving ``items[i]`` into the hole, as the spec states the
     drain, leaves the emitted element at position ``i`` when done as a swap.
     """
-    for i, j in enumerate((targets + np.arange(len(targets))).tolist()):
-        items[i], items[j] = items[j], items[i]
+    moved = swapped(targets + np.arange(targets.size, dtype=np.int64), len(items))
+    items[:] = [items[k] for k in moved.tolist()]
+
+
+def swapped(partners: Int64Array, length: int) -> Int64Array:
+    """Where each position's item comes from after the swaps ``i <-> partners[i]``, in order.
+
+    ``partners[i] >= i`` (a forward Fisher-Yates). Returns ``source`` with the item at
+    position ``p`` afterwards being the one at ``source[p]`` before, without a Python step
+    per swap. Step ``i`` takes the item position ``partners[i]`` holds then: the one the
+    previous step into that position brought, which is the item position ``k`` held just
+    before its own step ``k``, and so on back to an untouched position, a chain that
+    pointer doubling resolves in ``O(log)`` passes.
+    """
+    steps = partners.size
+    if not steps:
+        return np.arange(length, dtype=np.int64)
+    order = stable_order(partners, length)
+    grouped = partners[order]
+    same = grouped[1:] == grouped[:-1]
+    previous = np.full(steps, -1, dtype=np.int64)  # the last earlier step into my partner
+    previous[order[1:][same]] = order[:-1][same]
+    last = np.full(length, -1, dtype=np.int64)  # the last step into each position
+    ends = np.flatnonzero(np.append(~same, True))
+    last[grouped[ends]] = order[ends]
+    index = np.arange(steps, dtype=np.int64)
+    # The last step into position k before step k: k's own swap is the last into k if any.
+    into = np.where(partners == index, previous, last[:steps])
+    held = np.where(into < 0, index, into)  # what position k held before step k, as a chain
+    while True:
+        further = held[held]
+        if np.array_equal(further, held):
+            break
+        held = further
+    source = np.arange(length, dtype=np.int64)
+    source[:steps] = np.where(previous < 0, partners, held[previous])
+    tail = last[steps:]
+    source[steps:] = np.where(tail < 0, source[steps:], held[tail])
+    return source
 
 
 def permutation(n: int, pair: Pair) -> Int64Array:
@@ -78,9 +116,8 @@ def permutation(n: int, pair: Pair) -> Int64Array:
     """
     size = check_int(n, "n", minimum=0, maximum=None, what="a non-negative integer")
     checked = check_pair(pair)
-    order = list(range(size))
-    _fisher_yates(order, _targets(checked, 0, np.arange(size, 0, -1, dtype=np.int64)))
-    return np.array(order, dtype=np.int64)
+    targets = _targets(checked, 0, np.arange(size, 0, -1, dtype=np.int64))
+    return swapped(targets + np.arange(size, dtype=np.int64), size)
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ import json
 import os
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
@@ -14,8 +15,10 @@ from readplan.errors import EmptySplitError, SplitError
 from readplan.metadata.dataset_info import DatasetInfo
 from readplan.planning.instructions import (
     FileInstruction,
+    InstructionTable,
     even_splits,
     file_instructions,
+    instruction_table,
     split_for_process,
 )
 from readplan.planning.splits import ReadInstruction
@@ -573,3 +576,48 @@ def test_instructions_and_specs_compose_with_lazy_splits() -> None:
     info = DatasetInfo(name="d", splits={"train": [4, 4, 3], "test": [6]})
     combined = ReadInstruction("test") + even_splits("train", 2)[0]
     assert file_instructions(info, combined) == file_instructions(info, "test+train[0:6]")
+
+
+# -- the column form used by plans ---------------------------------------------------------
+
+
+@given(dataset_infos(), st.data())
+def test_instruction_table_columns_describe_its_instructions(info: DatasetInfo, data: Any) -> None:
+    parts = []
+    for name, split in info.splits.items():
+        a, b = data.draw(st.tuples(*[st.integers(0, split.num_examples)] * 2))
+        parts.append(f"{name}[{a}:{b}]")  # inverted ranges too: TFDS's quirk
+    table = instruction_table(info, "+".join(parts))
+    listed = list(table)
+    assert [
+        (fi.skip, fi.take, fi.num_records, fi.examples_in_shard, fi.shard_index, fi.split)
+        for fi in listed
+    ] == [
+        (s, t, r, e, k, table.split_names[p])
+        for s, t, r, e, k, p in zip(
+            table.skip.tolist(),
+            table.take.tolist(),
+            table.num_records.tolist(),
+            table.examples_in_shard.tolist(),
+            table.shard_index.tolist(),
+            table.split.tolist(),
+        )
+    ]
+    assert [fi.filename for fi in listed] == [table.filename(k) for k in range(len(table))]
+    assert table[1:3] == listed[1:3]
+    again = InstructionTable.of(listed)
+    assert list(again) == listed
+    assert again.num_records.tolist() == table.num_records.tolist()
+
+
+def test_instruction_table_needs_names_or_a_dataset() -> None:
+    empty = np.zeros(0, dtype=np.int64)
+    with pytest.raises(TypeError, match="either info or filenames"):
+        InstructionTable(
+            skip=empty,
+            take=empty,
+            examples_in_shard=empty,
+            split=empty,
+            shard_index=empty,
+            split_names=(),
+        )

@@ -23,7 +23,12 @@ from readplan._internal.validate import check_int, check_optional_int, not_int
 from readplan.errors import ConfigError, EmptySplitError, SplitError
 from readplan.metadata.dataset_info import DatasetInfo
 from readplan.planning.config import ReadConfig
-from readplan.planning.instructions import FileInstruction, LazySplit, file_instructions
+from readplan.planning.instructions import (
+    FileInstruction,
+    InstructionTable,
+    LazySplit,
+    instruction_table,
+)
 from readplan.planning.interleave import InterleaveSchedule
 from readplan.planning.schedule import EpochSchedule, check_epoch
 from readplan.planning.seeds import epoch_seed_pair, seed_pair
@@ -68,10 +73,10 @@ class ReadPlan:
         self.config = config if config is not None else ReadConfig()
         self.cycle_length = self.config.cycle_length_for(info)
         self.block_length = self.config.block_length
-        instructions = file_instructions(info, spec, strict=strict)
+        instructions = instruction_table(info, spec, strict=strict)
         sort_fn = self.config.experimental_interleave_sort_fn
         if sort_fn is not None:
-            instructions = list(sort_fn(list(instructions)))
+            instructions = InstructionTable.of(list(sort_fn(list(instructions))))
         if not instructions:
             raise EmptySplitError(
                 f"Instruction [] corresponds to no data!\nThe split {self.spec!r} selects no "
@@ -81,11 +86,11 @@ class ReadPlan:
                 spec=self.spec,
                 tfds_message="Instruction [] corresponds to no data!",
             )
-        self.instructions: tuple[FileInstruction, ...] = tuple(instructions)
+        self.instructions: InstructionTable = instructions
         self._check_ordering_guard()
         self._check_cardinality()
         self.selected = self._select_for_pipeline()
-        self.lengths = np.array([fi.num_records for fi in self.instructions], dtype=np.int64)
+        self.lengths = self.instructions.num_records
         self.num_examples = int(self.lengths[self.selected].sum())
         if self.config.shuffle_files:
             assert self.config.shuffle_seed is not None  # ReadConfig enforces it
@@ -134,15 +139,15 @@ class ReadPlan:
         means "to the end"); tf.data then reads the rest of the file, more than the sum,
         and TFDS fails mid-epoch.  readplan refuses such a plan up front.
         """
-        negative = [fi for fi in self.instructions if fi.take < 0]
-        if not negative or self.config.input_context is not None:
+        negative = np.flatnonzero(self.instructions.take < 0)
+        if not negative.size or self.config.input_context is not None:
             return
-        expected = sum(fi.take for fi in self.instructions)
+        expected = int(self.instructions.take.sum())
         tfds_message = (
             f"Input dataset was expected to contain {expected} elements but contained at "
             f"least {max(expected, 0) + 1} element{'s' if max(expected, 0) + 1 != 1 else ''}."
         )
-        first = negative[0]
+        first = self.instructions[int(negative[0])]
         raise SplitError(
             f"{tfds_message}\nThe split {self.spec!r} has an inverted range inside one shard, "
             f"which TFDS turns into {os.path.basename(first.filename)} skip={first.skip} "
@@ -174,18 +179,16 @@ class ReadPlan:
     @cached_property
     def split_offsets(self) -> IntArray:
         """Per instruction: records in earlier shards of its split (global id base)."""
-        starts: dict[str, list[int]] = {}
-        for name, split in self.info.splits.items():
-            starts[name] = np.concatenate([[0], np.cumsum(split.shard_lengths)]).tolist()
-        return np.array(
-            [
-                starts[fi.split][fi.shard_index]
-                if fi.split is not None and fi.shard_index is not None
-                else 0
-                for fi in self.instructions
-            ],
-            dtype=np.int64,
-        )
+        table = self.instructions
+        offsets = np.zeros(len(table), dtype=np.int64)
+        for k, name in enumerate(table.split_names):
+            # A name the dataset does not know (from a sort function) has no offsets.
+            split = self.info.splits.get(name)
+            mine = np.flatnonzero((table.split == k) & (table.shard_index >= 0))
+            if split is not None and mine.size:
+                starts = np.asarray(split.shard_offsets, dtype=np.int64)
+                offsets[mine] = starts[table.shard_index[mine]]
+        return offsets
 
     @cached_property
     def tfds_id_prefixes(self) -> tuple[str, ...]:
@@ -340,9 +343,7 @@ class ReadPlan:
 
     @cached_property
     def _skips(self) -> IntArray:
-        skips = np.array([fi.skip for fi in self.instructions], dtype=np.int64)
-        skips.flags.writeable = False
-        return skips
+        return self.instructions.skip
 
     def locate(self, epoch: int, position: int) -> tuple[int, int]:
         """``(file_index, record_index)`` of the record at ``position`` of ``epoch``."""

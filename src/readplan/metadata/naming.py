@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import string
 
+import numpy as np
+
 from readplan._internal.validate import is_int
 from readplan.errors import DatasetInfoError
 
@@ -18,6 +20,7 @@ __all__ = [
 DEFAULT_FILEPATH_TEMPLATE = "{DATASET}-{SPLIT}.{FILEFORMAT}-{SHARD_X_OF_Y}"
 
 _MIN_SHARD_DIGITS = 5
+_EXACT_DOUBLE = 1 << 53
 _PLACEHOLDERS = ("DATASET", "SPLIT", "FILEFORMAT", "SHARD_INDEX", "NUM_SHARDS", "SHARD_X_OF_Y")
 SHARD_PLACEHOLDERS = frozenset({"SHARD_INDEX", "SHARD_X_OF_Y"})
 
@@ -50,6 +53,13 @@ def shard_lengths(num_examples: int, num_shards: int) -> list[int]:
             "empty); use at most num_examples shards.",
             field="num_shards",
         )
+    if num_examples * num_shards < _EXACT_DOUBLE:
+        # Every product is an exact double, so the division rounds as Python's does and
+        # numpy's round, like Python's, sends ties to even.
+        quotients = np.arange(1, num_shards + 1, dtype=np.int64) * num_examples / num_shards
+        rounded = np.concatenate(([0], np.round(quotients).astype(np.int64)))
+        lengths: list[int] = np.diff(rounded).tolist()
+        return lengths
     ends = [round(num_examples * k / num_shards) for k in range(1, num_shards + 1)]
     return [end - start for start, end in zip([0, *ends[:-1]], ends)]
 

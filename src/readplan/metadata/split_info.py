@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
+from typing import Any
 
 from readplan._internal.validate import is_int
 from readplan.errors import DatasetInfoError
@@ -79,8 +81,9 @@ class SplitInfo:
                 "that records shardLengths?)",
                 field="shard_lengths",
             )
-        bad = next((v for v in lengths if not is_int(v) or v < 0), None)
-        if bad is not None:
+        offsets = _offsets(lengths)
+        if offsets is None:
+            bad = next(v for v in lengths if not is_int(v) or v < 0)
             raise DatasetInfoError(
                 f"shard lengths of split {self.name!r} must be non-negative ints, got {bad!r}",
                 field="shard_lengths",
@@ -93,10 +96,7 @@ class SplitInfo:
                 f"{self.num_bytes!r}",
                 field="num_bytes",
             )
-        offsets = [0]
-        for length in lengths:
-            offsets.append(offsets[-1] + length)
-        object.__setattr__(self, "_offsets", tuple(offsets))
+        object.__setattr__(self, "_offsets", offsets)
 
     def _check_template(self, num_shards: int) -> None:
         if self.filepath_template == "":
@@ -139,6 +139,15 @@ class SplitInfo:
         bound counts from the end and out-of-range bounds clamp)."""
         index = shard_bound + self.num_shards if shard_bound < 0 else shard_bound
         return self._offsets[min(max(index, 0), self.num_shards)]
+
+
+def _offsets(lengths: tuple[Any, ...]) -> tuple[int, ...] | None:
+    """0 and the running sums of ``lengths``, or None unless all are non-negative ints."""
+    # Plain ints (the usual case, millions of shards) are checked without a Python step each.
+    plain = set(map(type, lengths)) == {int}
+    if not (plain or all(is_int(v) for v in lengths)) or min(lengths) < 0:
+        return None
+    return (0, *itertools.accumulate(lengths))
 
 
 class SplitTable(Mapping[str, SplitInfo]):

@@ -7,11 +7,15 @@
 
 from __future__ import annotations
 
-import bisect
+import functools
 import itertools
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass
+from typing import overload
+
+import numpy as np
+import numpy.typing as npt
 
 from readplan._internal.validate import is_int
 from readplan.errors import EmptySplitError, ReadplanTypeError, SplitError
@@ -20,11 +24,16 @@ from readplan.planning.splits import AllSplits, ReadInstruction, SplitArg, Split
 
 __all__ = [
     "FileInstruction",
+    "InstructionTable",
     "LazySplit",
     "even_splits",
     "file_instructions",
+    "instruction_table",
     "split_for_process",
 ]
+
+IntArray = npt.NDArray[np.int64]
+_EMPTY = np.zeros(0, dtype=np.int64)
 
 
 @dataclass(frozen=True)
@@ -193,35 +202,136 @@ def file_instructions(
     it, and every quirk listed in ``specs/splits.md`` §8, raise SplitError.  A
     :class:`LazySplit` (from :func:`even_splits` without ``info``) is resolved first.
     """
+    return list(instruction_table(info, spec, strict=strict))
+
+
+def instruction_table(
+    info: DatasetInfo, spec: SplitArg, *, strict: bool = False
+) -> InstructionTable:
+    """:func:`file_instructions` as an :class:`InstructionTable`, without a step per file."""
     if isinstance(spec, LazySplit):
         spec = spec.resolve(info)
     ranges = _resolve(info, spec)
     if strict:
         _check_strict(ranges, spec)
-    return [fi for entry in ranges for fi in _shard_instructions(info, entry)]
+    names = tuple(dict.fromkeys(entry.split.name for entry in ranges))
+    parts = [_shard_columns(entry, names.index(entry.split.name)) for entry in ranges]
+    columns = [np.concatenate(column) for column in zip(*parts)] if parts else [_EMPTY] * 5
+    split, shard, skip, take, size = columns
+    return InstructionTable(
+        skip=skip,
+        take=take,
+        examples_in_shard=size,
+        split=split,
+        shard_index=shard,
+        split_names=names,
+        info=info,
+    )
 
 
-def _shard_instructions(info: DatasetInfo, entry: _Range) -> Iterator[FileInstruction]:
-    split, start, stop = entry.split, entry.start, entry.stop
-    offsets = split.shard_offsets
-    # First shard whose end lies beyond ``start``; empty shards never contribute.
-    shard = bisect.bisect_right(offsets, start) - 1
-    while shard < split.num_shards and offsets[shard] < stop:
-        low, high = offsets[shard], offsets[shard + 1]
-        if high > low:
-            skip = max(start - low, 0)
-            # ``stop - low - skip`` is negative for an inverted range inside one shard.
-            take = stop - low - skip if stop < high else high - low - skip
-            if take != 0:
-                yield FileInstruction(
-                    info.shard_path(split.name, shard),
-                    skip,
-                    take,
-                    high - low,
-                    split=split.name,
-                    shard_index=shard,
-                )
-        shard += 1
+def _shard_columns(entry: _Range, split_id: int) -> tuple[IntArray, ...]:
+    """``(split, shard, skip, take, examples_in_shard)`` of the range's instructions."""
+    start, stop = entry.start, entry.stop
+    offsets = np.asarray(entry.split.shard_offsets, dtype=np.int64)
+    # From the first shard whose end lies beyond ``start`` to the last one starting before
+    # ``stop``; empty shards never contribute.
+    first = int(np.searchsorted(offsets, start, side="right")) - 1
+    last = int(np.searchsorted(offsets[:-1], stop, side="left"))
+    shard = np.arange(first, max(first, last), dtype=np.int64)
+    low, high = offsets[shard], offsets[shard + 1]
+    skip = np.maximum(start - low, 0)
+    # ``stop - low - skip`` is negative for an inverted range inside one shard.
+    take = np.where(stop < high, stop - low - skip, high - low - skip)
+    keep = (high > low) & (take != 0)
+    size = (high - low)[keep]
+    skip, take = skip[keep], take[keep]
+    # FileInstruction reads a take of -1 as "to the end of the file".
+    take = np.where(take == -1, size - skip, take)
+    return np.full(size.size, split_id, dtype=np.int64), shard[keep], skip, take, size
+
+
+class InstructionTable(Sequence[FileInstruction]):
+    """FileInstructions held as columns; each :class:`FileInstruction` is built on access.
+
+    Plans over hundreds of thousands of files work from the columns (``skip``, ``take``,
+    ``num_records``, ``examples_in_shard``, ``split`` (an index into ``split_names``, -1 for
+    none), ``shard_index`` (-1 for none)); file names are formatted from ``info`` when asked
+    for, or given as ``filenames``.
+    """
+
+    def __init__(
+        self,
+        *,
+        skip: IntArray,
+        take: IntArray,
+        examples_in_shard: IntArray,
+        split: IntArray,
+        shard_index: IntArray,
+        split_names: tuple[str, ...],
+        info: DatasetInfo | None = None,
+        filenames: tuple[str, ...] | None = None,
+    ) -> None:
+        if (info is None) == (filenames is None):
+            raise TypeError("an InstructionTable needs either info or filenames")
+        self.skip, self.take, self.examples_in_shard = skip, take, examples_in_shard
+        self.split, self.shard_index, self.split_names = split, shard_index, split_names
+        self.num_records = np.where(take >= 0, take, examples_in_shard - skip)
+        for column in (skip, take, examples_in_shard, split, shard_index, self.num_records):
+            column.flags.writeable = False
+        self._info, self._filenames = info, filenames
+
+    @classmethod
+    def of(cls, instructions: Sequence[FileInstruction]) -> InstructionTable:
+        """The table of given instructions (one step per instruction)."""
+        names = tuple(dict.fromkeys(fi.split for fi in instructions if fi.split is not None))
+        column = functools.partial(np.fromiter, dtype=np.int64, count=len(instructions))
+        return cls(
+            skip=column(fi.skip for fi in instructions),
+            take=column(fi.take for fi in instructions),
+            examples_in_shard=column(fi.examples_in_shard for fi in instructions),
+            split=column(-1 if fi.split is None else names.index(fi.split) for fi in instructions),
+            shard_index=column(
+                -1 if fi.shard_index is None else fi.shard_index for fi in instructions
+            ),
+            split_names=names,
+            filenames=tuple(fi.filename for fi in instructions),
+        )
+
+    def __len__(self) -> int:
+        return int(self.skip.size)
+
+    @overload
+    def __getitem__(self, index: int) -> FileInstruction: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[FileInstruction]: ...
+
+    def __getitem__(self, index: int | slice) -> FileInstruction | list[FileInstruction]:
+        if isinstance(index, slice):
+            return [self[k] for k in range(*index.indices(len(self)))]
+        k = range(len(self))[index]
+        split = int(self.split[k])
+        shard = int(self.shard_index[k])
+        return FileInstruction(
+            self.filename(k),
+            int(self.skip[k]),
+            int(self.take[k]),
+            int(self.examples_in_shard[k]),
+            split=None if split < 0 else self.split_names[split],
+            shard_index=None if shard < 0 else shard,
+        )
+
+    def filename(self, index: int) -> str:
+        """The file name of instruction ``index``."""
+        if self._filenames is not None:
+            return self._filenames[index]
+        assert self._info is not None  # the constructor holds one of the two
+        return self._info.shard_path(
+            self.split_names[int(self.split[index])], int(self.shard_index[index])
+        )
+
+    def __repr__(self) -> str:
+        return f"InstructionTable({len(self)} files of {', '.join(self.split_names) or 'no split'})"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -378,11 +378,12 @@ class Reader(Closing):
             lost = 0
             failure: Exception | None = None
             try:
-                for k, file_index, first, count in zip(
+                for k, file_index, first, count, span in zip(
                     range(first_run, stop_run),
                     runs.file[first_run:stop_run],
                     runs.first[first_run:stop_run],
                     runs.count[first_run:stop_run],
+                    runs.span[first_run:stop_run],
                 ):
                     while pending is not None and pending[0] <= k:
                         close_shard(shards, pending[1])
@@ -390,7 +391,12 @@ class Reader(Closing):
                     shard = shards.get(file_index)
                     if shard is None:
                         shard = shards[file_index] = self._open(file_index)
-                    lost += shard.take_into(records, first, count)
+                    if span == count:
+                        lost += shard.take_into(records, first, count)
+                    else:
+                        begin = runs.start[k]
+                        indices = runs.record_index[begin : begin + count]
+                        lost += shard.gather_into(records, indices)
             except (ReadplanError, OSError) as err:
                 failure = err
             begin = runs.start[first_run]

@@ -3,6 +3,7 @@ file, and the open shard files they are read from (``specs/reader.md``, "Reading
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import chain, islice, pairwise
@@ -13,23 +14,32 @@ import numpy.typing as npt
 
 from readplan.errors import CorruptRecordError, DatasetInfoError, IndexFileError
 from readplan.plan import EpochOrder
+from readplan.reading.gather import gather
 from readplan.reading.salvage import Lost, Salvage
 from readplan.records import tfrecord
 from readplan.records._damage import KIND_DATA_CRC, CorruptionReport
+from readplan.records._stream import open_fd
 
 __all__ = ["Runs", "Shard", "close_shard"]
 
 IntArray = npt.NDArray[np.int64]
 
+MAX_GAP = 16
+"""Largest step between two delivered records of one run: the records between are read
+from disk (not parsed) to save a positioned read per record."""
+
 
 @dataclass(frozen=True, eq=False)
 class Runs:
-    """One chunk's deliveries of a rank, cut into runs of consecutive records of one file.
+    """One chunk's deliveries of a rank, cut into runs of nearby records of one file.
 
-    Run ``k`` delivers ``count[k]`` records of file ``file[k]`` from record ``first[k]``;
-    they are the rank's deliveries ``start[k] ..`` of the chunk.  Runs never cross a
-    multiple of the batch size, so batches are whole runs.  File ``close_files[j]`` is read
-    for the last time before run ``close_before[j]``.
+    Run ``k`` delivers ``count[k]`` records of file ``file[k]``, in increasing record order
+    from record ``first[k]`` to record ``first[k] + span[k] - 1``; they are the rank's
+    deliveries ``start[k] ..`` of the chunk.  With ``span == count`` the records are
+    consecutive; otherwise (a rank of several, an example shuffle) no two delivered records
+    of a run are more than ``MAX_GAP`` apart, so the run is read with one positioned read.
+    Runs never cross a multiple of the batch size, so batches are whole runs.  File
+    ``close_files[j]`` is read for the last time before run ``close_before[j]``.
     """
 
     positions: IntArray
@@ -39,6 +49,7 @@ class Runs:
     file: list[int]
     first: list[int]
     count: list[int]
+    span: list[int]
     close_files: list[int]
     close_before: list[int]
 
@@ -57,10 +68,12 @@ class Runs:
         size = file_index.size
         positions = chunk.start + offset + world_size * np.arange(size, dtype=np.int64)
         cut = np.ones(size, dtype=bool)
-        cut[1:] = (file_index[1:] != file_index[:-1]) | (record_index[1:] != record_index[:-1] + 1)
+        step = np.diff(record_index)
+        cut[1:] = (file_index[1:] != file_index[:-1]) | (step < 1) | (step > MAX_GAP)
         cut[::batch_size] = True
         starts = np.flatnonzero(cut)
         counts = np.diff(starts, append=size)
+        lasts = record_index[starts + counts - 1] if size else record_index[:0]
         ends = np.flatnonzero(is_last)
         close_before = np.searchsorted(positions[starts], chunk.start + ends, side="right")
         return cls(
@@ -71,6 +84,7 @@ class Runs:
             file=file_index[starts].tolist(),
             first=record_index[starts].tolist(),
             count=counts.tolist(),
+            span=(lasts - record_index[starts] + 1).tolist(),
             close_files=chunk.file_index[ends].tolist(),
             close_before=close_before.tolist(),
         )
@@ -115,6 +129,7 @@ class Shard:
         self._file: tfrecord.RecordFile | None = None
         self._stream: Iterator[bytes] | None = None
         self._salvage: Salvage | None = None
+        self._gather_fd = -1
 
     def take_into(self, out: list[Any], first: int, count: int) -> int:
         """Append records ``first .. first + count - 1`` to ``out``; return how many are lost."""
@@ -151,6 +166,29 @@ class Shard:
         got = len(out) - before
         if got < count:
             raise self._short(first + got)
+
+    def gather_into(self, out: list[Any], indices: IntArray) -> int:
+        """Append the records at ``indices`` (increasing, nearby) to ``out``; return lost."""
+        if self._salvage is None and not self._sequential:
+            last = int(indices[-1])
+            try:
+                records = self._records(last + 1, last + 1 == self._end == self._planned)
+            except (CorruptRecordError, IndexFileError):
+                if not self._skip:
+                    raise
+            else:
+                gathered = gather(records, self._fd(), indices)
+                if gathered is not None:
+                    out.extend(gathered)
+                    return 0
+        # Damage among the records, or a salvaged file: one record at a time, which
+        # reports exactly the damage of the delivered records.
+        return sum(self.take_into(out, int(index), 1) for index in indices.tolist())
+
+    def _fd(self) -> int:
+        if self._gather_fd < 0:
+            self._gather_fd = open_fd(self.path)
+        return self._gather_fd
 
     def _check_stream_end(self, out: list[Any]) -> None:
         """The plan read the file to its end: nothing may follow its last record."""
@@ -240,6 +278,9 @@ class Shard:
     def _close_reading(self) -> None:
         self._stream = None
         self._close_file()
+        if self._gather_fd >= 0:
+            os.close(self._gather_fd)
+            self._gather_fd = -1
 
     def _close_file(self) -> None:
         if self._file is not None:

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from readplan import tfrecord
-from readplan.errors import CorruptRecordError, IndexFileError, ReadplanError
+from readplan.errors import ConfigError, CorruptRecordError, IndexFileError, ReadplanError
 from readplan.index import build_index
 from readplan.records._crc import mask
 from readplan.tfrecord import (
@@ -321,3 +321,53 @@ def test_large_compressed_record_is_held_once(tmp_path: Path) -> None:
     assert [len(r) for r in records] == [size]
     assert records[0] == bytes(size)
     assert peak < size + (8 << 20)
+
+
+# --------------------------------------------------------------- partial header walks
+@settings(max_examples=60, deadline=None)
+@given(
+    lengths=st.lists(st.integers(min_value=0, max_value=40_000), max_size=30),
+    stop=st.one_of(st.none(), st.integers(min_value=0, max_value=35)),
+    compression=st.sampled_from([None, "GZIP", "ZLIB"]),
+)
+def test_frame_offsets_walks_to_stop(
+    tmp_path_factory: pytest.TempPathFactory,
+    lengths: list[int],
+    stop: int | None,
+    compression: str | None,
+) -> None:
+    path = tmp_path_factory.mktemp("walk") / "f.tfrecord"
+    records = [bytes([i % 256]) * n for i, n in enumerate(lengths)]
+    tfrecord.write(path, records, compression=compression)
+    starts = [sum(n + 16 for n in lengths[:i]) for i in range(len(lengths) + 1)]
+    offsets, end = tfrecord.frame_offsets(path, stop=stop, compression=compression)
+    kept = len(lengths) if stop is None else min(stop, len(lengths))
+    assert offsets.tolist() == starts[:kept]
+    assert end == starts[kept]
+
+
+def test_walks_stop_before_later_damage(tmp_path: Path) -> None:
+    """Random access without an index walks only as far as the records asked for."""
+    records = [bytes([i]) * (100 + i) for i in range(10)]
+    raw = bytearray(b"".join(frame(r) for r in records))
+    raw[len(b"".join(frame(r) for r in records[:6])) + 3] ^= 0xFF  # record 6's length
+    path = tmp_path / "f.tfrecord"
+    path.write_bytes(bytes(raw))
+    offsets, end = tfrecord.frame_offsets(path, stop=4)
+    assert len(offsets) == 4
+    assert end == len(b"".join(frame(r) for r in records[:4]))
+    with RecordFile(path) as rf:
+        assert list(rf.read(1, 3)) == records[1:4]
+        assert rf[5] == records[5]
+        with pytest.raises(CorruptRecordError):
+            len(rf)
+    with pytest.raises(CorruptRecordError):
+        tfrecord.frame_offsets(path)
+
+
+@pytest.mark.parametrize("stop", [-1, True, 1.5, "3"])
+def test_frame_offsets_refuses_a_bad_stop(tmp_path: Path, stop: object) -> None:
+    path = tmp_path / "f.tfrecord"
+    tfrecord.write(path, [b"a"])
+    with pytest.raises(ConfigError):
+        tfrecord.frame_offsets(path, stop=stop)  # type: ignore[arg-type]

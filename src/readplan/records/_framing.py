@@ -240,13 +240,16 @@ class FrameParser:
         return payload
 
     # ------------------------------------------------------------------ frames
-    def frames(self) -> Iterator[npt.NDArray[np.int64]]:
-        """Start offsets of the frames, in batches, reading headers only.  Damage raises."""
-        while True:
-            batch = self._fast_frames()
+    def frames(self, limit: int | None = None) -> Iterator[npt.NDArray[np.int64]]:
+        """Start offsets of the frames, in batches, ``limit`` frames at most, reading headers
+        only.  Damage raises (or is skipped and reported, in skip mode)."""
+        left = -1 if limit is None else limit
+        while left != 0:
+            batch = self._fast_frames(left)
             if batch is None and isinstance(self._stream, PlainStream):
-                batch = self._jump_frames(self._stream)
+                batch = self._jump_frames(self._stream, left)
             if batch is not None:
+                left -= len(batch)
                 yield batch
                 continue
             start = self._careful_or_damage(self._careful_frame)
@@ -254,14 +257,18 @@ class FrameParser:
                 self._check_end()
                 return
             if isinstance(start, int):
+                left -= 1
                 yield np.array([start], dtype=np.int64)
 
-    def _fast_frames(self) -> npt.NDArray[np.int64] | None:
+    def _fast_frames(self, left: int) -> npt.NDArray[np.int64] | None:
         stream = self._stream
         data = stream.data
         if len(data) - stream.off < _MIN_BATCH * 16:
             return None
         begin, after = walk_frames(data, stream.off)
+        if 0 <= left < len(begin):
+            after = int(begin[left])
+            begin = begin[:left]
         if len(begin) < _MIN_BATCH:
             return None
         lengths = np.diff(begin, append=after) - 16
@@ -277,7 +284,7 @@ class FrameParser:
         self.index += good
         return absolute
 
-    def _jump_frames(self, stream: PlainStream) -> npt.NDArray[np.int64] | None:
+    def _jump_frames(self, stream: PlainStream, left: int) -> npt.NDArray[np.int64] | None:
         """Consecutive large frames of a plain file: one 12-byte read each, payloads skipped.
 
         Any frame that is not a sound large frame ends the batch for the careful path.
@@ -286,7 +293,7 @@ class FrameParser:
         data, off = stream.data, stream.off
         pos = stream.base + off
         starts: list[int] = []
-        while len(data) - off >= 12 and len(starts) < _JUMP_BATCH:
+        while len(data) - off >= 12 and len(starts) not in (_JUMP_BATCH, left):
             length, stored = _HEADER.unpack_from(data, off)
             after = pos + length + 16
             if length < LARGE or length > maximum or after > end:

@@ -7,14 +7,17 @@ Builds its files in a temporary directory:
 * small:  1,000,000 records of 100 bytes;
 * varied: 1,000,000 records of 50-150 bytes (sizes drawn with a fixed seed), because equal
   sizes let readplan confirm whole runs of frames at once;
+* mid:    20,000 records of 1-10 KB (sizes drawn with a fixed seed);
 * large:  2,000 records of 100 KiB.
 
 Each measurement is the median of N passes (default 5) after one warm-up pass; readplan and
 the anchor alternate within each round so that both see the same machine state.  The anchor
 is the plain reader every TFRecord user starts from: read 8 length bytes, 4 CRC bytes, the
 data and its CRC with four ``read`` calls per record, checking both CRCs.  ``copy+crc`` is
-the ceiling for large records: reading the file in 1 MiB pieces and computing CRC32C over
-them, without any framing.  ``count`` is timed without and with an index sidecar.
+the ceiling for mid-size and large records: reading the file in 1 MiB pieces and computing
+CRC32C over them, without any framing.  ``count`` is timed without and with an index
+sidecar; ``frame_offsets(stop=n)`` (a header walk that stops at record n, what random
+access without a sidecar costs) at the middle of each file.
 """
 
 from __future__ import annotations
@@ -34,9 +37,10 @@ from crc32c import crc32c
 from readplan import tfrecord
 from readplan.index import build_index, index_path_for
 
-SMALL = ("small", 1_000_000, 100)
-LARGE = ("large", 2_000, 100 * 1024)
-VARIED = ("varied", 1_000_000, None)
+SMALL = ("small", 1_000_000, (100, 100))
+VARIED = ("varied", 1_000_000, (50, 150))
+MID = ("mid", 20_000, (1_000, 10_000))
+LARGE = ("large", 2_000, (100 * 1024, 100 * 1024))
 T = TypeVar("T")
 
 
@@ -78,15 +82,14 @@ def consume(records: Iterable[bytes]) -> tuple[int, int]:
     return count, size
 
 
-def make_file(directory: str, name: str, count: int, size: int | None) -> str:
+def make_file(directory: str, name: str, count: int, sizes: tuple[int, int]) -> str:
     path = os.path.join(directory, f"{name}.tfrecord")
     payload = bytes(range(256)) * (102_400 // 256 + 1)
-    sizes = random.Random(0)
+    draw = random.Random(0)
 
     def records() -> Iterator[bytes]:
         for i in range(count):
-            length = size if size is not None else sizes.randint(50, 150)
-            yield (i.to_bytes(8, "little") + payload)[:length]
+            yield (i.to_bytes(8, "little") + payload)[: draw.randint(*sizes)]
 
     tfrecord.write(path, records())
     return path
@@ -125,6 +128,9 @@ def bench_read(path: str, label: str, passes: int, *, ceiling: bool) -> None:
             f"  read {label:<7} {name:<9} {seconds:8.3f} s  {rate:>15}  "
             f"{file_bytes / seconds / 1e9:6.2f} GB/s  x{anchor_seconds / seconds:5.2f} anchor"
         )
+    if ceiling:
+        share = timed["copy+crc"][0] / timed["readplan"][0]
+        print(f"  read {label:<7} readplan / copy+crc ceiling: {share:.2f}")
 
 
 def bench_count(path: str, label: str, passes: int) -> None:
@@ -142,6 +148,23 @@ def bench_count(path: str, label: str, passes: int) -> None:
         )
 
 
+def bench_walk(path: str, label: str, passes: int) -> None:
+    """A header walk to the middle record, and the whole walk, without a sidecar."""
+    middle = tfrecord.count(path, use_index=False) // 2
+    timed = median_seconds(
+        {
+            "to middle": lambda: len(tfrecord.frame_offsets(path, stop=middle)[0]),
+            "whole": lambda: len(tfrecord.frame_offsets(path)[0]),
+        },
+        passes,
+    )
+    for name, (seconds, records) in timed.items():
+        print(
+            f"  walk {label:<7} {name:<9} {seconds * 1e3:9.3f} ms "
+            f"{records / seconds / 1e6:12.2f} M rec/s"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--passes", type=int, default=5)
@@ -151,12 +174,15 @@ def main() -> None:
         directory = args.keep or temporary
         os.makedirs(directory, exist_ok=True)
         print(f"building files in {directory} ...", flush=True)
-        paths = {spec[0]: make_file(directory, *spec) for spec in (SMALL, VARIED, LARGE)}
+        specs = (SMALL, VARIED, MID, LARGE)
+        paths = {spec[0]: make_file(directory, *spec) for spec in specs}
         print(f"median of {args.passes} passes (after one warm-up), anchor = plain reader")
         for label, path in paths.items():
-            bench_read(path, label, args.passes, ceiling=label == "large")
+            bench_read(path, label, args.passes, ceiling=label in ("mid", "large"))
         for label, path in paths.items():
             bench_count(path, label, args.passes)
+        for label, path in paths.items():
+            bench_walk(path, label, args.passes)
 
 
 if __name__ == "__main__":

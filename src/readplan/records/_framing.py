@@ -151,6 +151,7 @@ class FrameParser:
             after = int(begin[good])
         if self._expected is not None and good:
             self._expected.check(begin[:good] + stream.base, after + stream.base)
+        stream.suit((after - int(begin[0])) / count)
         stream.off = after
         self.index += good
         return batch

@@ -20,9 +20,22 @@ from readplan.records._compression import Inflater, pread
 from readplan.records._crc import crc32c
 from readplan.records._damage import StreamDamageError
 
-__all__ = ["AFTER_LARGE", "CHUNK", "LARGE", "ByteStream", "InflateStream", "PlainStream", "open_fd"]
+__all__ = [
+    "AFTER_LARGE",
+    "CHUNK",
+    "LARGE",
+    "MID_CHUNK",
+    "ByteStream",
+    "InflateStream",
+    "PlainStream",
+    "open_fd",
+]
 
 CHUNK = 1 << 19
+# Read size while frames average MID_FRAME bytes or more: per-read costs (a batch's numpy
+# checks) then weigh on few frames, so fewer, larger reads pay.
+MID_CHUNK = 1 << 21
+MID_FRAME = 1 << 10
 LARGE = 1 << 15
 # After a large record, the next read only needs its data CRC and the following header.
 AFTER_LARGE = 16
@@ -130,6 +143,10 @@ class ByteStream(ABC):
         """:meth:`take` for a record's data, which may choose how to read it by its size."""
         return self.take(size)
 
+    def suit(self, frame_bytes: float) -> None:
+        """Choose the next read size for frames of about ``frame_bytes`` bytes."""
+        self.hint = MID_CHUNK if frame_bytes >= MID_FRAME else CHUNK
+
     def verifies_first(self, size: int) -> bool:
         """Whether a record of ``size`` bytes gets :meth:`payload_crc` before it is built."""
         return False
@@ -185,7 +202,7 @@ class PlainStream(ByteStream):
             self.off = end
             return self.data[off:end]
         if size < LARGE:
-            self.hint = CHUNK
+            self.hint = max(self.hint, CHUNK)
             return self.take(size)
         # Re-reading the buffered head of a large record costs less than joining a copy.
         start = self.base + off

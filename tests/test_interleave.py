@@ -124,6 +124,24 @@ def test_slot_assignment_equals_list_scheduling(
     assert schedule.first_failed_pull == first_failed
 
 
+@given(st.integers(0, 2**32 - 1), st.integers(0, 300), cycles, blocks, st.data())
+def test_records_before_a_visit_sum_over_every_input(
+    seed: int, count: int, cycle: int, block: int, data: st.DataObject
+) -> None:
+    lengths = np.random.default_rng(seed).choice([0, 1, 2, 5, 16, 17, 40], count)
+    schedule = _schedule(lengths.tolist(), cycle, block)
+    round_ = data.draw(st.integers(-3, schedule.num_rounds + 3))
+    slot = data.draw(st.integers(0, cycle))
+    # Each input has produced one block per round since it started, up to its length.
+    for rounds, query in (
+        (round_ - schedule.start_round, schedule.records_before_round(round_)),
+        (round_ - schedule.start_round + (schedule.slot < slot), None),
+    ):
+        expected = int(np.minimum(lengths, np.clip(rounds, 0, None) * block).sum())
+        got = query if query is not None else schedule.records_before_visit(round_, slot)
+        assert got == expected
+
+
 @given(st.integers(0, 2**32 - 1), st.integers(0, 300), cycles, blocks)
 def test_long_orders_equal_reference_model(seed: int, count: int, cycle: int, block: int) -> None:
     lengths = np.random.default_rng(seed).choice([0, 1, 2, 3, 5, 8, 16, 17], count).tolist()

@@ -25,10 +25,12 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
 
+from readplan._internal.sorting import stable_order
 from readplan._internal.validate import not_int
 from readplan.errors import ConfigError
 
@@ -135,7 +137,8 @@ class InterleaveSchedule:
     def nbytes(self) -> int:
         """Bytes held by the schedule's per-input arrays."""
         arrays = (self.lengths, self.visits, self.occupancy, self.slot, self.start_round)
-        return sum(array.nbytes for array in (*arrays, self.end_round))
+        index = self.__dict__.get("_slot_index", ())
+        return sum(array.nbytes for array in (*arrays, self.end_round, *index))
 
     # -- construction -------------------------------------------------------------
 
@@ -178,14 +181,50 @@ class InterleaveSchedule:
 
     def records_before_round(self, round_: int) -> int:
         """Records produced in rounds ``< round_``."""
-        done = np.clip(round_ - self.start_round, 0, self.visits)
-        return int(np.minimum(self.lengths, done * self.block_length).sum())
+        return self._records_before(np.full(self.active_slots, round_, dtype=np.int64))
 
     def records_before_visit(self, round_: int, slot: int) -> int:
         """Records produced by visits whose key precedes ``(round_, slot)``."""
-        rounds_done = round_ - self.start_round + (self.slot < slot)
-        done = np.clip(rounds_done, 0, self.visits)
-        return int(np.minimum(self.lengths, done * self.block_length).sum())
+        slots = np.arange(self.active_slots, dtype=np.int64)
+        return self._records_before(round_ + (slots < slot))
+
+    def _records_before(self, rounds: IntArray) -> int:
+        """Records slot ``s`` produced before round ``rounds[s]``, summed over the slots.
+
+        A slot's inputs follow one another, so every input of the slot before the last one
+        started by then is exhausted; only that last one is partly read. Each query is a
+        search per slot, not a pass over the inputs.
+        """
+        if not self.num_inputs:
+            return 0
+        by_slot, keys, before, first = self._slot_index
+        # Before round 0 nothing is read, after the last everything: clamping keeps the keys
+        # of one slot apart from the next slot's.
+        rounds = np.clip(rounds, 0, self.num_rounds + 1)
+        slots = np.arange(self.active_slots, dtype=np.int64)
+        last = np.searchsorted(keys, slots * self._key_span + rounds, side="right") - 1
+        started = last >= first
+        current = by_slot[np.where(started, last, 0)]
+        partial = np.minimum(
+            self.lengths[current],
+            np.maximum(rounds - self.start_round[current], 0) * self.block_length,
+        )
+        return int(np.where(started, before[last] - before[first] + partial, 0).sum())
+
+    @cached_property
+    def _slot_index(self) -> tuple[IntArray, IntArray, IntArray, IntArray]:
+        """Inputs grouped by slot (in start order within a slot), their ``slot * span +
+        start round`` keys, the records of the inputs before each, and each slot's first."""
+        by_slot = stable_order(self.slot, self.active_slots)
+        slot = self.slot[by_slot]
+        keys = slot * self._key_span + self.start_round[by_slot]
+        before = np.concatenate(([0], np.cumsum(self.lengths[by_slot])))
+        first = np.searchsorted(slot, np.arange(self.active_slots, dtype=np.int64))
+        return by_slot, keys, before, first
+
+    @property
+    def _key_span(self) -> int:
+        return self.num_rounds + 2  # beyond every start round and every queried round
 
     def _round_of_position(self, position: int) -> int:
         """The round that produces output ``position`` (binary search on rounds)."""

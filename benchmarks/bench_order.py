@@ -8,7 +8,11 @@ Measures, in one run:
 * the peak extra memory of building that order, as a multiple of the output arrays;
 * ``locate`` at random positions, in a cached epoch and in a fresh epoch each call;
 * streaming a synthetic plan of 10^9 examples (100,000 shards of 10,000): the time to
-  its first 10^6 positions and the process's peak resident memory (in a subprocess).
+  its first 10^6 positions and the process's peak resident memory (in a subprocess);
+* at 10^4, 10^5 and 10^6 shards: building the plan, a fresh epoch's schedule (file shuffle
+  and interleave), ``locate`` in a fresh epoch, ``position_of`` and the interleave state a
+  checkpoint is built from, each as a ratio to ``np.random.permutation(num_files)`` timed
+  in the same run (``--shards`` picks the sizes).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import time
 import tracemalloc
 
 import numpy as np
+from _scale import SHARD_COUNTS, fresh_epochs, median_of, permutation_ms, scale_plan
 from _timing import median_ms
 
 from readplan import ReadConfig, ReadPlan
@@ -123,10 +128,60 @@ def streaming(repeats: int) -> dict[str, float]:
     }
 
 
+def scale(num_shards: int, repeats: int) -> dict[str, float]:
+    """Per-file costs of one plan of ``num_shards`` shards, against the anchor."""
+    repeats = max(3, repeats // (5 if num_shards >= 1_000_000 else 1))
+    start = time.perf_counter()
+    plan = scale_plan(num_shards)
+    build_ms = (time.perf_counter() - start) * 1e3
+    anchor = permutation_ms(num_shards, repeats)
+    rng = np.random.default_rng(1)
+    epochs = fresh_epochs()
+    position = int(rng.integers(0, plan.num_examples))
+    schedule_ms = median_of(lambda: plan.epoch_schedule(next(epochs)), repeats)
+    locate_ms = median_of(lambda: plan.locate(next(epochs), position), repeats)
+    plan.epoch_schedule(3)
+    file_index, record_index = plan.locate(3, position)
+    position_of_ms = median_of(lambda: plan.position_of(3, file_index, record_index), repeats)
+    state_ms = median_of(lambda: plan.schedule(3).state_at(position), repeats)
+    results = {
+        "build_ms": build_ms,
+        "permutation_ms": anchor,
+        "schedule_fresh_ms": schedule_ms,
+        "locate_fresh_ms": locate_ms,
+        "position_of_cached_ms": position_of_ms,
+        "state_cached_ms": state_ms,
+    }
+    return {
+        **results,
+        **{f"{k[:-3]}_ratio": v / anchor for k, v in results.items() if k != "build_ms"},
+    }
+
+
+def print_scale(results: dict[int, dict[str, float]]) -> None:
+    print("\nper-file work at scale, ms median (ratio to np.random.permutation(num_files))")
+    print(
+        f"{'shards':>10}{'plan build':>12}{'permutation':>13}{'fresh schedule':>20}"
+        f"{'locate, fresh':>20}{'position_of':>18}{'interleave state':>20}"
+    )
+    for shards, r in results.items():
+        cells = [
+            f"{r[key]:.1f} ({r[key[:-3] + '_ratio']:.1f}x)"
+            for key in ("schedule_fresh_ms", "locate_fresh_ms", "position_of_cached_ms")
+        ]
+        print(
+            f"{shards:>10,}{r['build_ms']:>12.0f}{r['permutation_ms']:>13.2f}{cells[0]:>20}"
+            f"{cells[1]:>20}{cells[2]:>18}"
+            f"{r['state_cached_ms']:>11.1f} ({r['state_cached_ratio']:.1f}x)"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--shards", type=int, nargs="*", default=list(SHARD_COUNTS))
     args = parser.parse_args()
+    print_scale({n: scale(n, args.repeats) for n in args.shards})
     results = {**full_epoch(args.repeats), **locate(args.repeats), **streaming(args.repeats)}
     print(f"full epoch order (16/16, shuffled): {results['epoch_ms']:.1f} ms median")
     print(f"np.random.permutation(1,281,167):   {results['permutation_ms']:.1f} ms median")

@@ -6,11 +6,10 @@ the inherent work of shuffling that many files.
 
 from __future__ import annotations
 
-import statistics
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import numpy as np
+from _timing import median_ms
 
 from readplan import DatasetInfo, ReadConfig, ReadPlan
 
@@ -32,20 +31,9 @@ def scale_plan(num_shards: int, config: ReadConfig = CONFIG) -> ReadPlan:
     return ReadPlan(scale_info(num_shards), "train", config)
 
 
-def median_of(fn: Callable[[], object], repeats: int) -> float:
-    """Median milliseconds of ``fn`` over ``repeats`` calls (no warm-up: fresh work each)."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
-
-
 def permutation_ms(num_files: int, repeats: int) -> float:
     """The anchor: ``np.random.permutation(num_files)``."""
-    np.random.permutation(num_files)
-    return median_of(lambda: np.random.permutation(num_files), max(repeats, 5))
+    return median_ms(lambda: np.random.permutation(num_files), max(repeats, 5))
 
 
 def fresh_epochs(first: int = 1_000) -> Iterator[int]:

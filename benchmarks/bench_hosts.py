@@ -1,16 +1,16 @@
 """A 1,024-host job on a 10^6-shard, 10^10-example split, simulated without reading data.
 
-Run: python benchmarks/bench_hosts.py [--hosts 1024] [--checkpoints 4]
+Run: python benchmarks/bench_hosts.py [--hosts 1024] [--checkpoints 1]
 
 Every host builds its own plan of the same split, as a TFDS input pipeline does with
 ``input_context`` (host ``h`` of ``H`` reads files ``h, h + H, ...``), with shuffled files
 (seed 32). Measured per host: building the plan (the dataset's metadata, loaded once per host,
-is timed on its own) and its first epoch's schedule; for ``--checkpoints`` of the hosts, the
-peak memory of both (tracemalloc) and a checkpoint at a random position (time, JSON size,
-peak memory). Computed over all hosts: every file of the split belongs to exactly one host,
-each host's epoch feeds exactly its own files, and the hosts' epochs add up to the split's
-10^10 examples, so together they read one epoch exactly once. The anchor for the per-host
-work is ``np.random.permutation(10**6)``, timed in the same run.
+is timed on its own) and its first epoch's schedule; for ``--checkpoints`` of the hosts (and
+the first host at least), the peak memory of both (tracemalloc), and a checkpoint at a random
+position (time, JSON size, peak memory). Computed over all hosts: every file of the split
+belongs to exactly one host, each host's epoch feeds exactly its own files, and the hosts'
+epochs add up to the split's 10^10 examples, so together they read one epoch exactly once.
+The anchor for the per-host work is ``np.random.permutation(10**6)``, timed in the same run.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import time
 import tracemalloc
 
 import numpy as np
-from _scale import median_of
+from _timing import median_ms
 
 from readplan import DatasetInfo, InputContext, ReadConfig, ReadPlan
 
@@ -43,7 +43,7 @@ def _traced(fn: object) -> tuple[object, float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hosts", type=int, default=1024)
-    parser.add_argument("--checkpoints", type=int, default=4)
+    parser.add_argument("--checkpoints", type=int, default=1)
     args = parser.parse_args()
     hosts = args.hosts
 
@@ -51,7 +51,7 @@ def main() -> None:
         lambda: DatasetInfo(name="web", splits={"train": [PER_SHARD] * SHARDS})
     )
     assert isinstance(info, DatasetInfo)
-    anchor_ms = median_of(lambda: np.random.permutation(SHARDS), 5)
+    anchor_ms = median_ms(lambda: np.random.permutation(SHARDS), 5)
     owner = np.zeros(SHARDS, dtype=np.int64)
     total = 0
     build_s, schedule_s, peaks = [], [], []
@@ -72,10 +72,11 @@ def main() -> None:
         assert np.array_equal(np.sort(files), plan.selected)
         np.add.at(owner, plan.selected, 1)
         total += plan.num_examples
-        if host < args.checkpoints:
+        if host < max(1, args.checkpoints):
             # Tracing slows the work down, so the sampled hosts are built again for memory.
             _, _, peak = _traced(lambda c=config: ReadPlan(info, "train", c).file_order(0))
             peaks.append(peak)
+        if host < args.checkpoints:
             position = int(rng.integers(0, plan.num_examples))
             checkpoint, seconds, peak = _traced(lambda plan=plan, p=position: plan.checkpoint(0, p))
             size = len(checkpoint.to_json())  # type: ignore[attr-defined]

@@ -26,7 +26,7 @@ import time
 import tracemalloc
 
 import numpy as np
-from _scale import SHARD_COUNTS, fresh_epochs, median_of, permutation_ms, scale_plan
+from _scale import SHARD_COUNTS, fresh_epochs, permutation_ms, scale_plan
 from _timing import median_ms
 
 from readplan import ReadConfig, ReadPlan
@@ -138,12 +138,12 @@ def scale(num_shards: int, repeats: int) -> dict[str, float]:
     rng = np.random.default_rng(1)
     epochs = fresh_epochs()
     position = int(rng.integers(0, plan.num_examples))
-    schedule_ms = median_of(lambda: plan.epoch_schedule(next(epochs)), repeats)
-    locate_ms = median_of(lambda: plan.locate(next(epochs), position), repeats)
+    schedule_ms = median_ms(lambda: plan.epoch_schedule(next(epochs)), repeats)
+    locate_ms = median_ms(lambda: plan.locate(next(epochs), position), repeats)
     plan.epoch_schedule(3)
     file_index, record_index = plan.locate(3, position)
-    position_of_ms = median_of(lambda: plan.position_of(3, file_index, record_index), repeats)
-    state_ms = median_of(lambda: plan.schedule(3).state_at(position), repeats)
+    position_of_ms = median_ms(lambda: plan.position_of(3, file_index, record_index), repeats)
+    state_ms = median_ms(lambda: plan.schedule(3).state_at(position), repeats)
     results = {
         "build_ms": build_ms,
         "permutation_ms": anchor,

@@ -22,6 +22,7 @@ import readplan
 from readplan import DatasetInfo
 from readplan.errors import ConfigError, ExampleError, FeatureError, MissingExtraError
 from readplan.example import encode
+from readplan.metadata import _images
 from readplan.metadata.features import (
     ClassLabel,
     FeaturesDict,
@@ -295,6 +296,8 @@ def test_non_image_bytes_in_an_image_feature_are_refused() -> None:
 def test_a_missing_image_extra_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "simplejpeg", None)
     monkeypatch.setitem(sys.modules, "PIL.Image", None)
+    _images._import.cache_clear()
+    monkeypatch.setattr(_images, "_import", _images._import.__wrapped__)
     features = FeaturesDict({"img": Image()})
     for data, package in ((b"\xff\xd8\xff\xe0", "simplejpeg"), (_tiny_png_header(), "Pillow")):
         with pytest.raises(MissingExtraError, match=r"readplan\[images\]") as err:

@@ -57,8 +57,9 @@ def write_dataset(
     """Write the demo dataset into ``directory`` (created; must be empty) and load it.
 
     Shards hold ``tf.train.Example`` records with an int64 ``id`` (the record's index in
-    its split) and a ``text`` bytes feature; ``dataset_info.json`` is written as TFDS
-    writes it (shard lengths as strings).  ``with_index`` adds index sidecars.
+    its split) and a ``text`` bytes feature; ``dataset_info.json`` and ``features.json``
+    (a ``Scalar(int64)`` and a ``Text``) are written as TFDS writes them (shard lengths as
+    strings), so ``decode="tfds"`` reads it.  ``with_index`` adds index sidecars.
     """
     target = os.fspath(directory)
     os.makedirs(target, exist_ok=True)
@@ -81,6 +82,7 @@ def write_dataset(
             for path in info.shard_paths(name):
                 index.build_index(path)
     _write_info(target, layout, split_bytes)
+    _write_features(target)
     return DatasetInfo.load(target)
 
 
@@ -119,6 +121,21 @@ def _write_info(directory: str, layout: dict[str, tuple[int, ...]], sizes: dict[
     }
     with open(os.path.join(directory, "dataset_info.json"), "w", encoding="utf-8") as out:
         json.dump(document, out, indent=2, sort_keys=True)
+
+
+def _write_features(directory: str) -> None:
+    package = "tensorflow_datasets.core.features."
+    scalar = {"dtype": "int64", "encoding": "none", "shape": {}}
+    features = {
+        "id": {"pythonClassName": package + "scalar.Scalar", "tensor": scalar},
+        "text": {"pythonClassName": package + "text_feature.Text", "text": {}},
+    }
+    document = {
+        "featuresDict": {"features": features},
+        "pythonClassName": package + "features_dict.FeaturesDict",
+    }
+    with open(os.path.join(directory, "features.json"), "w", encoding="utf-8") as out:
+        json.dump(document, out, indent=4, sort_keys=True)
 
 
 @dataclass(frozen=True)

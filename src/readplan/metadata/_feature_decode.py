@@ -243,6 +243,7 @@ def _parser(leaf: _Leaf) -> Callable[[_Stored], npt.NDArray[Any]]:
     target = tuple(-1 if dim is None else dim for dim in leaf.shape)
     optional = isinstance(leaf.feature, Tensor) and leaf.feature.optional
     numpy_dtype = np.dtype(object) if leaf.dtype == STRING else np.dtype(leaf.dtype)
+    narrowing_floats = leaf.dtype == "float16"
 
     def parse(stored: _Stored) -> npt.NDArray[Any]:
         values = stored.get(leaf.key)
@@ -265,14 +266,22 @@ def _parser(leaf: _Leaf) -> Callable[[_Stored], npt.NDArray[Any]]:
                 "features",
                 key=leaf.key,
             )
-        with np.errstate(over="ignore"):
-            return array.reshape(target).astype(numpy_dtype, copy=False)
+        shaped = array.reshape(target)
+        if narrowing_floats:
+            # float32 -> float16 overflows to inf, as TensorFlow's cast does, silently.
+            with np.errstate(over="ignore"):
+                return shaped.astype(numpy_dtype)
+        return shaped.astype(numpy_dtype, copy=False)
 
     return parse
 
 
+_KIND_OF_LIST = {"i": "int64", "f": "float32"}
+
+
 def _checked(leaf: _Leaf, kind: str, values: example.FeatureValue) -> npt.NDArray[Any]:
-    found = "bytes" if isinstance(values, list) else str(values.dtype)
+    # readplan.example gives int64 arrays, float32 arrays or lists of bytes.
+    found = "bytes" if isinstance(values, list) else _KIND_OF_LIST[values.dtype.kind]
     if found != kind:
         raise ExampleError(
             f"feature {leaf.key!r} is stored as a {found} list but features.json declares "

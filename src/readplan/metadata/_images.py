@@ -11,6 +11,8 @@ than approximated. ``specs/features.md`` §4 is normative.
 
 from __future__ import annotations
 
+import functools
+import importlib
 import io
 from types import ModuleType
 from typing import Any
@@ -31,9 +33,10 @@ _PNG_CHANNELS = {_PNG_GRAY: 1, _PNG_RGB: 3, _PNG_GRAY_ALPHA: 2, _PNG_RGBA: 4}
 _OPAQUE = 255
 
 
+@functools.cache
 def _import(module: str, package: str, what: str) -> ModuleType:
     try:
-        return __import__(module, fromlist=["_"])
+        return importlib.import_module(module)
     except ImportError as err:
         raise MissingExtraError(
             f"decoding {what} images needs the {package} package, which is not installed; "

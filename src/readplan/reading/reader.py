@@ -34,17 +34,18 @@ from readplan.errors import (
     ConfigError,
     CorruptRecordError,
     ExampleError,
+    FeatureError,
     ReadplanError,
     ReadplanTypeError,
 )
 from readplan.plan import EpochOrder, ReadPlan
 from readplan.reading.batching import close_iterator, collated, rebatch
 from readplan.reading.collate import Ragged, check_collate_options
+from readplan.reading.decoding import record_decoder
 from readplan.reading.items import Batch, Item
 from readplan.reading.ranks import STATE_KEY, count_below, owner
 from readplan.reading.runs import Runs, Shard, close_shard
 from readplan.reading.salvage import Lost
-from readplan.records import example
 from readplan.records._damage import CorruptionReport, LostRecord
 from readplan.state.checkpoint import Checkpoint
 
@@ -74,9 +75,13 @@ class Reader(Closing):
             directory).
         epochs: read epochs ``0 .. epochs - 1`` (a start state skips what it delivered);
             ``None`` reads forever.
-        decode: ``None``/``False`` delivers bytes, ``True`` decoded ``tf.train.Example``
-            features (:func:`readplan.example.decode`), a schema mapping parsed features
+        decode: ``"tfds"`` delivers each record as ``tfds.as_numpy`` yields it, decoded with
+            the dataset's ``features.json`` (``specs/features.md``); ``None``/``False``
+            delivers bytes, ``True`` decoded ``tf.train.Example`` features
+            (:func:`readplan.example.decode`), a schema mapping parsed features
             (:func:`readplan.example.parse`).
+        decoders: with ``decode="tfds"``, TFDS's per-feature decoders, e.g.
+            ``{"image": readplan.SkipDecoding()}`` for the encoded bytes.
         start: where to continue from: a state (from :meth:`state_dict`), a
             :class:`~readplan.checkpoint.Checkpoint`, or the path of a file written by
             :meth:`save` (the next record is found by seeking).
@@ -98,7 +103,8 @@ class Reader(Closing):
         *,
         data_dir: str | os.PathLike[str] | None = None,
         epochs: int | None = 1,
-        decode: bool | Mapping[str, Any] | None = None,
+        decode: bool | Literal["tfds"] | Mapping[str, Any] | None = None,
+        decoders: Mapping[str, Any] | None = None,
         start: Start | None = None,
         rank: int = 0,
         world_size: int = 1,
@@ -121,7 +127,7 @@ class Reader(Closing):
         self.world_size = world_size
         self.on_corruption = on_corruption
         self.report = report
-        self._decode = _decoder(decode)
+        self._decode = record_decoder(decode, decoders, plan, self.data_dir)
         self._paths = tuple(self._path(fi.filename) for fi in plan.instructions)
         self._ends = tuple(fi.skip + fi.num_records for fi in plan.instructions)
         self._last_records = np.array(self._ends, dtype=np.int64) - 1
@@ -456,7 +462,7 @@ class Reader(Closing):
         decoded: list[Any] = []
         try:
             decoded.extend(map(decode, records))
-        except ExampleError as err:
+        except (ExampleError, FeatureError) as err:
             return decoded, err
         return decoded, failure
 
@@ -477,6 +483,8 @@ class Reader(Closing):
             )
         if isinstance(failure, ExampleError):
             return ExampleError(f"{failure}\nThe record is at {where}.", key=failure.key)
+        if isinstance(failure, FeatureError):
+            return failure.with_context(f"\nThe record is at {where}.")
         return failure
 
     def _open(self, file_index: int) -> Shard:
@@ -494,22 +502,6 @@ class Reader(Closing):
         if self.data_dir is None:
             return filename
         return os.path.join(self.data_dir, os.path.basename(filename))
-
-
-def _decoder(decode: bool | Mapping[str, Any] | None) -> Callable[[bytes], Any] | None:
-    if decode is None or decode is False:
-        return None
-    if decode is True:
-        return example.decode
-    if isinstance(decode, Mapping):
-        schema = dict(decode)
-        return lambda raw: example.parse(raw, schema)
-    raise ConfigError(
-        f"decode must be None/False (bytes), True (decoded tf.train.Example features) or a "
-        f"schema mapping of readplan.example.FixedLen/VarLen, got {decode!r:.80}",
-        field="decode",
-        value=decode,
-    )
 
 
 def _check_epochs(epochs: object) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -281,9 +282,29 @@ def test_unsupported_shapes_and_encodings_are_refused() -> None:
     with pytest.raises(FeatureError, match="more than one unknown dimension") as err:
         nested.decode(b"")
     assert err.value.feature == "x"
-    encoded = FeaturesDict({"x": Tensor((2,), "int64", "zlib")})
-    with pytest.raises(FeatureError, match="encoding='zlib'"):
-        encoded.decode(b"")
+    with pytest.raises(FeatureError, match="encoded uint32"):
+        FeaturesDict({"x": Tensor((2,), "uint32", "zlib")}).decode(b"")
+    dynamic = FeaturesDict({"x": Sequence(Tensor((None, None), "uint8", "bytes"))})
+    with pytest.raises(FeatureError, match="Sequence of a Tensor with more than one unknown"):
+        dynamic.decode(b"")
+    with pytest.raises(FeatureError, match="dtype 'complex64'"):
+        Tensor((2,), "complex64")
+
+
+def test_encoded_tensors_that_do_not_match_are_refused() -> None:
+    features = FeaturesDict(
+        {"z": Tensor((2,), "int16", "zlib"), "b": Tensor((None, 2), "float32", "bytes")}
+    )
+    good_z = zlib.compress(np.array([1, -2], "<i2").tobytes())
+    got = features.decode(encode({"z": good_z, "b": np.arange(4, dtype="<f4").tobytes()}))
+    assert got["z"].tolist() == [1, -2]
+    assert got["b"].shape == (2, 2)
+    with pytest.raises(ExampleError, match="does not decompress"):
+        features.decode(encode({"z": b"not zlib", "b": b""}))
+    with pytest.raises(ExampleError, match="not a whole number of float32"):
+        features.decode(encode({"z": good_z, "b": b"abc"}))
+    with pytest.raises(ExampleError, match="do not fill"):
+        features.decode(encode({"z": good_z, "b": bytes(12)}))
 
 
 def test_non_image_bytes_in_an_image_feature_are_refused() -> None:

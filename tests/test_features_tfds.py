@@ -27,6 +27,7 @@ from tests.conftest import DATA
 ORACLE_FILES = {
     "fixture": DATA / "tfds_features" / "readplan_features_as_numpy.json",
     "vectors": DATA / "vectors" / "features" / "readplan_feature_vectors_as_numpy.json",
+    "encoded": DATA / "vectors" / "features" / "readplan_encoded_vectors_as_numpy.json",
 }
 
 
@@ -81,9 +82,9 @@ def _expected_values(leaf: dict[str, Any]) -> list[Any]:
     dtype, values = leaf["dtype"], leaf["values"]
     if dtype in ("bytes", "object"):
         return [base64.b64decode(v) for v in values]
-    if dtype == "float32":
+    if dtype in ("float32", "complex64"):
         return [struct.unpack(">I", bytes.fromhex(v))[0] for v in values]
-    if dtype == "float64":
+    if dtype in ("float64", "complex128"):
         return [struct.unpack(">Q", bytes.fromhex(v))[0] for v in values]
     if dtype == "float16":
         return [struct.unpack(">H", bytes.fromhex(v))[0] for v in values]
@@ -94,9 +95,9 @@ def _actual_values(value: Any) -> list[Any]:
     if isinstance(value, bytes):
         return [value]
     array = np.asarray(value)
-    if array.dtype == np.float32:
+    if array.dtype in (np.float32, np.complex64):
         return array.reshape(-1).view(np.uint32).tolist()
-    if array.dtype == np.float64:
+    if array.dtype in (np.float64, np.complex128):
         return array.reshape(-1).view(np.uint64).tolist()
     if array.dtype == np.float16:
         return array.reshape(-1).view(np.uint16).tolist()

@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from readplan.errors import ConfigError, ExampleError, FeatureError
+from readplan.metadata._encoded import encoded_step
 from readplan.metadata._feature_types import (
     STRING,
     Audio,
@@ -187,7 +188,8 @@ def _leaf(path: _Path, feature: Feature, dims: Shape, skip: bool, unknown: Unkno
         return _Leaf(path, feature, dims, STRING, len(dims), skip)
     tensor = feature if isinstance(feature, Tensor) else _tensor_of(feature)
     if tensor.encoding != "none":
-        raise _unsupported(path, feature, f"Tensor encoding={tensor.encoding!r}")
+        # One buffer of raw values per element (per Sequence entry).
+        return _Leaf(path, tensor, dims, STRING, len(dims), skip)
     return _Leaf(path, tensor, (*dims, *tensor.shape), tensor.dtype, len(dims), skip)
 
 
@@ -219,6 +221,8 @@ def _step(leaf: _Leaf) -> _Step:
         return lambda stored: {
             k: v for k, v in stored.items() if k == leaf.key or k.startswith(prefix)
         }
+    if isinstance(leaf.feature, Tensor) and leaf.feature.encoding != "none":
+        return encoded_step(leaf, _parser, _elementwise)
     parse = _parser(leaf)
     if isinstance(leaf.feature, Image) and not leaf.skip:
         return _image_step(leaf, parse)
@@ -320,21 +324,34 @@ def _image_step(leaf: _Leaf, parse: Callable[[_Stored], npt.NDArray[Any]]) -> _S
             )
         return pixels
 
+    return _elementwise(leaf, parse, one, image.shape, image.dtype)
+
+
+def _elementwise(
+    leaf: _Leaf,
+    parse: Callable[[_Stored], npt.NDArray[Any]],
+    one: Callable[[bytes], npt.NDArray[Any]],
+    element_shape: Shape,
+    dtype: str,
+) -> _Step:
+    """Decode each stored bytes element with ``one``; a Sequence stacks the results."""
+
     def step(stored: _Stored) -> npt.NDArray[Any]:
         encoded = parse(stored)
         if leaf.rank == 0:
             return one(bytes(encoded[()]))
         flat = [one(data) for data in encoded.reshape(-1)]
         if not flat:
-            # TFDS's empty sequence of images: unknown image dimensions become 0.
-            empty = (*encoded.shape, *(0 if dim is None else dim for dim in image.shape))
-            return np.zeros(empty, dtype=image.dtype)
-        if len({pixels.shape for pixels in flat}) > 1:
+            # TFDS's empty sequence: the element's unknown dimensions become 0.
+            empty = (*encoded.shape, *(0 if dim is None else dim for dim in element_shape))
+            return np.zeros(empty, dtype=dtype)
+        shapes = {values.shape for values in flat}
+        if len(shapes) > 1:
             raise FeatureError(
-                f"feature {where}: the images of one sequence have different shapes "
-                f"{sorted({pixels.shape for pixels in flat})}; TFDS stacks them and fails too",
-                feature=where,
-                feature_type="Image",
+                f"feature {leaf.key}: the elements of one sequence decode to different shapes "
+                f"{sorted(shapes)}; TFDS stacks them and fails too",
+                feature=leaf.key,
+                feature_type=type(leaf.feature).tfds_class,
             )
         return np.stack(flat).reshape(*encoded.shape, *flat[0].shape)
 

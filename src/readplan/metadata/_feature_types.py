@@ -53,6 +53,9 @@ DTYPES = (
 )
 """The dtypes TFDS stores in a ``tf.train.Example`` (``"string"`` is TFDS's name for bytes)."""
 
+ENCODED_DTYPES = (*DTYPES[:-1], "complex64", "complex128")
+"""The dtypes of Tensors stored as raw bytes (``encoding="bytes"``/``"zlib"``)."""
+
 Encoding: TypeAlias = Literal["none", "bytes", "zlib"]
 _ENCODINGS = ("none", "bytes", "zlib")
 ImageFormat: TypeAlias = Literal["png", "jpeg"]
@@ -114,12 +117,12 @@ class Tensor(Feature):
     def __post_init__(self) -> None:
         owner = type(self).tfds_class
         object.__setattr__(self, "shape", _check_shape(self.shape, owner))
-        _check_dtype(self.dtype, owner)
         if self.encoding not in _ENCODINGS:
             raise FeatureError(
                 f"{owner} encoding {self.encoding!r} is not one of {', '.join(_ENCODINGS)}",
                 feature_type=owner,
             )
+        _check_dtype(self.dtype, owner, DTYPES if self.encoding == "none" else ENCODED_DTYPES)
         _check_bool(self.optional, "optional", owner)
 
 

@@ -33,8 +33,8 @@ from readplan.errors import (
 from readplan.metadata.dataset_info import DatasetInfo
 from readplan.planning.instructions import FileInstruction, LazySplit, file_instructions
 from readplan.planning.splits import SplitArg
+from readplan.reading.decoding import example_decoder
 from readplan.reading.items import Record
-from readplan.reading.reader import _decoder
 from readplan.records import index as _index
 from readplan.records.tfrecord import RecordFile
 
@@ -386,7 +386,7 @@ def _record_decoder(
                 field="decoders",
                 value=decoders,
             )
-        return _decoder(decode)
+        return example_decoder(decode)
     features = info.features
     if features is None:
         raise ConfigError(

@@ -13,7 +13,7 @@ from readplan.metadata.features import load_features
 from readplan.plan import ReadPlan
 from readplan.records import example
 
-__all__ = ["record_decoder"]
+__all__ = ["example_decoder", "record_decoder"]
 
 
 def record_decoder(
@@ -32,6 +32,13 @@ def record_decoder(
             field="decoders",
             value=decoders,
         )
+    return example_decoder(decode)
+
+
+def example_decoder(
+    decode: bool | Literal["tfds"] | Mapping[str, Any] | None,
+) -> Callable[[bytes], Any] | None:
+    """Bytes (None), ``tf.train.Example`` features (True) or a schema's parse (a mapping)."""
     if decode is None or decode is False:
         return None
     if decode is True:

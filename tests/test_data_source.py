@@ -25,7 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import readplan
-from readplan import SkipDecoding, example, tfrecord
+from readplan import ReadPlan, SkipDecoding, example, tfrecord
 from readplan.errors import (
     ConfigError,
     CorruptRecordError,
@@ -37,10 +37,14 @@ from readplan.metadata.dataset_info import DatasetInfo
 from readplan.planning.instructions import file_instructions
 from readplan.reading import data_source as data_source_module
 from readplan.reading.data_source import RecordSource, data_source
+from readplan.reading.order_keys import OrderKeys
 from readplan.records import tfrecord as records_tfrecord
 from readplan.records.example import FixedLen
 from readplan.records.index import build_index
+from readplan.testing import plans
 from tests.conftest import DATA
+from tests.test_reader import _expected as plan_records
+from tests.test_reader import _Shards
 
 FIXTURE = DATA / "tfds_data_source"
 CASES = json.loads((FIXTURE / "data_source_cases.json").read_text(encoding="utf-8"))
@@ -431,3 +435,21 @@ def test_large_records_of_many_files_read_alike_in_parallel(tmp_path: Path) -> N
     keys = [8, 0, 4, 1, 8, 5, 2]
     assert source.__getitems__(keys) == [expected[k] for k in keys]  # 2 MB: parallel reads
     assert source.__getitems__(keys[:2]) == [expected[k] for k in keys[:2]]
+
+
+@settings(max_examples=40)
+@given(plans(), st.integers(1, 3))
+def test_order_keys_read_the_plans_records_in_order(plan: ReadPlan, epochs: int) -> None:
+    with _Shards(plan.info) as shards:
+        layout = {name: list(split.shard_lengths) for name, split in plan.info.splits.items()}
+        info = DatasetInfo(plan.info.name, layout, data_dir=str(shards.directory))
+        source = data_source(info, plan.spec)
+        keys = OrderKeys(plan, epochs=epochs)
+        assert len(keys) == epochs * plan.num_examples
+        got = source.__getitems__([keys[i] for i in range(len(keys))])
+        assert got == [r for e in range(epochs) for r in plan_records(plan, e)]
+        with pytest.raises(RecordKeyError):
+            keys[len(keys)]
+        copy = pickle.loads(pickle.dumps(keys))
+        assert [copy[i] for i in range(len(keys))] == [keys[i] for i in range(len(keys))]
+        source.close()

@@ -143,9 +143,12 @@ class RecordSource(Closing):
         self._starts: list[int] = np.concatenate([[0], np.cumsum(takes)]).astype(int).tolist()
         self._skips = np.array([fi.skip for fi in instructions], dtype=np.int64)
         self._starts_array = np.array(self._starts, dtype=np.int64)
-        paths = list(dict.fromkeys(fi.filename for fi in instructions))
+        numbers = {
+            name: k for k, name in enumerate(dict.fromkeys(fi.filename for fi in instructions))
+        }
+        paths = list(numbers)
         self.paths = tuple(paths)
-        self._file_of = np.array([paths.index(fi.filename) for fi in instructions], dtype=np.int64)
+        self._file_of = np.array([numbers[fi.filename] for fi in instructions], dtype=np.int64)
         self._needed = [0] * len(paths)
         self._planned = [0] * len(paths)
         for fi, file in zip(instructions, self._file_of.tolist()):

@@ -75,14 +75,22 @@ def write_dataset(directory: Path, size: int, per_shard: int) -> tuple[DatasetIn
     return info, twins
 
 
-def per_record_us(read: Callable[[Sequence[int]], object], batches: list[list[int]]) -> float:
-    """Median over ``batches`` of the time per key, in microseconds."""
-    times = []
+def per_record_us(
+    reads: tuple[Callable[[Sequence[int]], object], Callable[[Sequence[int]], object]],
+    batches: list[list[int]],
+) -> tuple[float, float]:
+    """Median over ``batches`` of the time per key of each of two readers, in microseconds.
+
+    The two alternate batch by batch, so both see the same load on a shared machine.
+    """
+    times: tuple[list[float], list[float]] = ([], [])
     for keys in batches:
-        start = time.perf_counter()
-        read(keys)
-        times.append((time.perf_counter() - start) / len(keys))
-    return float(np.median(times)) * 1e6
+        for read, spent in zip(reads, times):
+            start = time.perf_counter()
+            read(keys)
+            spent.append((time.perf_counter() - start) / len(keys))
+    mine, anchor = (float(np.median(spent)) * 1e6 for spent in times)
+    return mine, anchor
 
 
 def singles(source: Any) -> Callable[[Sequence[int]], object]:
@@ -108,10 +116,9 @@ def compare_access(name: str, info: DatasetInfo, twins: list[str], repeats: int)
     single = [rng.integers(0, n, size=SINGLE_KEYS // 10).tolist() for _ in range(10 * repeats)]
     batched = [rng.integers(0, n, size=BATCH).tolist() for _ in range(20 * repeats)]
     rows = {
-        "source[k]": (per_record_us(singles(ours), single), per_record_us(singles(theirs), single)),
-        f"__getitems__({BATCH} keys)": (
-            per_record_us(ours.__getitems__, batched),
-            per_record_us(theirs.__getitems__, batched),
+        "source[k]": per_record_us((singles(ours), singles(theirs)), single),
+        f"__getitems__({BATCH} keys)": per_record_us(
+            (ours.__getitems__, theirs.__getitems__), batched
         ),
     }
     print(f"{name} records, {n:,} in {SHARDS} shards (sidecars built in {built:.2f} s)")

@@ -74,6 +74,20 @@ def test_order_takes_json_like_plan_and_inspect(capsys: pytest.CaptureFixture[st
     assert [json.loads(line)["position"] for line in flag.splitlines()] == [0, 1, 2]
 
 
+def test_checkpoint_takes_json_for_its_instructions(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["checkpoint", TOY_DIR, "train", "--position", "20", "--instructions", "remaining"]
+    status, out, _ = run(capsys, *argv, "--json")
+    assert status == 0
+    listed = json.loads(out)["instructions"]
+    plan = ReadPlan(DatasetInfo.load(TOY_DIR), "train")
+    expected = plan.checkpoint(0, 20).remaining_instructions()
+    assert [(i["filename"], i["skip"], i["take"]) for i in listed] == [
+        (fi.filename, fi.skip, fi.take) for fi in expected
+    ]
+    status, out, _ = run(capsys, "checkpoint", TOY_DIR, "train", "--position", "20", "--json")
+    assert json.loads(out)["position"] == 20
+
+
 def test_a_seed_without_shuffled_files_warns_and_huge_seeds_are_refused(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

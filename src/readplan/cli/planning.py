@@ -385,6 +385,11 @@ def register_checkpoint(subparsers: argparse._SubParsersAction[Any]) -> None:
         help="print FileInstructions instead: 'remaining' (unread records per file) or "
         "'resume' (the list tf.data's interleave reads in exactly the remaining order)",
     )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print --instructions as JSON too (the checkpoint itself is always JSON)",
+    )
     parser.set_defaults(handler=run_checkpoint)
 
 
@@ -400,13 +405,11 @@ def run_checkpoint(args: argparse.Namespace) -> int:
             if args.instructions == "remaining"
             else checkpoint.resume_instructions()
         )
-        print(
-            _plan_table(
-                plan.info,
-                f"{args.spec} @ epoch {args.epoch}, position {args.position}",
-                instructions,
-            )
-        )
+        where = f"{args.spec} @ epoch {args.epoch}, position {args.position}"
+        if args.json:
+            print(json.dumps(_plan_json(plan.info, where, False, instructions), indent=2))
+        else:
+            print(_plan_table(plan.info, where, instructions))
     elif args.output is None:
         print(checkpoint.to_json(indent=2))
     return 0

@@ -72,6 +72,7 @@ _SPOT_CHECKS = 64
 # more than _SPARSE_FRAME bytes (reading their payloads would cost more than the reads).
 _GATHER_WINDOW = 1 << 20
 _SPARSE_FRAME = 4096
+_SPARSE_BATCH = 4096
 _ARANGE12 = np.arange(12, dtype=np.int64)
 
 Int64Array = npt.NDArray[np.int64]
@@ -383,6 +384,8 @@ def check_offsets(fd: int, index: RecordIndex, *, max_record_bytes: int | None =
         end = max(begin + 1, int(np.searchsorted(offsets, first + _GATHER_WINDOW - 12, "right")))
         span = int(offsets[end - 1]) + 12 - first
         if span > (end - begin) * _SPARSE_FRAME:
+            # Large frames: their headers are read one by one, in batches of many frames.
+            end = min(len(offsets), begin + _SPARSE_BATCH)
             picked = offsets[begin:end].tolist()
             raw = b"".join(pread(fd, 12, offset) for offset in picked)
             at = np.arange(end - begin, dtype=np.int64) * 12

@@ -80,7 +80,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 
     build = subparsers.add_parser(
         "index",
-        help="write index sidecars (FILE.index) for O(1) counting and seeking",
+        help="check files and write index sidecars (FILE.index) for O(1) seeking",
         description="Read each file, checking every record, and write FILE.index beside it "
         "(readplan's binary sidecar, always written). Damaged files get no index (exit "
         "status 1).",

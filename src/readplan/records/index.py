@@ -1,10 +1,12 @@
 """Index sidecars: record offsets of a TFRecord file, bound to it (normative: specs/tfrecord.md).
 
-A sidecar ``<data file>.index`` lets :func:`readplan.tfrecord.count` answer in O(1) and
-:class:`readplan.tfrecord.RecordFile` seek to any record without walking the file.  It is
-refused with :class:`~readplan.errors.IndexFileError` (naming the file and the field) when it
-is malformed, truncated, of another version, or does not belong to the data file as it is
-now; a refused index is never used.
+A sidecar ``<data file>.index`` lets :class:`readplan.tfrecord.RecordFile` seek to any
+record without walking the file.  It is refused with
+:class:`~readplan.errors.IndexFileError` (naming the file and the field) when it is
+malformed, truncated, of another version, or does not belong to the data file as it is now;
+a refused index is never used.  Its binding (size, first and last 64 KiB) cannot see a
+same-size rewrite of the middle, so every read that uses its offsets checks the frames
+against them (:func:`check_offsets`, and the reads of ``RecordFile``).
 
 The text form used by NVIDIA DALI and ``vahidk/tfrecord`` (one ``"<offset> <size>"`` line per
 record, ``size`` being the framed size ``length + 16``) can be exported and imported.

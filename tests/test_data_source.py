@@ -10,6 +10,7 @@ split's bounds, not from readplan.
 from __future__ import annotations
 
 import base64
+import io
 import json
 import pickle
 import shutil
@@ -453,3 +454,24 @@ def test_order_keys_read_the_plans_records_in_order(plan: ReadPlan, epochs: int)
         copy = pickle.loads(pickle.dumps(keys))
         assert [copy[i] for i in range(len(keys))] == [keys[i] for i in range(len(keys))]
         source.close()
+
+
+def test_building_sidecars_reports_progress_over_the_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directory = _copy(tmp_path)
+    shown = io.StringIO()
+    real = data_source_module.Progress
+
+    def drawing(label: str, **options: Any) -> Any:
+        # As on a terminal, with no delay: every step is drawn.
+        return real(label, **{**options, "delay": 0.0, "stream": shown, "force": True})
+
+    monkeypatch.setattr(data_source_module, "Progress", drawing)
+    size = sum(p.stat().st_size for p in directory.glob("*test.tfrecord*"))  # 2,560 bytes
+    data_source(directory, "test")
+    assert "indexing readplan_ds test" in shown.getvalue()
+    assert f"100.0% {size / 1000:.1f}k/{size / 1000:.1f}kB" in shown.getvalue()
+    shown.truncate(0)
+    data_source(directory, "test")  # nothing to build: no bar
+    assert shown.getvalue().strip("\x00") == ""

@@ -126,7 +126,7 @@ def _vectorised(records: Sequence[bytes]) -> dict[str, Column]:
     buf = np.frombuffer(raw, dtype=np.uint8)
     n = len(records)
     entries = _entries(buf, np.fromiter(map(len, records), dtype=np.int64, count=n))
-    names, slot = _slots(raw, entries, n)
+    names, slot = _slots(raw, buf, entries, n)
     return _columns(raw, buf, entries, names, slot, n)
 
 
@@ -160,27 +160,26 @@ def _entries(buf: _wire.Bytes, lengths: Ints) -> _Entries:
     return _Entries(holding[owner], key_start, key_end, tag, list_start, end)
 
 
-def _slots(raw: bytes, entries: _Entries, n: int) -> tuple[list[str], Ints]:
+def _slots(raw: bytes, buf: _wire.Bytes, entries: _Entries, n: int) -> tuple[list[str], Ints]:
     """The batch's names in sorted order, and each entry's slot: ``name's rank * n + record``."""
-    words = _wire.words(raw)
     per_record = np.bincount(entries.record, minlength=n)
     width = int(per_record.max(initial=0))
     if width and (per_record[per_record > 0] == width).all():
-        shared = _shared_names(raw, words, entries, width)
+        shared = _shared_names(raw, buf, entries, width)
         if shared is not None:
             names, rank = shared
             return names, np.tile(rank * n, entries.record.size // width) + entries.record
-    return _distinct_names(raw, words, entries, n)
+    return _distinct_names(raw, buf, entries, n)
 
 
 def _shared_names(
-    raw: bytes, words: _wire.Words, entries: _Entries, width: int
+    raw: bytes, buf: _wire.Bytes, entries: _Entries, width: int
 ) -> tuple[list[str], Ints] | None:
     # The common case: every record lists the same names in the same order.
     lengths = (entries.key_end - entries.key_start).reshape(-1, width)
     if (lengths != lengths[0]).any():
         return None
-    keys = _wire.key_words(words, entries.key_start, np.tile(lengths[0], lengths.shape[0]))
+    keys = _wire.key_words(buf, entries.key_start, np.tile(lengths[0], lengths.shape[0]))
     keys = keys.reshape(lengths.shape[0], -1)
     if (keys != keys[0]).any():
         return None
@@ -192,10 +191,10 @@ def _shared_names(
 
 
 def _distinct_names(
-    raw: bytes, words: _wire.Words, entries: _Entries, n: int
+    raw: bytes, buf: _wire.Bytes, entries: _Entries, n: int
 ) -> tuple[list[str], Ints]:
     lengths = entries.key_end - entries.key_start
-    keys = _wire.key_words(words, entries.key_start, lengths)
+    keys = _wire.key_words(buf, entries.key_start, lengths)
     # The length joins the words so that names differing only by trailing NULs stay apart.
     rows = np.ascontiguousarray(np.concatenate((lengths[:, None].astype(np.uint64), keys), axis=1))
     _, first, inverse = np.unique(

@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from readplan._internal.sorting import stable_order
+
 __all__ = [
     "PADDING",
     "NotCanonicalError",
@@ -23,7 +25,6 @@ __all__ = [
     "packed_varints",
     "repeated",
     "varints",
-    "words",
 ]
 
 Ints = npt.NDArray[np.int64]
@@ -43,9 +44,15 @@ class NotCanonicalError(Exception):
     """The bytes leave the canonical form read here (malformed ones included)."""
 
 
-def varints(buf: Bytes, at: Ints) -> tuple[Ints, Ints]:
-    """The length varint starting at each position: ``(value, bytes it takes)``."""
-    value = buf[at].astype(np.int64)
+def varints(buf: Bytes, at: Ints) -> tuple[Ints, Ints | int]:
+    """The length varint starting at each position: ``(value, bytes it takes)``.
+
+    The sizes are the int 1 when every varint takes one byte, the common case.
+    """
+    first = buf[at]
+    if first.max(initial=0) < 0x80:
+        return first.astype(np.int64), 1
+    value = first.astype(np.int64)
     size = np.ones(at.size, dtype=np.int64)
     longer = np.flatnonzero(value >= 0x80)
     # Lengths rarely take more than two bytes: follow only the varints still going.
@@ -87,16 +94,18 @@ def repeated(buf: Bytes, start: Ints, end: Ints, tag: int) -> tuple[Ints, Ints, 
     at, stop = start[owner], end[owner]
     steps: list[tuple[Ints, Ints, Ints]] = []
     while owner.size:
+        # Every position read here lies inside its span: a field running past its span's
+        # end closes the span and is caught below.
         if (buf[at] != tag).any():
             raise NotCanonicalError
         length, size = varints(buf, at + 1)
-        payload = at + 1 + size
+        payload = at + (1 + size)
         at = payload + length
-        if (at > stop).any():
-            raise NotCanonicalError
         steps.append((owner, payload, at))
         more = at < stop
         if not more.all():
+            if (at[~more] != stop[~more]).any():
+                raise NotCanonicalError
             owner, at, stop = owner[more], at[more], stop[more]
     if not steps:
         empty = np.zeros(0, dtype=np.int64)
@@ -104,25 +113,23 @@ def repeated(buf: Bytes, start: Ints, end: Ints, tag: int) -> tuple[Ints, Ints, 
     owners, starts, ends = (np.concatenate(part) for part in zip(*steps))
     if len(steps) > 1:
         # Each step holds the next field of every span still open; regroup by span.
-        order = np.argsort(owners, kind="stable")
+        order = stable_order(owners, start.size)
         owners, starts, ends = owners[order], starts[order], ends[order]
     return owners, starts, ends
 
 
-def words(raw: bytes) -> Words:
-    """The eight bytes starting at every offset of ``raw``, as little-endian words (a view)."""
-    view: Words = np.ndarray((len(raw) - 7,), dtype="<u8", buffer=raw, strides=(1,))
-    return view
-
-
-def key_words(words: Words, start: Ints, lengths: Ints) -> Words:
-    """Each span's bytes as zero-padded words, one row per span (as many words as the longest)."""
+def key_words(buf: Bytes, start: Ints, lengths: Ints) -> Words:
+    """Each span's bytes as zero-padded little-endian words, one row per span (as many
+    words as the longest span needs)."""
     count = max(1, -(-int(lengths.max(initial=0)) // 8))
-    at = np.minimum(start[:, None] + 8 * np.arange(count), words.size - 1)
+    at = start[:, None] + np.arange(8 * count)
+    if start.size and int(start.max()) + 8 * count > buf.size:
+        at = np.minimum(at, buf.size - 1)  # bytes past the end are masked off anyway
+    words = buf[at].view("<u8")
     inside = np.clip(lengths[:, None] - 8 * np.arange(count), 0, 8).astype(np.uint64)
     # A partly used word keeps its low bytes: the ones at the lower offsets, little-endian.
     mask = np.where(inside == 8, np.uint64(2**64 - 1), (np.uint64(1) << (inside * 8)) - 1)
-    selected: Words = words[at] & mask
+    selected: Words = words & mask
     return selected
 
 

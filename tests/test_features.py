@@ -7,6 +7,7 @@ named by its path; integers and bools as int64, floats as float32, strings as by
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import sys
@@ -393,3 +394,51 @@ def test_tfds_layout_round_trips(cases: list[tuple[Tensor, Any, bool]]) -> None:
             assert out_array.reshape(-1).tolist() == value.reshape(-1).tolist()
         else:
             assert out_array.tobytes() == value.tobytes()
+
+
+@given(
+    st.integers(0, 4),
+    st.lists(st.sampled_from(("int32", "float64", "bool", "string")), min_size=1, max_size=3),
+    st.data(),
+)
+def test_sequences_of_dicts_stack_and_keep_trailing_shapes(
+    length: int, dtypes: list[str], data: st.DataObject
+) -> None:
+    inner = {f"k{i}": Tensor((2,), dtype) for i, dtype in enumerate(dtypes)}
+    features = FeaturesDict({"seq": Sequence(FeaturesDict(inner))})
+    stored: dict[str, Any] = {}
+    for name, tensor in inner.items():
+        if tensor.dtype == "string":
+            items = data.draw(
+                st.lists(st.binary(max_size=3), min_size=2 * length, max_size=2 * length)
+            )
+            stored[f"seq/{name}"] = items
+        else:
+            stored[f"seq/{name}"] = np.arange(2 * length).astype(tensor.dtype)
+    got = features.decode(encode(stored))["seq"]
+    assert sorted(got) == sorted(inner)
+    for name, tensor in inner.items():
+        assert got[name].shape == (length, 2)
+        if tensor.dtype == "string":
+            assert got[name].dtype == object
+            assert got[name].reshape(-1).tolist() == stored[f"seq/{name}"]
+        else:
+            assert got[name].dtype == np.dtype(tensor.dtype)
+            assert got[name].reshape(-1).tolist() == stored[f"seq/{name}"].tolist()
+
+
+@given(
+    st.integers(1, 6),
+    st.integers(1, 6),
+    st.sampled_from((1, 3, 4)),
+    st.integers(0, 2**32 - 1),
+)
+def test_png_images_round_trip_exactly(height: int, width: int, channels: int, seed: int) -> None:
+    pil = pytest.importorskip("PIL.Image")
+    pixels = np.random.default_rng(seed).integers(0, 256, (height, width, channels), np.uint8)
+    buffer = io.BytesIO()
+    pil.fromarray(pixels[:, :, 0] if channels == 1 else pixels).save(buffer, format="PNG")
+    features = FeaturesDict({"img": Image((None, None, channels))})
+    got = features.decode(encode({"img": buffer.getvalue()}))["img"]
+    assert got.dtype == np.uint8
+    assert np.array_equal(got, pixels)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +19,10 @@ from readplan import (
     InputContext,
     ReadConfig,
     ReadPlan,
-    ShuffleBufferState,
 )
 from readplan.errors import CheckpointError, CheckpointMismatchError, ConfigError
 from readplan.metadata.dataset_info import DatasetInfo, shard_lengths
+from readplan.state.codec import seal
 from readplan.state.fingerprint import digest
 from readplan.testing import assert_resumes_exactly, plans, read_configs
 from tests.conftest import DATA
@@ -54,7 +53,7 @@ def test_state_equals_stepped_reference_model_at_every_position(plan: ReadPlan, 
     skips = [plan.instructions[f].skip for f in files]
     model = ReferenceInterleave(lengths, plan.cycle_length, plan.block_length)
     for position in range(plan.num_examples + 1):
-        checkpoint = plan.checkpoint(epoch, position)
+        checkpoint = plan.checkpoint(epoch, position).expanded()
         expected = model.snapshot()
         assert checkpoint.position == position
         assert checkpoint.cursor == expected["cursor"]
@@ -147,11 +146,12 @@ def test_imagenet_resume_at_random_positions(imagenet_plan: ReadPlan) -> None:
 
 
 def test_imagenet_checkpoint_is_small(imagenet_plan: ReadPlan) -> None:
-    text = imagenet_plan.checkpoint(0, 640_000).to_json()
-    document = json.loads(text)
-    assert len(document["interleave"]["slots"]) == 16
-    assert len(document["files"]) == 1024
-    assert len(text) < 80_000
+    checkpoint = imagenet_plan.checkpoint(0, 640_000)
+    assert len(checkpoint.to_json()) < 4096
+    document = json.loads(checkpoint.expanded().to_json())
+    assert len(document["state"]["interleave"]["slots"]) == 16
+    assert len(document["state"]["files"]) == 1024
+    assert Checkpoint.from_dict(document) == checkpoint
 
 
 # -- example-level shuffle buffer ---------------------------------------------------------
@@ -214,7 +214,7 @@ def test_resume_instructions_reproduce_the_rest_through_tfdata(
         else [data.draw(st.integers(0, len(full))) for _ in range(5)]
     )
     for position in positions:
-        checkpoint = plan.checkpoint(epoch, position)
+        checkpoint = plan.checkpoint(epoch, position).expanded()
         bridge = checkpoint.resume_instructions()
         assert _tfdata_read(bridge, plan.cycle_length, plan.block_length) == full[position:]
         if plan.cycle_length == 1:
@@ -229,7 +229,7 @@ def test_remaining_instructions_cover_exactly_the_unread_records() -> None:
     )
     full = _pairs(plan.epoch(0))
     for position in range(len(full) + 1):
-        unread = plan.checkpoint(0, position).remaining_instructions()
+        unread = plan.checkpoint(0, position).expanded().remaining_instructions()
         covered = sorted((fi.shard_index, fi.skip + k) for fi in unread for k in range(fi.take))
         assert covered == sorted((plan.instructions[f].shard_index, r) for f, r in full[position:])
 
@@ -291,24 +291,34 @@ def test_save_failure_leaves_the_previous_checkpoint(
 
 
 def _document(plan: ReadPlan) -> dict[str, Any]:
-    return json.loads(plan.checkpoint(1, 7).to_json())
+    return json.loads(plan.checkpoint(1, 7).expanded().to_json())
+
+
+def _resealed(document: dict[str, Any]) -> dict[str, Any]:
+    """The document with its integrity digests recomputed: an edit made on purpose."""
+    return seal({key: value for key, value in document.items() if key != "integrity"})
+
+
+STATE = "state"
 
 
 @pytest.mark.parametrize(
     ("mutate", "field"),
     [
         (lambda d: d.pop("epoch"), "epoch"),
-        (lambda d: d.update(version=2), "version"),
+        (lambda d: d.update(version=3), "version"),
         (lambda d: d.update(format="other"), "format"),
         (lambda d: d.update(position=-1), "position"),
         (lambda d: d.update(position="7"), "position"),
-        (lambda d: d["interleave"].pop("cursor"), "interleave.cursor"),
-        (lambda d: d["interleave"].update(inputs_done=1), "interleave.inputs_done"),
-        (lambda d: d["interleave"]["slots"].append([1]), "interleave.slots[2]"),
-        (lambda d: d["files"].append([0, 1]), "files[4]"),
+        (lambda d: d[STATE]["interleave"].pop("cursor"), "state.interleave.cursor"),
+        (lambda d: d[STATE]["interleave"].update(inputs_done=1), "state.interleave.inputs_done"),
+        (lambda d: d[STATE]["interleave"]["slots"].append([1]), "state.interleave.slots[2]"),
+        (lambda d: d[STATE]["files"].append([0, 1]), "state.files[4]"),
         (lambda d: d["plan"].update(shuffle_seed=33), "plan_digest"),
         (lambda d: d.update(position=10**6), "position"),
-        (lambda d: d.update(interleave=[]), "interleave"),
+        (lambda d: d.update(position=1 << 63), "position"),
+        (lambda d: d.update(state=[]), "state"),
+        (lambda d: d.update(form="other"), "form"),
     ],
 )
 def test_malformed_checkpoints_name_the_field(
@@ -317,7 +327,7 @@ def test_malformed_checkpoints_name_the_field(
     document = _document(small_plan)
     mutate(document)
     with pytest.raises(CheckpointError) as raised:
-        Checkpoint.from_json(json.dumps(document))
+        Checkpoint.from_json(json.dumps(_resealed(document)))
     assert raised.value.field == field
 
 
@@ -331,22 +341,25 @@ def test_not_json_objects_are_refused(text: str) -> None:
     ("mutate", "field"),
     [
         (
-            lambda d: d["interleave"].update(cursor=1 - d["interleave"]["cursor"]),
-            "interleave.cursor",
+            lambda d: d[STATE]["interleave"].update(cursor=1 - d[STATE]["interleave"]["cursor"]),
+            "state.interleave.cursor",
         ),
         (
-            lambda d: d["interleave"].update(
-                block_counter=(d["interleave"]["block_counter"] + 1) % 2
+            lambda d: d[STATE]["interleave"].update(
+                block_counter=(d[STATE]["interleave"]["block_counter"] + 1) % 2
             ),
-            "interleave.block_counter",
+            "state.interleave.block_counter",
         ),
-        (lambda d: d["files"][0].__setitem__(2, d["files"][0][2] + 1), "files"),
+        (
+            lambda d: d[STATE]["files"][0].__setitem__(2, d[STATE]["files"][0][2] + 1),
+            "state.files",
+        ),
     ],
 )
 def test_tampered_state_is_refused_on_resume(small_plan: ReadPlan, mutate: Any, field: str) -> None:
     document = _document(small_plan)
     mutate(document)
-    checkpoint = Checkpoint.from_json(json.dumps(document))
+    checkpoint = Checkpoint.from_json(json.dumps(_resealed(document)))
     with pytest.raises(CheckpointError) as raised:
         small_plan.resume(checkpoint)
     assert raised.value.field == field
@@ -355,7 +368,10 @@ def test_tampered_state_is_refused_on_resume(small_plan: ReadPlan, mutate: Any, 
 @pytest.mark.parametrize(
     ("other", "fields"),
     [
-        (lambda info: ReadPlan(info, "train[2:]+test", _cfg()), {"split", "files[0]"}),
+        (
+            lambda info: ReadPlan(info, "train[2:]+test", _cfg()),
+            {"split", "files.digest", "files.records"},
+        ),
         (lambda info: ReadPlan(info, "train[1:]+test", _cfg(shuffle_seed=7)), {"shuffle_seed"}),
         (
             lambda info: ReadPlan(info, "train[1:]+test", _cfg(interleave_cycle_length=3)),
@@ -367,7 +383,7 @@ def test_tampered_state_is_refused_on_resume(small_plan: ReadPlan, mutate: Any, 
                 "train[1:]+test",
                 _cfg(),
             ),
-            {"shard_lengths.train", "files[1]"},
+            {"shard_lengths.train.digest", "shard_lengths.train.examples", "files.digest"},
         ),
     ],
 )
@@ -407,7 +423,7 @@ def test_input_context_plans_checkpoint_their_own_files() -> None:
         for i in range(2)
     ]
     for plan in plans_:
-        checkpoint = plan.checkpoint(0, 2)
+        checkpoint = plan.checkpoint(0, 2).expanded()
         assert {entry[0] for entry in checkpoint.files} == set(plan.selected.tolist())
     with pytest.raises(CheckpointMismatchError, match="input_context"):
         plans_[1].resume(plans_[0].checkpoint(0, 2))
@@ -422,12 +438,14 @@ def test_checkpoints_follow_the_published_schema(
     plan: ReadPlan, epoch: int, data: st.DataObject
 ) -> None:
     position = data.draw(st.integers(0, plan.num_examples))
-    jsonschema.validate(json.loads(plan.checkpoint(epoch, position).to_json()), SCHEMA)
+    checkpoint = plan.checkpoint(epoch, position)
+    jsonschema.validate(json.loads(checkpoint.to_json()), SCHEMA)
+    jsonschema.validate(json.loads(checkpoint.expanded().to_json()), SCHEMA)
 
 
 def test_schema_rejects_what_the_loader_rejects(small_plan: ReadPlan) -> None:
     document = _document(small_plan)
-    document["version"] = 2
+    document["version"] = 3
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(document, SCHEMA)
 
@@ -482,10 +500,10 @@ BASE_CONFIG: dict[str, Any] = {
         ({"shuffle_reshuffle_each_iteration": False}, {"reshuffle_each_iteration"}),
         ({"global_seed": 5}, {"global_seed"}),
         ({"input_context": InputContext(0, 1)}, {"input_context"}),
-        ({"example_shuffle": ExampleShuffle(4, 2)}, {"example_shuffle"}),
-        ({"example_shuffle": ExampleShuffle(5, 1)}, {"example_shuffle"}),
+        ({"example_shuffle": ExampleShuffle(4, 2)}, {"example_shuffle.seed"}),
+        ({"example_shuffle": ExampleShuffle(5, 1)}, {"example_shuffle.buffer_size"}),
         ({"example_shuffle": ExampleShuffle(4, 1, reshuffle_each_iteration=False)},
-         {"example_shuffle"}),
+         {"example_shuffle.reshuffle_each_iteration"}),
         ({"example_shuffle": None}, {"example_shuffle"}),
     ],
 )  # fmt: skip
@@ -502,11 +520,16 @@ def test_every_fingerprint_field_is_checked(change: dict[str, Any], fields: set[
     ("info", "spec", "fields"),
     [
         (DatasetInfo(name="other", splits={"train": [5, 7, 3], "test": [4]}), "train",
-         {"dataset", "files[0]", "files[1]", "files[2]"}),
+         {"dataset", "files.digest"}),
         (DatasetInfo(name="toy", splits={"train": [5, 7, 4], "test": [4]}), "train",
-         {"shard_lengths.train", "files[2]"}),
+         {"shard_lengths.train.examples", "shard_lengths.train.digest", "files.digest",
+          "files.records"}),
         (DatasetInfo(name="toy", splits={"train": [5, 7, 3], "test": [4]}), "train[1:]",
-         {"split", "files[0]"}),
+         {"split", "files.digest", "files.records"}),
+        (DatasetInfo(name="toy", splits={"train": [5, 7, 3], "test": [4]}, version="2.0.0"),
+         "train", {"version"}),
+        (DatasetInfo(name="toy", splits={"train": [5, 7, 3], "test": [4]}, config_name="x"),
+         "train", {"config"}),
     ],
 )  # fmt: skip
 def test_dataset_and_split_changes_are_listed(
@@ -523,24 +546,32 @@ def test_dataset_and_split_changes_are_listed(
 
 
 def _with_plan_edit(plan: ReadPlan, edit: Any) -> str:
-    document = json.loads(plan.checkpoint(0, 3).to_json())
-    edit(document["plan"])
+    document = json.loads(plan.checkpoint(0, 3).expanded().to_json())
+    edit(document["plan"], document["state"]["plan"])
     document["plan_digest"] = digest(document["plan"])  # an edit made on purpose
-    return json.dumps(document)
+    return json.dumps(_resealed(document))
 
 
 @pytest.mark.parametrize(
     ("edit", "field"),
     [
-        (lambda p: p["files"].__setitem__(0, p["files"][0][:3]), "plan.files[0]"),
-        (lambda p: p.pop("block_length"), "plan.block_length"),
-        (lambda p: p.pop("dataset"), "plan.dataset"),
-        (lambda p: p["files"][0].__setitem__(0, 7), "plan.files[0]"),
-        (lambda p: p["files"][0].__setitem__(1, "3"), "plan.files[0]"),
-        (lambda p: p.update(shuffle_seed="32"), "plan.shuffle_seed"),
-        (lambda p: p.update(input_context=[1]), "plan.input_context"),
-        (lambda p: p["shard_lengths"].update(train=[-1]), "plan.shard_lengths.train[0]"),
-        (lambda p: p.update(cycle_length=0), "plan.cycle_length"),
+        (lambda p, e: e["files"].__setitem__(0, e["files"][0][:3]), "state.plan.files[0]"),
+        (lambda p, e: p.pop("block_length"), "plan.block_length"),
+        (lambda p, e: p.pop("dataset"), "plan.dataset"),
+        (lambda p, e: e["files"][0].__setitem__(0, 7), "state.plan.files[0]"),
+        (lambda p, e: e["files"][0].__setitem__(1, "3"), "state.plan.files[0]"),
+        (lambda p, e: e["files"][0].__setitem__(1, 3), "state.plan.files"),
+        (lambda p, e: p.update(shuffle_seed="32"), "plan.shuffle_seed"),
+        (lambda p, e: p.update(shuffle_seed=1 << 64), "plan.shuffle_seed"),
+        (lambda p, e: p.update(input_context=[1]), "plan.input_context"),
+        (lambda p, e: p["files"].update(digest="x"), "plan.files.digest"),
+        (
+            lambda p, e: p["shard_lengths"]["train"].update(shards=-1),
+            "plan.shard_lengths.train.shards",
+        ),
+        (lambda p, e: p.update(cycle_length=0), "plan.cycle_length"),
+        (lambda p, e: p.update(version=7), "plan.version"),
+        (lambda p, e: p.update(split="test"), "state.plan.split"),
     ],
 )
 def test_edited_plan_sections_are_refused_with_the_field(
@@ -561,7 +592,7 @@ def test_a_missing_example_buffer_is_refused(shuffled_plan: ReadPlan) -> None:
     document = json.loads(shuffled_plan.checkpoint(0, 0).to_json())
     document["example_buffer"] = None
     with pytest.raises(CheckpointError) as raised:
-        shuffled_plan.resume(Checkpoint.from_json(json.dumps(document)))
+        shuffled_plan.resume(Checkpoint.from_json(json.dumps(_resealed(document))))
     assert raised.value.field == "example_buffer"
 
 
@@ -569,42 +600,21 @@ def test_buffer_draws_must_equal_the_position(shuffled_plan: ReadPlan) -> None:
     document = json.loads(shuffled_plan.checkpoint(0, 10).to_json())
     document["position"] = 3
     with pytest.raises(CheckpointError) as raised:
-        Checkpoint.from_json(json.dumps(document))
+        Checkpoint.from_json(json.dumps(_resealed(document)))
     assert raised.value.field == "example_buffer.draws"
 
 
 def test_a_buffer_that_pulled_more_than_its_size_allows_is_refused(
     shuffled_plan: ReadPlan,
 ) -> None:
-    """Spec invariant 5: a forged buffer holding one record too many, with the interleave
-    state made consistent with it, is a CheckpointError on resume, not a ConfigError."""
-    genuine = shuffled_plan.checkpoint(0, 6)
-    buffer = genuine.example_buffer
-    assert buffer is not None
-    forged_buffer = ShuffleBufferState(
-        (*buffer.buffer, buffer.consumed), buffer.consumed + 1, buffer.draws
-    )
-    state = shuffled_plan.schedule(0).state_at(buffer.consumed + 1)
-    files = shuffled_plan.file_order(0).tolist()
-    forged = replace(
-        genuine,
-        interleave_position=buffer.consumed + 1,
-        cursor=state.cursor,
-        block_counter=state.block_counter,
-        next_input=state.next_input,
-        inputs_done=state.inputs_done,
-        slots=tuple(
-            None if slot.input_index is None else (files[slot.input_index], slot.consumed)
-            for slot in state.slots
-        ),
-        files=tuple(
-            (files[k], done, int(shuffled_plan.lengths[files[k]]) - done)
-            for k, done in enumerate(state.consumed)
-        ),
-        example_buffer=forged_buffer,
-    )
+    """Spec invariant 5: a forged buffer holding one record too many is a CheckpointError on
+    resume, not a ConfigError (the document's digests recomputed: an edit made on purpose)."""
+    document = json.loads(shuffled_plan.checkpoint(0, 6).to_json())
+    buffer = document["example_buffer"]
+    buffer["buffer"].append(buffer["consumed"])
+    buffer["consumed"] += 1
     with pytest.raises(CheckpointError) as raised:
-        shuffled_plan.resume(forged)
+        shuffled_plan.resume(Checkpoint.from_json(json.dumps(_resealed(document))))
     assert raised.value.field == "example_buffer.consumed"
 
 

@@ -29,6 +29,8 @@ TOY_DIR = DATA / "tfds" / "readplan_toy" / "1.0.0"
 def _config(rc: dict[str, Any], shuffle_files: bool | None = None) -> ReadConfig:
     """A ReadConfig from a vector's read_config (null cycle length: TFDS's default)."""
     kwargs = dict(rc)
+    if kwargs.get("interleave_cycle_length", 0) is None:
+        del kwargs["interleave_cycle_length"]
     if shuffle_files is not None:
         kwargs["shuffle_files"] = shuffle_files
     return ReadConfig(**kwargs)
@@ -305,12 +307,13 @@ def test_invalid_config_fields_are_named(kwargs: dict[str, Any]) -> None:
 
 def test_ordered_datasets_default_to_cycle_length_one_and_guard_order() -> None:
     info = DatasetInfo(name="d", splits={"train": [2, 2]}, disable_shuffling=True)
-    plan = ReadPlan(info, "train", ReadConfig(interleave_cycle_length=None))
-    assert plan.cycle_length == 1
+    assert ReadPlan(info, "train").cycle_length == 1
+    assert ReadPlan(info, "train", ReadConfig()).cycle_length == 1
     with pytest.raises(ConfigError, match="ordered dataset"):
-        ReadPlan(info, "train", ReadConfig())
-    unguarded = ReadPlan(info, "train", ReadConfig(enable_ordering_guard=False))
-    assert unguarded.cycle_length == 16
+        ReadPlan(info, "train", ReadConfig(interleave_cycle_length=16))
+    unguarded = ReadConfig(interleave_cycle_length=16, enable_ordering_guard=False)
+    # Two files: the 16 slots read like two (slots beyond the files never hold one).
+    assert ReadPlan(info, "train", unguarded).cycle_length == 2
 
 
 def test_out_of_range_queries() -> None:

@@ -516,8 +516,15 @@ def test_state_is_a_checkpoint_of_the_records_delivered() -> None:
     for _ in range(60):
         next(stream)
     state = reader.state_dict()
-    assert state[STATE_KEY] == {"rank": 0, "world_size": 1}
-    assert Checkpoint.from_dict(state) == plan.checkpoint(1, 60 - plan.num_examples)
+    section = state[STATE_KEY]
+    assert (section["rank"], section["world_size"]) == (0, 1)
+    checkpoint = plan.checkpoint(1, 60 - plan.num_examples)
+    # The data binding names the files the interleave holds, with their sizes.
+    held = sorted(slot[0] for slot in checkpoint.expanded().slots if slot is not None)
+    assert [entry[0] for entry in section["files"]] == held
+    sizes = [os.path.getsize(plan.instructions[f].filename) for f in held]
+    assert [entry[1] for entry in section["files"]] == sizes
+    assert Checkpoint.from_dict(state) == checkpoint
     fresh = Reader(plan, epochs=2)
     assert fresh.state_dict()["position"] == 0
     assert Checkpoint.from_dict(fresh.state_dict()) == plan.checkpoint(0, 0)
@@ -577,7 +584,11 @@ def test_an_edited_state_is_refused() -> None:
     reader = Reader(plan)
     list(_first(reader, 10))
     state = reader.state_dict()
-    state["interleave"]["cursor"] = (state["interleave"]["cursor"] + 1) % 3
+    state["epoch"] += 1
+    with pytest.raises(CheckpointError, match="edited or damaged"):
+        Reader(plan).load_state_dict(state)
+    state = reader.state_dict()
+    state[STATE_KEY]["rank"] = 1
     with pytest.raises(CheckpointError, match="edited or damaged"):
         Reader(plan).load_state_dict(state)
     state = reader.state_dict()
@@ -622,7 +633,7 @@ def test_a_rank_state_restores_only_its_own_rank() -> None:
     for rank, world_size in ((0, 3), (1, 2), (0, 1)):
         with pytest.raises(CheckpointError, match="merge_states"):
             Reader(plan, rank=rank, world_size=world_size).load_state_dict(state)
-    state = plan.checkpoint(0, 12).to_dict() | {STATE_KEY: {"rank": 1, "world_size": 3}}
+    state = plan.checkpoint(0, 12).to_dict(extra={STATE_KEY: {"rank": 1, "world_size": 3}})
     with pytest.raises(CheckpointError, match="not one of rank 1's positions"):
         Reader(plan, rank=1, world_size=3).load_state_dict(state)
 
@@ -655,7 +666,7 @@ def test_merge_finds_the_global_position_of_lockstep_ranks() -> None:
     plan = _plan()
     merged = merge_states(_rank_states(plan, 3, [5, 5, 5]))
     assert (merged["epoch"], merged["position"]) == (0, 15)
-    assert merged[STATE_KEY] == {"rank": 0, "world_size": 1}
+    assert (merged[STATE_KEY]["rank"], merged[STATE_KEY]["world_size"]) == (0, 1)
     assert Checkpoint.from_dict(merged) == plan.checkpoint(0, 15)
     # 49 positions over 3 ranks: rank 0 has 17, ranks 1 and 2 have 16 each.
     merged = merge_states(_rank_states(plan, 3, [17, 16, 16]))

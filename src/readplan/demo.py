@@ -329,7 +329,8 @@ def _preview(ids: Sequence[int], size: int = 8) -> str:
 
 
 def _slots(report: DemoReport) -> str:
-    checkpoint, plan = report.checkpoint, report.plan
+    plan = report.plan
+    checkpoint = report.checkpoint.expanded(plan)
     slots = []
     for k, slot in enumerate(checkpoint.slots):
         marker = "*" if k == checkpoint.cursor else ""

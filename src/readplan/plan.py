@@ -35,8 +35,8 @@ from readplan.planning.seeds import epoch_seed_pair, seed_pair
 from readplan.planning.shuffle import buffer_shuffle, permutation
 from readplan.planning.splits import SplitArg
 from readplan.state import resume as _state
-from readplan.state.checkpoint import Checkpoint
-from readplan.state.fingerprint import fingerprint
+from readplan.state.checkpoint import Checkpoint, ExpandedCheckpoint
+from readplan.state.fingerprint import expanded_fingerprint, summary
 
 __all__ = ["EpochOrder", "ReadPlan"]
 
@@ -71,7 +71,7 @@ class ReadPlan:
             spec = spec.resolve(info)
         self.spec = spec if isinstance(spec, str) else str(spec)
         self.config = config if config is not None else ReadConfig()
-        self.cycle_length = self.config.cycle_length_for(info)
+        self.cycle_length = self.config.cycle_length_for(info.disable_shuffling)
         self.block_length = self.config.block_length
         instructions = instruction_table(info, spec, strict=strict)
         sort_fn = self.config.experimental_interleave_sort_fn
@@ -90,6 +90,9 @@ class ReadPlan:
         self._check_ordering_guard()
         self._check_cardinality()
         self.selected = self._select_for_pipeline()
+        # Slots beyond the number of files never hold one: tf.data's order is the same with
+        # min(cycle, files) slots, and nothing then grows with an absurd cycle length.
+        self.cycle_length = min(self.cycle_length, max(1, len(self.selected)))
         self.lengths = self.instructions.num_records
         self.num_examples = int(self.lengths[self.selected].sum())
         if self.config.shuffle_files:
@@ -126,8 +129,8 @@ class ReadPlan:
                     f"will not be read in order because {reason}."
                     for reason in reasons
                 )
-                + "\nUse interleave_cycle_length=None (or 1) and shuffle_files=False, or pass "
-                "enable_ordering_guard=False to read it out of order on purpose.",
+                + "\nLeave interleave_cycle_length unset (or pass 1) and shuffle_files=False, "
+                "or pass enable_ordering_guard=False to read it out of order on purpose.",
                 field="interleave_cycle_length" if self.cycle_length != 1 else "shuffle_files",
                 value=self.cycle_length,
             )
@@ -216,7 +219,7 @@ class ReadPlan:
         Schedules of recent epochs are cached; epochs that share their file order (no
         reshuffle between epochs) share the files and interleave.
         """
-        check_epoch(epoch)
+        epoch = check_epoch(epoch)
         key = epoch if self._reshuffles else 0
         cached = self._schedules.get(key)
         if cached is None:
@@ -376,9 +379,23 @@ class ReadPlan:
     # -- checkpoints (readplan.state holds the logic) -------------------------------
 
     @cached_property
+    def summary(self) -> dict[str, Any]:
+        """The compact fingerprint every checkpoint of this plan carries
+        (``specs/checkpoint.md`` §4)."""
+        return summary(
+            self.info,
+            self.spec,
+            self.instructions,
+            self.config,
+            cycle_length=self.cycle_length,
+            block_length=self.block_length,
+        )
+
+    @cached_property
     def fingerprint(self) -> dict[str, Any]:
-        """The fields that identify this plan (``specs/checkpoint.md``, "Fingerprint")."""
-        return fingerprint(
+        """The expanded fingerprint: the summary's fields with the instruction list and the
+        shard lengths themselves (``specs/checkpoint.md`` §4)."""
+        return expanded_fingerprint(
             self.info,
             self.spec,
             self.instructions,
@@ -390,15 +407,41 @@ class ReadPlan:
     def checkpoint(self, epoch: int, position: int) -> Checkpoint:
         """The complete read state after ``position`` records of ``epoch`` were delivered.
 
-        Costs ``O(files + cycle length)`` whatever the position; with an example-level
+        Constant time whatever the position and the number of files; with an example-level
         shuffle the buffer's contents are simulated, linear in ``position``.
         """
-        return _state.build(self.fingerprint, self.epoch_schedule(epoch), position)
+        return _state.build(self.summary, self.epoch_schedule(epoch), position, self)
 
     def verify(self, checkpoint: Checkpoint) -> Checkpoint:
-        """Refuse a checkpoint of another plan, or one whose state its position does not
-        imply (:func:`readplan.state.resume.verify`); returns the recomputed state."""
-        return _state.verify(self.fingerprint, self.epoch_schedule(checkpoint.epoch), checkpoint)
+        """Refuse a checkpoint of another plan or dataset, or one its position does not
+        imply (:func:`readplan.state.resume.verify`)."""
+        if not isinstance(checkpoint, Checkpoint):
+            raise ConfigError(
+                f"expected a readplan Checkpoint, got {type(checkpoint).__name__}",
+                field="checkpoint",
+                value=checkpoint,
+            )
+        expanded = isinstance(checkpoint.source, ExpandedCheckpoint)
+        return _state.verify(
+            self.summary,
+            self.epoch_schedule(checkpoint.epoch),
+            checkpoint,
+            self.fingerprint if expanded else None,
+        )
+
+    def expand(self, checkpoint: Checkpoint) -> ExpandedCheckpoint:
+        """The verified checkpoint's expanded state: slots, per-file progress, instructions
+        (``specs/checkpoint.md`` §1); ``O(files)``."""
+        self.verify(checkpoint)
+        return _state.expand(self.fingerprint, self.epoch_schedule(checkpoint.epoch), checkpoint)
+
+    def upgrade_checkpoint(self, document: Any) -> Checkpoint:
+        """The current-format checkpoint of a format version 1 document written by this plan.
+
+        Every field the old document carries is verified against this plan first
+        (``specs/checkpoint.md`` §5).
+        """
+        return _state.upgrade_v1(document, self.fingerprint, self, len(self.selected))
 
     def resume(self, checkpoint: Checkpoint) -> EpochOrder:
         """The rest of the checkpoint's epoch: exactly the uninterrupted order's suffix."""
@@ -451,16 +494,16 @@ class ReadPlan:
         Records waiting in an example shuffle buffer come first, one instruction each,
         then every file's unread tail in this epoch's input order (§6).
         """
-        self.verify(checkpoint)
         schedule = self.epoch_schedule(checkpoint.epoch)
-        return _state.plan_instructions(self.instructions, schedule, checkpoint, exact=False)
+        state = self.expand(checkpoint)
+        return _state.plan_instructions(self.instructions, schedule, state, exact=False)
 
     def resume_instructions(self, checkpoint: Checkpoint) -> list[FileInstruction]:
         """The list tf.data's interleave reads in exactly the rest of the checkpoint's
         epoch, with this plan's file paths (``specs/checkpoint.md`` §6)."""
-        self.verify(checkpoint)
         schedule = self.epoch_schedule(checkpoint.epoch)
-        return _state.plan_instructions(self.instructions, schedule, checkpoint, exact=True)
+        state = self.expand(checkpoint)
+        return _state.plan_instructions(self.instructions, schedule, state, exact=True)
 
     def epoch_instructions(self, epoch: int) -> list[FileInstruction]:
         """The instructions in epoch ``epoch``'s file order.

@@ -15,8 +15,10 @@ import os
 import re
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
+from readplan._internal.atomic import atomic_write
 from readplan.errors import ConfigError, DatasetInfoError, EmptySplitError
 from readplan.metadata.dataset_info import DatasetInfo, catalog_names
 from readplan.plan import EpochOrder, ReadPlan
@@ -24,7 +26,8 @@ from readplan.planning.config import InputContext, ReadConfig
 from readplan.planning.instructions import FileInstruction, file_instructions
 from readplan.reading.ranks import STATE_KEY
 from readplan.reading.reader import read_state
-from readplan.state.checkpoint import Checkpoint
+from readplan.state.checkpoint import Checkpoint, ExpandedCheckpoint
+from readplan.state.codec import parse_json
 
 _EMPTY_MESSAGE = "Instruction [] corresponds to no data!"
 
@@ -214,8 +217,9 @@ def _plan_from_args(args: argparse.Namespace) -> ReadPlan:
             file=sys.stderr,
         )
     info = load_dataset(args.dataset)
+    cycle = {} if args.cycle_length is None else {"interleave_cycle_length": args.cycle_length}
     config = ReadConfig(
-        interleave_cycle_length=args.cycle_length,
+        **cycle,
         interleave_block_length=args.block_length,
         shuffle_files=args.shuffle_files,
         shuffle_seed=args.seed,
@@ -370,13 +374,27 @@ def register_checkpoint(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser = subparsers.add_parser(
         "checkpoint",
         help="print (or save) the read state at a position of an epoch",
-        description="Compute the complete read state after POSITION records of an epoch "
-        "(interleave slots, cursor, per-file progress) without reading any record, and "
-        "print it as checkpoint JSON or save it; optionally print the FileInstructions "
-        "that let TFDS continue exactly.",
+        description="Compute the read state after POSITION records of an epoch without "
+        "reading any record, and print it as checkpoint JSON (compact, or with --expand the "
+        "self-describing form: interleave slots, cursor, per-file progress, instruction "
+        "list) or save it; optionally print the FileInstructions that let TFDS continue "
+        "exactly. With --upgrade, convert a format version 1 checkpoint of this plan.",
     )
     _add_read_config_arguments(parser)
-    parser.add_argument("--position", type=int, required=True, help="records already read")
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--position", type=int, help="records already read")
+    where.add_argument(
+        "--upgrade",
+        metavar="OLD.json",
+        default=None,
+        help="a format version 1 checkpoint of this plan: verify it against the plan and "
+        "write it in the current format (to -o, or print it)",
+    )
+    parser.add_argument(
+        "--expand",
+        action="store_true",
+        help="print or save the expanded form (slots, per-file progress, instructions)",
+    )
     parser.add_argument("-o", "--output", default=None, help="save the checkpoint to this file")
     parser.add_argument(
         "--instructions",
@@ -395,15 +413,20 @@ def register_checkpoint(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 def run_checkpoint(args: argparse.Namespace) -> int:
     plan = _plan_from_args(args)
-    _check_position("--position", args.position, plan.num_examples)
-    checkpoint = plan.checkpoint(args.epoch, args.position)
+    if args.upgrade is not None:
+        checkpoint = plan.upgrade_checkpoint(parse_json(Path(args.upgrade).read_bytes()))
+    else:
+        _check_position("--position", args.position, plan.num_examples)
+        checkpoint = plan.checkpoint(args.epoch, args.position)
+    form: Checkpoint | ExpandedCheckpoint = checkpoint.expanded() if args.expand else checkpoint
     if args.output is not None:
-        checkpoint.save(args.output)
+        atomic_write(args.output, form.to_json().encode("utf-8"))
     if args.instructions is not None:
+        state = checkpoint.expanded()
         instructions = (
-            checkpoint.remaining_instructions()
+            state.remaining_instructions()
             if args.instructions == "remaining"
-            else checkpoint.resume_instructions()
+            else state.resume_instructions()
         )
         where = f"{args.spec} @ epoch {args.epoch}, position {args.position}"
         if args.json:
@@ -411,5 +434,5 @@ def run_checkpoint(args: argparse.Namespace) -> int:
         else:
             print(_plan_table(plan.info, where, instructions))
     elif args.output is None:
-        print(checkpoint.to_json(indent=2))
+        print(form.to_json(indent=2))
     return 0

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from readplan._internal.jsonfields import JsonFields
-from readplan._internal.validate import is_int
+from readplan._internal.validate import INT64_MAX, INT64_MIN, is_int
 from readplan.errors import DatasetInfoError
 from readplan.metadata.split_info import SplitInfo
 
@@ -117,13 +117,20 @@ class ProtoFields(JsonFields):
 
     def int64(self, camel: str, value: Any) -> int:
         """A proto3 JSON int64: a JSON number or a decimal string."""
-        if isinstance(value, str) and _DECIMAL.fullmatch(value):
-            return int(value)
-        if is_int(value):
-            return int(value)
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        raise self.fail(camel, f"expected an integer (number or decimal string), got {value!r}")
+        number: int | None = None
+        # A decimal string longer than int64's 20 characters is refused before int() parses
+        # it (Python limits how many digits int() accepts, with a ValueError of its own).
+        if isinstance(value, str) and len(value) <= 20 and _DECIMAL.fullmatch(value):
+            number = int(value)
+        elif is_int(value):
+            number = value
+        elif isinstance(value, float) and value.is_integer():
+            number = int(value)
+        if number is None or not INT64_MIN <= number <= INT64_MAX:
+            raise self.fail(
+                camel, f"expected an int64 integer (number or decimal string), got {value!r:.80}"
+            )
+        return number
 
 
 def _info_from_json(obj: Any, *, path: str, data_dir: str | None, build: Build[_I]) -> _I:

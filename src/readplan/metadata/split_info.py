@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
-from readplan._internal.validate import is_int
+from readplan._internal.validate import INT64_MAX, is_int
 from readplan.errors import DatasetInfoError
 from readplan.metadata.naming import SHARD_PLACEHOLDERS, template_fields
 
@@ -83,14 +83,21 @@ class SplitInfo:
             )
         offsets = _offsets(lengths)
         if offsets is None:
-            bad = next(v for v in lengths if not is_int(v) or v < 0)
+            bad = next((v for v in lengths if not is_int(v) or not 0 <= v <= INT64_MAX), None)
+            if bad is None:
+                raise DatasetInfoError(
+                    f"split {self.name!r} holds {sum(lengths)} records in all, beyond int64 "
+                    "(TFDS and tf.data count records in int64)",
+                    field="shard_lengths",
+                )
             raise DatasetInfoError(
-                f"shard lengths of split {self.name!r} must be non-negative ints, got {bad!r}",
+                f"shard lengths of split {self.name!r} must be non-negative int64 integers, got "
+                f"{bad!r:.80}",
                 field="shard_lengths",
             )
         object.__setattr__(self, "shard_lengths", lengths)
         self._check_template(len(lengths))
-        if not is_int(self.num_bytes) or self.num_bytes < 0:
+        if not is_int(self.num_bytes) or not 0 <= self.num_bytes <= INT64_MAX:
             raise DatasetInfoError(
                 f"num_bytes of split {self.name!r} must be a non-negative int, got "
                 f"{self.num_bytes!r}",
@@ -142,12 +149,15 @@ class SplitInfo:
 
 
 def _offsets(lengths: tuple[Any, ...]) -> tuple[int, ...] | None:
-    """0 and the running sums of ``lengths``, or None unless all are non-negative ints."""
+    """0 and the running sums of ``lengths``, or None unless all are non-negative ints
+    adding up to at most int64's maximum."""
     # Plain ints (the usual case, millions of shards) are checked without a Python step each.
     plain = set(map(type, lengths)) == {int}
     if not (plain or all(is_int(v) for v in lengths)) or min(lengths) < 0:
         return None
-    return (0, *itertools.accumulate(lengths))
+    offsets = (0, *itertools.accumulate(lengths))
+    # Within int64, as TFDS and tf.data count: the total bounds every length too.
+    return offsets if offsets[-1] <= INT64_MAX else None
 
 
 class SplitTable(Mapping[str, SplitInfo]):

@@ -7,20 +7,55 @@ TFDS's interleave (``specs/shuffle.md``).
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Literal
 
-from readplan._internal.validate import not_int
+from readplan._internal.validate import INT64_MAX, check_bool, check_int, check_optional_int
 from readplan.errors import ConfigError
-from readplan.metadata.dataset_info import DatasetInfo
 from readplan.planning.instructions import FileInstruction
 
-__all__ = ["TFDS_DEFAULT_CYCLE_LENGTH", "ExampleShuffle", "InputContext", "ReadConfig", "SortFn"]
+__all__ = [
+    "TFDS_DEFAULT",
+    "TFDS_DEFAULT_CYCLE_LENGTH",
+    "ExampleShuffle",
+    "InputContext",
+    "ReadConfig",
+    "SortFn",
+]
 
 SortFn = Callable[[list[FileInstruction]], Sequence[FileInstruction]]
 
 # TFDS's ReadConfig default; datasets written with disable_shuffling default to 1.
 TFDS_DEFAULT_CYCLE_LENGTH = 16
+
+
+class _Unset(enum.Enum):
+    """TFDS's "not set" marker for ``interleave_cycle_length`` (its ``MISSING``)."""
+
+    TFDS_DEFAULT = "TFDS_DEFAULT"
+
+    def __repr__(self) -> str:
+        return "TFDS_DEFAULT"
+
+
+TFDS_DEFAULT: Literal[_Unset.TFDS_DEFAULT] = _Unset.TFDS_DEFAULT
+"""``interleave_cycle_length`` not given: 16, or 1 for a ``disable_shuffling`` dataset."""
+
+_NONE_CYCLE = (
+    "interleave_cycle_length=None is refused: TFDS passes None on to tf.data's interleave, "
+    "where it means AUTOTUNE (a cycle length chosen from the machine's CPU count, so the "
+    "order depends on the machine), while TFDS's own default when the argument is not given "
+    "is 16 (1 for a dataset written with disable_shuffling). Leave the argument out for "
+    "TFDS's default, or pass the cycle length your TFDS job actually used (for AUTOTUNE: "
+    "the number of CPU cores of that machine)."
+)
+
+
+def _set(instance: object, name: str, value: Any) -> None:
+    """Store a validated value in normal form (a plain ``int``/``bool``, not numpy's)."""
+    object.__setattr__(instance, name, value)
 
 
 @dataclass(frozen=True)
@@ -31,21 +66,24 @@ class InputContext:
     num_input_pipelines: int = 1
 
     def __post_init__(self) -> None:
-        if not_int(self.num_input_pipelines) or self.num_input_pipelines < 1:
-            raise ConfigError(
-                f"num_input_pipelines must be a positive integer, got {self.num_input_pipelines!r}",
-                field="input_context.num_input_pipelines",
-                value=self.num_input_pipelines,
-            )
-        if not_int(self.input_pipeline_id) or not (
-            0 <= self.input_pipeline_id < self.num_input_pipelines
-        ):
-            raise ConfigError(
-                f"input_pipeline_id must be in 0..{self.num_input_pipelines - 1} for "
-                f"{self.num_input_pipelines} pipelines, got {self.input_pipeline_id!r}",
-                field="input_context.input_pipeline_id",
-                value=self.input_pipeline_id,
-            )
+        pipelines = check_int(
+            self.num_input_pipelines,
+            "input_context.num_input_pipelines",
+            minimum=1,
+            what="a positive integer",
+        )
+        _set(self, "num_input_pipelines", pipelines)
+        _set(
+            self,
+            "input_pipeline_id",
+            check_int(
+                self.input_pipeline_id,
+                "input_context.input_pipeline_id",
+                minimum=0,
+                maximum=pipelines - 1,
+                what=f"a pipeline index for {pipelines} pipelines",
+            ),
+        )
 
 
 @dataclass(frozen=True)
@@ -61,36 +99,50 @@ class ExampleShuffle:
     reshuffle_each_iteration: bool = True
 
     def __post_init__(self) -> None:
-        if not_int(self.buffer_size) or self.buffer_size < 1:
-            raise ConfigError(
-                f"example shuffle buffer_size must be a positive integer, got {self.buffer_size!r}",
-                field="example_shuffle.buffer_size",
-                value=self.buffer_size,
-            )
-        if not_int(self.seed):
-            raise ConfigError(
-                f"example shuffle seed must be an integer (an unseeded shuffle cannot be "
-                f"reproduced), got {self.seed!r}",
-                field="example_shuffle.seed",
-                value=self.seed,
-            )
+        _set(
+            self,
+            "buffer_size",
+            check_int(
+                self.buffer_size,
+                "example_shuffle.buffer_size",
+                minimum=1,
+                what="a positive integer",
+            ),
+        )
+        _set(
+            self,
+            "seed",
+            check_int(
+                self.seed,
+                "example_shuffle.seed",
+                what="an integer (an unseeded shuffle cannot be reproduced)",
+            ),
+        )
+        _set(
+            self,
+            "reshuffle_each_iteration",
+            check_bool(self.reshuffle_each_iteration, "example_shuffle.reshuffle_each_iteration"),
+        )
 
 
 @dataclass(frozen=True)
 class ReadConfig:
     """Everything that decides TFDS's read order, with TFDS's names and defaults.
 
-    ``interleave_cycle_length=None`` means TFDS's default for the dataset (16, or 1 for a
-    dataset written with ``disable_shuffling``); tf.data's AUTOTUNE is machine-dependent
-    and is deliberately not modelled: pass the resolved number.
+    ``interleave_cycle_length`` left out (:data:`TFDS_DEFAULT`) is TFDS's default for the
+    dataset: 16, or 1 for a dataset written with ``disable_shuffling``.  ``None`` is
+    refused: TFDS hands it to tf.data, where it means the machine-dependent AUTOTUNE.
     ``interleave_block_length=None`` means 1, as in tf.data.
     ``shuffle_reshuffle_each_iteration=None`` means True, as in tf.data.
     ``global_seed`` is the value given to ``tf.random.set_seed`` before the dataset was
     built, if any (it changes the shuffles' seeds).  ``example_shuffle`` models a
-    ``ds.shuffle(...)`` the pipeline applies after TFDS's interleave.
+    ``ds.shuffle(...)`` the pipeline applies after TFDS's interleave.  Integers are int64
+    (numpy integers are accepted and stored as ``int``), flags are ``bool`` (numpy bools
+    are stored as ``bool``); anything else is a :class:`~readplan.errors.ConfigError`
+    (``specs/order.md``, "Read configuration").
     """
 
-    interleave_cycle_length: int | None = TFDS_DEFAULT_CYCLE_LENGTH
+    interleave_cycle_length: int | Literal[_Unset.TFDS_DEFAULT] = TFDS_DEFAULT
     interleave_block_length: int | None = 16
     shuffle_files: bool = False
     shuffle_seed: int | None = None
@@ -102,20 +154,33 @@ class ReadConfig:
     example_shuffle: ExampleShuffle | None = None
 
     def __post_init__(self) -> None:
-        for name in ("interleave_cycle_length", "interleave_block_length"):
-            value = getattr(self, name)
-            if value is not None and (not_int(value) or value < 1):
-                raise ConfigError(
-                    f"{name} must be a positive integer or None, got {value!r}",
-                    field=name,
-                    value=value,
-                )
+        cycle = self.interleave_cycle_length
+        if cycle is None:
+            raise ConfigError(_NONE_CYCLE, field="interleave_cycle_length", value=None)
+        if cycle is not TFDS_DEFAULT:
+            _set(self, "interleave_cycle_length", _positive(cycle, "interleave_cycle_length"))
+        if self.interleave_block_length is not None:
+            _set(
+                self,
+                "interleave_block_length",
+                _positive(self.interleave_block_length, "interleave_block_length"),
+            )
         for name in ("shuffle_seed", "global_seed"):
-            value = getattr(self, name)
-            if value is not None and not_int(value):
-                raise ConfigError(
-                    f"{name} must be an integer or None, got {value!r}", field=name, value=value
-                )
+            _set(self, name, check_optional_int(getattr(self, name), name))
+        for name in ("shuffle_files", "enable_ordering_guard"):
+            _set(self, name, check_bool(getattr(self, name), name))
+        if self.shuffle_reshuffle_each_iteration is not None:
+            _set(
+                self,
+                "shuffle_reshuffle_each_iteration",
+                check_bool(
+                    self.shuffle_reshuffle_each_iteration, "shuffle_reshuffle_each_iteration"
+                ),
+            )
+        self._check_shuffle_seed()
+        self._check_parts()
+
+    def _check_shuffle_seed(self) -> None:
         if self.shuffle_files and self.shuffle_seed is None:
             raise ConfigError(
                 "shuffle_files=True without shuffle_seed: TFDS would then shuffle the files "
@@ -125,6 +190,8 @@ class ReadConfig:
                 field="shuffle_seed",
                 value=None,
             )
+
+    def _check_parts(self) -> None:
         if self.example_shuffle is not None and not isinstance(
             self.example_shuffle, ExampleShuffle
         ):
@@ -150,8 +217,12 @@ class ReadConfig:
     def reshuffle_each_iteration(self) -> bool:
         return self.shuffle_reshuffle_each_iteration is not False
 
-    def cycle_length_for(self, info: DatasetInfo) -> int:
-        """The cycle length TFDS uses for ``info`` (resolving ``None`` to its default)."""
-        if self.interleave_cycle_length is not None:
+    def cycle_length_for(self, disable_shuffling: bool) -> int:
+        """The cycle length TFDS uses for a dataset (resolving :data:`TFDS_DEFAULT`)."""
+        if self.interleave_cycle_length is not TFDS_DEFAULT:
             return self.interleave_cycle_length
-        return 1 if info.disable_shuffling else TFDS_DEFAULT_CYCLE_LENGTH
+        return 1 if disable_shuffling else TFDS_DEFAULT_CYCLE_LENGTH
+
+
+def _positive(value: object, name: str) -> int:
+    return check_int(value, name, minimum=1, maximum=INT64_MAX, what="a positive integer")

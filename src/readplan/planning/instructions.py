@@ -17,7 +17,7 @@ from typing import overload
 import numpy as np
 import numpy.typing as npt
 
-from readplan._internal.validate import is_int
+from readplan._internal.validate import INT64_MAX, is_int
 from readplan.errors import EmptySplitError, ReadplanTypeError, SplitError
 from readplan.metadata.dataset_info import DatasetInfo, SplitInfo
 from readplan.planning.splits import AllSplits, ReadInstruction, SplitArg, SplitSpec
@@ -460,10 +460,15 @@ def split_for_process(
             f"process_index must be an int in [0, {process_count}) for {process_count} "
             f"processes, got {process_index!r}"
         )
-    pieces = even_splits(
+    # The one piece is computed on its own: the count may be far too large to list them all.
+    if info is None:
+        return LazySplit(
+            (_EvenPiece(str(split), process_index, process_count, drop_remainder, strict),)
+        )
+    ranges = _even_ranges(
         split, process_count, info=info, drop_remainder=drop_remainder, strict=strict
     )
-    return pieces[process_index]
+    return _piece_spec(ranges, process_index, process_count, drop_remainder)
 
 
 @dataclass(frozen=True)
@@ -534,8 +539,10 @@ def _lazy_parts(other: object) -> tuple[str | _EvenPiece, ...]:
 
 
 def _check_count(count: object) -> None:
-    if not is_int(count) or count < 1:
-        raise SplitError(f"the number of sub-splits must be a positive int, got {count!r}")
+    if not is_int(count) or not 1 <= count <= INT64_MAX:
+        raise SplitError(
+            f"the number of sub-splits must be a positive int64 integer, got {count!r:.80}"
+        )
 
 
 def _even_ranges(

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from readplan._internal.validate import not_int
+from readplan._internal.validate import check_int
 from readplan.errors import ConfigError
 from readplan.planning.interleave import InterleaveSchedule
 
@@ -74,12 +74,11 @@ class EpochSchedule:
         return file_index, within
 
 
-def check_epoch(epoch: object) -> None:
-    """Refuse anything but a non-negative integer epoch."""
-    if not_int(epoch) or epoch < 0:  # type: ignore[operator]
-        raise ConfigError(
-            f"epoch must be a non-negative integer (0 is the first iteration over the "
-            f"dataset), got {epoch!r}",
-            field="epoch",
-            value=epoch,
-        )
+def check_epoch(epoch: object) -> int:
+    """The epoch as an ``int``; anything but a non-negative int64 integer is refused."""
+    return check_int(
+        epoch,
+        "epoch",
+        minimum=0,
+        what="a non-negative integer (0 is the first iteration over the dataset)",
+    )

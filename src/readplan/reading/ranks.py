@@ -8,12 +8,15 @@ from typing import Any
 
 from readplan._internal.validate import is_int
 from readplan.errors import CheckpointError
+from readplan.state.binding import FileBinding, bindings_from_json
+from readplan.state.binding import to_json as bindings_to_json
 from readplan.state.checkpoint import Checkpoint
 
-__all__ = ["STATE_KEY", "count_below", "merge_states", "owner"]
+__all__ = ["STATE_KEY", "count_below", "merge_states", "owner", "reader_bindings"]
 
 STATE_KEY = "reader"
-"""The key a reader adds to the checkpoint document in its state: ``{"rank", "world_size"}``."""
+"""The section a reader adds to the checkpoint document in its state:
+``{"rank", "world_size", "files"}`` (``files``: the data binding, ``specs/checkpoint.md`` §4)."""
 
 
 def merge_states(states: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
@@ -28,8 +31,8 @@ def merge_states(states: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     listed = [dict(state) for state in states]
     if not listed:
         raise CheckpointError("merge_states needs the states of every rank, got none", field="$")
-    owners = [owner(state.get(STATE_KEY)) or (0, 1) for state in listed]
     checkpoints = [Checkpoint.from_dict(state) for state in listed]
+    owners = [owner(state.get(STATE_KEY)) or (0, 1) for state in listed]
     _check_same_group(owners, checkpoints)
     size = checkpoints[0].num_examples
     world_size = owners[0][1]
@@ -50,9 +53,13 @@ def merge_states(states: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
             "rank's state after the same number of deliveries",
             field=f"{STATE_KEY}.rank",
         )
-    merged = checkpoints[lowest].to_dict()
-    merged[STATE_KEY] = {"rank": 0, "world_size": 1}
-    return merged
+    # Every rank's data binding: the files held at each rank's own position.
+    files: dict[int, FileBinding] = {}
+    for state in listed:
+        section = state.get(STATE_KEY)
+        files.update(reader_bindings(section, None))
+    section = {"rank": 0, "world_size": 1, "files": bindings_to_json(files.values())}
+    return checkpoints[lowest].to_dict(extra={STATE_KEY: section})
 
 
 def _check_same_group(owners: list[tuple[int, int]], checkpoints: list[Checkpoint]) -> None:
@@ -72,7 +79,7 @@ def _check_same_group(owners: list[tuple[int, int]], checkpoints: list[Checkpoin
             f"{missing}, repeated {repeated}",
             field=f"{STATE_KEY}.rank",
         )
-    digests = {c.to_dict()["plan_digest"] for c in checkpoints}
+    digests = {c.plan_digest for c in checkpoints}
     if len(digests) != 1:
         raise CheckpointError(
             "the states were taken from different plans (their plan digests differ); merge "
@@ -121,3 +128,19 @@ def owner(reader: object) -> tuple[int, int] | None:
             field=STATE_KEY,
         )
     return rank, world_size
+
+
+def reader_bindings(reader: object, num_files: int | None) -> dict[int, FileBinding]:
+    """The data binding of a state's reader section (none without one); ``num_files``, when
+    given, bounds the file indices."""
+    if not isinstance(reader, Mapping) or "files" not in reader:
+        return {}
+    bindings = bindings_from_json(reader["files"], f"{STATE_KEY}.files")
+    beyond = [index for index in bindings if num_files is not None and index >= num_files]
+    if beyond:
+        raise CheckpointError(
+            f"{STATE_KEY}.files names file {beyond[0]}, but the plan has {num_files} files: the "
+            "state was edited or damaged",
+            field=f"{STATE_KEY}.files",
+        )
+    return bindings

@@ -43,11 +43,14 @@ from readplan.reading.batching import close_iterator, collated, rebatch
 from readplan.reading.collate import Ragged, check_collate_options
 from readplan.reading.decoding import record_decoder
 from readplan.reading.items import Batch, Item
-from readplan.reading.ranks import STATE_KEY, count_below, owner
+from readplan.reading.ranks import STATE_KEY, count_below, owner, reader_bindings
 from readplan.reading.runs import Runs, Shard, close_shard
 from readplan.reading.salvage import Lost
 from readplan.records._damage import CorruptionReport, LostRecord
+from readplan.state.binding import FileBinding, bind
+from readplan.state.binding import to_json as bindings_to_json
 from readplan.state.checkpoint import Checkpoint
+from readplan.state.resume import held_files
 
 __all__ = ["ON_CORRUPTION", "OnCorruption", "Reader", "Start", "read_state"]
 
@@ -136,6 +139,10 @@ class Reader(Closing):
         self._next = self._first_share(0)
         self._current: tuple[list[Item], Iterator[Item]] | None = None
         self._active: Generator[Any, None, None] | None = None
+        # The data binding (specs/checkpoint.md §4): files a restored state names, checked
+        # when first opened, and the bindings this reader's states gave.
+        self._expected: dict[int, FileBinding] = {}
+        self._bound: dict[int, FileBinding] = {}
         if start is not None:
             self._start_from(start)
 
@@ -243,15 +250,30 @@ class Reader(Closing):
     # -- state ------------------------------------------------------------------------
 
     def state_dict(self) -> dict[str, Any]:
-        """The checkpoint document after the last delivery, plus ``"reader"``: the rank.
+        """The checkpoint document after the last delivery, plus ``"reader"``: the rank and
+        the binding of the files the interleave holds (``specs/checkpoint.md`` §4).
 
         The checkpoint's position is the lowest position of its epoch this rank has not
         delivered (with one rank: the number of records delivered in the epoch).
         """
         epoch, position = self._frontier()
-        state = self.plan.checkpoint(epoch, position).to_dict()
-        state[STATE_KEY] = {"rank": self.rank, "world_size": self.world_size}
-        return state
+        checkpoint = self.plan.checkpoint(epoch, position)
+        section = {
+            "rank": self.rank,
+            "world_size": self.world_size,
+            "files": bindings_to_json(self._bindings(checkpoint)),
+        }
+        return checkpoint.to_dict(extra={STATE_KEY: section})
+
+    def _bindings(self, checkpoint: Checkpoint) -> list[FileBinding]:
+        held = held_files(self.plan.epoch_schedule(checkpoint.epoch), checkpoint)
+        self._bound = {
+            index: self._expected.get(index)
+            or self._bound.get(index)
+            or bind(self._paths[index], index)
+            for index in held
+        }
+        return list(self._bound.values())
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write :meth:`state_dict` to ``path`` as JSON, atomically; ``start=path`` resumes."""
@@ -264,7 +286,11 @@ class Reader(Closing):
                 f"a reader state must be a mapping (from state_dict()), got {type(state).__name__}",
                 field="$",
             )
-        self._restore(Checkpoint.from_dict(dict(state)), owner=owner(state.get(STATE_KEY)))
+        checkpoint = Checkpoint.from_dict(dict(state))
+        section = state.get(STATE_KEY)
+        expected = reader_bindings(section, len(self.plan.instructions))
+        self._restore(checkpoint, owner=owner(section))
+        self._expected = expected
 
     def _start_from(self, start: object) -> None:
         if isinstance(start, Checkpoint):
@@ -310,6 +336,7 @@ class Reader(Closing):
             )
         self.close()
         self._epoch, self._next, self._current = checkpoint.epoch, position, None
+        self._expected, self._bound = {}, {}
 
     def _frontier(self) -> tuple[int, int]:
         current = self._current
@@ -488,6 +515,9 @@ class Reader(Closing):
         return failure
 
     def _open(self, file_index: int) -> Shard:
+        expected = self._expected.pop(file_index, None)
+        if expected is not None:
+            expected.check(self._paths[file_index])
         instruction = self.plan.instructions[file_index]
         return Shard(
             self._paths[file_index],

@@ -17,24 +17,36 @@ from readplan.errors import CheckpointError
 from readplan.planning.instructions import FileInstruction
 
 if TYPE_CHECKING:
-    from readplan.state.checkpoint import Checkpoint
+    from readplan.state.checkpoint import ExpandedCheckpoint
 
-__all__ = ["continuation", "saved_instructions", "unread"]
+__all__ = ["continuation", "never_empty", "saved_instructions", "unread"]
 
 Triple = tuple[int, int, int]
 
 
-def unread(checkpoint: Checkpoint) -> list[Triple]:
+def unread(state: ExpandedCheckpoint) -> list[Triple]:
     """``(file_index, skip, take)`` of every file's unread tail, in input order."""
-    planned = checkpoint.fingerprint["files"]
+    planned = state.fingerprint["files"]
     return [
         (file_index, planned[file_index][1] + consumed, remaining)
-        for file_index, consumed, remaining in checkpoint.files
+        for file_index, consumed, remaining in state.files
         if remaining
     ]
 
 
-def continuation(checkpoint: Checkpoint) -> list[Triple]:
+def never_empty(state: ExpandedCheckpoint, triples: list[Triple]) -> list[Triple]:
+    """``triples``, or one instruction that reads nothing when no record remains.
+
+    TFDS refuses an empty instruction list (tf.data cannot type an empty list of file
+    names) but reads ``skip = examples_in_shard, take = 0`` as an empty dataset.
+    """
+    if triples or not state.files:
+        return triples
+    first = state.files[0][0]
+    return [(first, state.fingerprint["files"][first][3], 0)]
+
+
+def continuation(checkpoint: ExpandedCheckpoint) -> list[Triple]:
     """``(file_index, skip, take)`` of the exact tf.data continuation.
 
     The list rotates the slots so the cursor's slot comes first, splits a partly read
@@ -85,7 +97,7 @@ def continuation(checkpoint: Checkpoint) -> list[Triple]:
     entries.extend(unopened)
     while entries and entries[-1][2] == 0 and tail is None:
         entries.pop()
-    return entries
+    return never_empty(checkpoint, entries)
 
 
 def saved_instructions(
@@ -109,7 +121,8 @@ def saved_instructions(
 def _split_and_shard(fields: Mapping[str, Any], file_index: int) -> tuple[str | None, int | None]:
     name = fields["files"][file_index][0]
     prefix = f"{fields['dataset']}-"
-    for split, lengths in fields["shard_lengths"].items():
+    for split, entry in fields["shard_lengths"].items():
+        lengths = entry["lengths"]
         stem = f"{prefix}{split}."
         if name.startswith(stem):
             tail = name.rsplit("-", 3)

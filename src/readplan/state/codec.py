@@ -1,55 +1,138 @@
-"""The checkpoint's versioned JSON document: writing it, and reading it back field by field.
+"""The checkpoint's versioned JSON documents: writing them, and reading them back field by field.
 
-``specs/checkpoint.md`` ("JSON format") and ``specs/checkpoint.schema.json`` are
-normative.  Reading checks every field's type and names the dotted path of the first one at
-fault; the digest of the ``plan`` section catches accidental damage to it, and its
-fields are checked one by one too, so that a hand-edited section fails here, not deep
-inside a resume.
+``specs/checkpoint.md`` §5 ("Format") and ``specs/checkpoint.schema.json`` are normative.
+Every top-level section is covered by a digest in ``integrity``: a section that was edited,
+damaged, added or removed after the checkpoint was written is refused with its name.
+Reading then checks every field's type and names the dotted path of the first one at
+fault, so that a document edited on purpose (digests recomputed) fails here or in
+:func:`readplan.state.resume.verify`, not deep inside a resume.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from readplan._internal.jsonfields import JsonFields
+from readplan._internal.jsonfields import MISSING, JsonFields
+from readplan._internal.validate import INT64_MAX, INT64_MIN
 from readplan.errors import CheckpointError
 from readplan.planning.shuffle import ShuffleBufferState
-from readplan.state.fingerprint import FORMAT_VERSION, digest
+from readplan.state.fingerprint import FORMAT_VERSION, digest, summary_of_expanded
 
 if TYPE_CHECKING:
-    from readplan.state.checkpoint import Checkpoint
+    from readplan.state.checkpoint import Checkpoint, ExpandedCheckpoint
 
-__all__ = ["FORMAT", "VERSION", "fields_from_document", "parse_json", "to_document"]
+__all__ = [
+    "FORMAT",
+    "VERSION",
+    "Parsed",
+    "compact_document",
+    "dumps",
+    "expanded_document",
+    "parse_document",
+    "parse_json",
+    "seal",
+]
 
 FORMAT = "readplan-checkpoint"
 VERSION = FORMAT_VERSION
+INTEGRITY = "integrity"
+_HEX32 = re.compile(r"[0-9a-f]{32}")
+_CONVERT_V1 = (
+    "checkpoint format version 1 is not read directly: it does not bind the dataset's config "
+    "and version as version 2 does. Convert it once, verified against the plan that wrote "
+    "it: `readplan checkpoint DATASET SPEC [read options] --upgrade OLD.json -o NEW.json`, or "
+    "in Python `plan.upgrade_checkpoint(document)`"
+)
 
 
-def to_document(checkpoint: Checkpoint) -> dict[str, Any]:
-    """The versioned JSON document of ``checkpoint`` (``specs/checkpoint.schema.json``)."""
+@dataclass(frozen=True)
+class Parsed:
+    """A checked document: the compact checkpoint's fields, and the expanded state's."""
+
+    checkpoint: dict[str, Any]
+    state: dict[str, Any] | None
+
+
+def dumps(document: Mapping[str, Any], indent: int | None) -> str:
+    """A document as JSON text (no whitespace unless indented)."""
+    separators = (",", ":") if indent is None else None
+    return json.dumps(document, indent=indent, separators=separators)
+
+
+def seal(body: Mapping[str, Any]) -> dict[str, Any]:
+    """``body`` with its ``integrity`` section: the digest of every other top-level field."""
+    document = dict(body)
+    document[INTEGRITY] = {name: digest(value) for name, value in body.items()}
+    return document
+
+
+def compact_document(checkpoint: Checkpoint, extra: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The compact document of ``checkpoint`` plus ``extra`` sections, sealed."""
+    return seal(_body(checkpoint, "compact") | _extra(extra))
+
+
+def expanded_document(state: ExpandedCheckpoint, extra: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The expanded document: the compact fields plus the ``state`` section, sealed."""
+    body = _body(state.checkpoint, "expanded")
+    body["state"] = {
+        "plan": dict(state.fingerprint),
+        "interleave": {
+            "position": state.interleave_position,
+            "cursor": state.cursor,
+            "block_counter": state.block_counter,
+            "next_input": state.next_input,
+            "inputs_done": state.inputs_done,
+            "slots": [None if slot is None else list(slot) for slot in state.slots],
+        },
+        "files": [list(entry) for entry in state.files],
+    }
+    return seal(body | _extra(extra))
+
+
+def _body(checkpoint: Checkpoint, form: str) -> dict[str, Any]:
     buffer = checkpoint.example_buffer
     return {
         "format": FORMAT,
         "version": VERSION,
-        "plan": dict(checkpoint.fingerprint),
-        "plan_digest": digest(checkpoint.fingerprint),
+        "form": form,
+        "plan": dict(checkpoint.plan),
+        "plan_digest": checkpoint.plan_digest,
         "epoch": checkpoint.epoch,
         "position": checkpoint.position,
         "num_examples": checkpoint.num_examples,
-        "interleave": {
-            "position": checkpoint.interleave_position,
-            "cursor": checkpoint.cursor,
-            "block_counter": checkpoint.block_counter,
-            "next_input": checkpoint.next_input,
-            "inputs_done": checkpoint.inputs_done,
-            "slots": [None if slot is None else list(slot) for slot in checkpoint.slots],
-        },
-        "files": [list(entry) for entry in checkpoint.files],
         "example_buffer": None
         if buffer is None
         else {"buffer": list(buffer.buffer), "consumed": buffer.consumed, "draws": buffer.draws},
     }
+
+
+def _extra(extra: Mapping[str, Any] | None) -> dict[str, Any]:
+    sections = dict(extra or {})
+    reserved = sorted(set(sections) & {*_RESERVED, INTEGRITY})
+    if reserved:
+        raise CheckpointError(
+            f"extra sections may not replace the checkpoint's own fields {reserved}",
+            field=reserved[0],
+        )
+    return sections
+
+
+_RESERVED = (
+    "format",
+    "version",
+    "form",
+    "plan",
+    "plan_digest",
+    "epoch",
+    "position",
+    "num_examples",
+    "example_buffer",
+    "state",
+)
 
 
 def parse_json(text: str | bytes) -> Any:
@@ -63,8 +146,8 @@ def parse_json(text: str | bytes) -> Any:
         ) from err
 
 
-def fields_from_document(document: Any) -> dict[str, Any]:
-    """The :class:`Checkpoint` constructor's arguments, each checked, from a document."""
+def parse_document(document: Any) -> Parsed:
+    """Check a document of either form: format, version, integrity, then every field."""
     top = JsonFields(document, "", _error)
     fmt = top.get("format", str)
     if fmt != FORMAT:
@@ -73,55 +156,236 @@ def fields_from_document(document: Any) -> dict[str, Any]:
             field="format",
         )
     version = top.get("version", int)
+    if version == 1:
+        raise CheckpointError(_CONVERT_V1, field="version")
     if version != VERSION:
         raise CheckpointError(
             f"checkpoint format version {version} is not supported: this readplan reads "
-            f"version {VERSION}; use the readplan release that wrote it",
+            f"version {VERSION} (and converts version 1); use the readplan release that "
+            "wrote it",
             field="version",
         )
+    check_integrity(top.document)
+    form = top.get("form", str)
+    if form not in ("compact", "expanded"):
+        raise CheckpointError(
+            f"checkpoint field 'form' must be 'compact' or 'expanded', got {form!r:.80}",
+            field="form",
+        )
     plan = top.get("plan", dict)
+    check_plan_summary(JsonFields(plan, "plan", _error))
     if digest(plan) != top.get("plan_digest", str):
         raise CheckpointError(
-            "plan_digest does not match the plan fields: the checkpoint's plan section "
-            "was edited or damaged",
+            "plan_digest does not match the plan section: the checkpoint was edited or damaged",
             field="plan_digest",
         )
-    _check_plan_section(JsonFields(plan, "plan", _error))
-    interleave = top.child("interleave")
-    assert interleave is not None
-    return {
-        "fingerprint": plan,
+    fields = {
+        "plan": plan,
         "epoch": top.get("epoch", int),
         "position": top.get("position", int),
         "num_examples": top.get("num_examples", int),
-        "interleave_position": interleave.get("position", int),
-        "cursor": interleave.get("cursor", int),
-        "block_counter": interleave.get("block_counter", int),
-        "next_input": interleave.get("next_input", int),
-        "inputs_done": interleave.get("inputs_done", bool),
-        "slots": tuple(
-            _slot(interleave, k, entry) for k, entry in enumerate(interleave.get("slots", list))
-        ),
-        "files": tuple(
-            _file_entry(top, k, entry) for k, entry in enumerate(top.get("files", list))
-        ),
         "example_buffer": _buffer(top.child("example_buffer", optional=True)),
     }
+    state = None
+    if form == "expanded":
+        state = _state(top.child("state"), plan)
+    elif top.raw("state") is not MISSING:
+        raise CheckpointError(
+            "a compact checkpoint has no 'state' section (form is 'compact')", field="state"
+        )
+    return Parsed(fields, state)
+
+
+def check_integrity(document: dict[str, Any]) -> None:
+    """Every top-level field matches its digest, and every one has a digest."""
+    digests = document.get(INTEGRITY)
+    if not isinstance(digests, dict) or not all(
+        isinstance(value, str) and _HEX32.fullmatch(value) for value in digests.values()
+    ):
+        raise CheckpointError(
+            f"checkpoint field {INTEGRITY!r} must be an object of 32-hex-digit digests, one per "
+            "top-level field; the checkpoint was damaged or not written by readplan",
+            field=INTEGRITY,
+        )
+    for name in sorted(set(document) - {INTEGRITY}):
+        if name not in digests:
+            raise CheckpointError(
+                f"checkpoint field {name!r} has no integrity digest: it was added after the "
+                "checkpoint was written",
+                field=name,
+            )
+    for name in sorted(digests):
+        if name not in document:
+            raise CheckpointError(
+                f"checkpoint field {name!r} is missing but its integrity digest is present: "
+                "the checkpoint was edited or damaged",
+                field=name,
+            )
+        if digest(document[name]) != digests[name]:
+            raise CheckpointError(
+                f"checkpoint field {name!r} does not match its integrity digest: it was "
+                "edited or damaged after the checkpoint was written",
+                field=name,
+            )
 
 
 def _error(message: str, field: str) -> CheckpointError:
     return CheckpointError(f"checkpoint {message}", field=field)
 
 
+def _count(fields: JsonFields, name: str, value: Any = MISSING) -> int:
+    """A non-negative int64 at ``name`` (or the given ``value`` found there)."""
+    number = fields.non_negative(name, fields.raw(name) if value is MISSING else value)
+    if number > INT64_MAX:
+        raise fields.fail(name, f"field {fields.field(name)!r} is beyond int64: {number}")
+    return number
+
+
 def _buffer(fields: JsonFields | None) -> ShuffleBufferState | None:
     if fields is None:
         return None
     items = fields.get("buffer", list)
-    entries = tuple(fields.non_negative(f"buffer[{k}]", v) for k, v in enumerate(items))
+    entries = tuple(_count(fields, f"buffer[{k}]", v) for k, v in enumerate(items))
     try:
-        return ShuffleBufferState(entries, fields.get("consumed", int), fields.get("draws", int))
+        return ShuffleBufferState(entries, _count(fields, "consumed"), _count(fields, "draws"))
     except ValueError as err:
         raise CheckpointError(str(err), field="example_buffer") from err
+
+
+def check_plan_summary(fields: JsonFields) -> None:
+    """The compact ``plan`` section has every field of the schema, well typed."""
+    _identity(fields)
+    for split in fields.get("shard_lengths", dict):
+        entry = fields.child("shard_lengths").child(split)  # type: ignore[union-attr]
+        assert entry is not None
+        for name in ("shards", "examples", "num_bytes"):
+            _count(entry, name)
+        _hex(entry, "digest")
+    files = fields.child("files")
+    assert files is not None
+    _count(files, "count")
+    _count(files, "records")
+    _hex(files, "digest")
+    _config(fields)
+
+
+def _identity(fields: JsonFields) -> None:
+    fields.get("dataset", str)
+    for name in ("config", "version"):
+        value = fields.raw(name)
+        if value is MISSING or not (value is None or isinstance(value, str)):
+            raise fields.fail(
+                name, f"field {fields.field(name)!r} must be a string or null, got {value!r:.80}"
+            )
+    fields.get("split", str)
+
+
+def _config(fields: JsonFields) -> None:
+    for name in ("cycle_length", "block_length"):
+        if _count(fields, name) < 1:
+            raise fields.fail(name, f"field {fields.field(name)!r} must be >= 1")
+    fields.get("shuffle_files", bool)
+    fields.get("reshuffle_each_iteration", bool)
+    for name in ("shuffle_seed", "global_seed"):
+        _int64_or_none(fields, name)
+    context = fields.get("input_context", list, optional=True)
+    if context is not None and (
+        len(context) != 2
+        or not all(isinstance(v, int) and not isinstance(v, bool) for v in context)
+        or not 0 <= context[0] < context[1] <= INT64_MAX
+    ):
+        raise fields.fail(
+            "input_context",
+            f"field {fields.field('input_context')!r} must be null or [pipeline_id, pipelines] "
+            "with 0 <= pipeline_id < pipelines",
+        )
+    example = fields.child("example_shuffle", optional=True)
+    if example is not None:
+        if _count(example, "buffer_size") < 1:
+            raise example.fail("buffer_size", "field 'example_shuffle.buffer_size' must be >= 1")
+        _int64_or_none(example, "seed", optional=False)
+        example.get("reshuffle_each_iteration", bool)
+    if fields.get("format_version", int) != VERSION:
+        raise fields.fail(
+            "format_version", f"field {fields.field('format_version')!r} must be {VERSION}"
+        )
+
+
+def _hex(fields: JsonFields, name: str) -> None:
+    value = fields.get(name, str)
+    if not _HEX32.fullmatch(value):
+        raise fields.fail(name, f"field {fields.field(name)!r} must be 32 hex digits")
+
+
+def _int64_or_none(fields: JsonFields, name: str, *, optional: bool = True) -> None:
+    value = fields.raw(name)
+    if (value is None and optional) or (
+        isinstance(value, int) and not isinstance(value, bool) and INT64_MIN <= value <= INT64_MAX
+    ):
+        return
+    what = "an int64 integer or null" if optional else "an int64 integer"
+    raise fields.fail(name, f"field {fields.field(name)!r} must be {what}, got {value!r:.80}")
+
+
+# -- the expanded state ------------------------------------------------------------------
+
+
+def _state(fields: JsonFields | None, summary: dict[str, Any]) -> dict[str, Any]:
+    assert fields is not None
+    plan = fields.child("plan")
+    assert plan is not None
+    _check_expanded_plan(plan)
+    implied = summary_of_expanded(plan.document)
+    if implied != summary:
+        name = next(
+            key
+            for key in sorted(set(implied) | set(summary))
+            if implied.get(key) != summary.get(key)
+        )
+        raise CheckpointError(
+            f"the expanded plan section does not match the plan summary (field {name!r}): the "
+            "checkpoint was edited or damaged",
+            field=f"state.plan.{name}",
+        )
+    interleave = fields.child("interleave")
+    assert interleave is not None
+    return {
+        "fingerprint": plan.document,
+        "interleave_position": _count(interleave, "position"),
+        "cursor": _count(interleave, "cursor"),
+        "block_counter": _count(interleave, "block_counter"),
+        "next_input": _count(interleave, "next_input"),
+        "inputs_done": interleave.get("inputs_done", bool),
+        "slots": tuple(
+            _slot(interleave, k, entry) for k, entry in enumerate(interleave.get("slots", list))
+        ),
+        "files": tuple(
+            _file_entry(fields, k, entry) for k, entry in enumerate(fields.get("files", list))
+        ),
+    }
+
+
+def _check_expanded_plan(fields: JsonFields) -> None:
+    _identity(fields)
+    lengths = fields.child("shard_lengths")
+    assert lengths is not None
+    for split in lengths.document:
+        entry = lengths.child(split)
+        assert entry is not None
+        for k, value in enumerate(entry.get("lengths", list)):
+            _count(entry, f"lengths[{k}]", value)
+        _count(entry, "num_bytes")
+    for k, entry in enumerate(fields.get("files", list)):
+        name = f"files[{k}]"
+        if not (isinstance(entry, list) and len(entry) == 4 and isinstance(entry[0], str)):
+            raise fields.fail(
+                name,
+                f"field {fields.field(name)!r} must be [basename, skip, take, "
+                f"examples_in_shard], got {entry!r:.80}",
+            )
+        for value in entry[1:]:
+            _count(fields, name, value)
+    _config(fields)
 
 
 def _slot(fields: JsonFields, k: int, entry: Any) -> tuple[int, int] | None:
@@ -134,7 +398,7 @@ def _slot(fields: JsonFields, k: int, entry: Any) -> tuple[int, int] | None:
             f"field {fields.field(name)!r} must be null or [file_index, next_record], got "
             f"{entry!r:.80}",
         )
-    return fields.non_negative(name, entry[0]), fields.non_negative(name, entry[1])
+    return _count(fields, name, entry[0]), _count(fields, name, entry[1])
 
 
 def _file_entry(fields: JsonFields, k: int, entry: Any) -> tuple[int, int, int]:
@@ -142,61 +406,8 @@ def _file_entry(fields: JsonFields, k: int, entry: Any) -> tuple[int, int, int]:
     if not isinstance(entry, list) or len(entry) != 3:
         raise fields.fail(
             name,
-            f"field {name!r} must be [file_index, consumed, remaining], got {entry!r:.80}",
+            f"field {fields.field(name)!r} must be [file_index, consumed, remaining], got "
+            f"{entry!r:.80}",
         )
-    first, consumed, remaining = (fields.non_negative(name, value) for value in entry)
+    first, consumed, remaining = (_count(fields, name, value) for value in entry)
     return first, consumed, remaining
-
-
-def _check_plan_section(fields: JsonFields) -> None:
-    """The ``plan`` section has every field of ``checkpoint.schema.json``, well typed."""
-    fields.get("dataset", str)
-    fields.get("split", str)
-    for split, lengths in fields.get("shard_lengths", dict).items():
-        name = f"shard_lengths.{split}"
-        if not isinstance(lengths, list):
-            raise fields.fail(name, f"field 'plan.{name}' must be a list of shard lengths")
-        for k, value in enumerate(lengths):
-            fields.non_negative(f"{name}[{k}]", value)
-    for k, entry in enumerate(fields.get("files", list)):
-        name = f"files[{k}]"
-        if not (isinstance(entry, list) and len(entry) == 4 and isinstance(entry[0], str)):
-            raise fields.fail(
-                name,
-                f"field 'plan.{name}' must be [basename, skip, take, examples_in_shard], "
-                f"got {entry!r:.80}",
-            )
-        for value in entry[1:]:
-            fields.non_negative(name, value)
-    for name in ("cycle_length", "block_length"):
-        if fields.get(name, int) < 1:
-            raise fields.fail(name, f"field 'plan.{name}' must be >= 1")
-    fields.get("shuffle_files", bool)
-    fields.get("reshuffle_each_iteration", bool)
-    for name in ("shuffle_seed", "global_seed"):
-        _signed_int_or_none(fields, name)
-    context = fields.get("input_context", list, optional=True)
-    if context is not None and (
-        len(context) != 2 or not all(isinstance(v, int) and v >= 0 for v in context)
-    ):
-        raise fields.fail(
-            "input_context", "field 'plan.input_context' must be null or [pipeline_id, pipelines]"
-        )
-    example = fields.child("example_shuffle", optional=True)
-    if example is not None:
-        if example.get("buffer_size", int) < 1:
-            raise example.fail(
-                "buffer_size", "field 'plan.example_shuffle.buffer_size' must be >= 1"
-            )
-        _signed_int_or_none(example, "seed")
-        example.get("reshuffle_each_iteration", bool)
-    if fields.get("format_version", int) != VERSION:
-        raise fields.fail("format_version", f"field 'plan.format_version' must be {VERSION}")
-
-
-def _signed_int_or_none(fields: JsonFields, name: str) -> None:
-    value = fields.raw(name)
-    if not (value is None or (isinstance(value, int) and not isinstance(value, bool))):
-        raise fields.fail(
-            name, f"field {fields.field(name)!r} must be an integer or null, got {value!r:.80}"
-        )

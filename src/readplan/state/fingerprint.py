@@ -1,9 +1,11 @@
-"""The plan fingerprint: what identifies a plan, its digest, and how two differ.
+"""The plan fingerprint: what identifies a plan and its data, its digest, and how two differ.
 
-``specs/checkpoint.md`` ("Fingerprint") is the normative description.  Two plans with
-equal fingerprints read the same records in the same order; a checkpoint carries its
-plan's fingerprint so that resuming it into another plan is refused with every differing
-field named.
+``specs/checkpoint.md`` §4 ("Fingerprint") is the normative description.  Two plans with
+equal fingerprints read the same records of the same dataset in the same order.  The
+*expanded* fingerprint lists every file instruction and shard length; the *summary* that
+every checkpoint carries replaces each list by its count, total and digest, so its size
+does not depend on the number of files while the report of differing fields stays
+field by field.
 """
 
 from __future__ import annotations
@@ -14,44 +16,58 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from readplan.errors import CheckpointMismatchError
 from readplan.metadata.dataset_info import DatasetInfo
 from readplan.planning.config import ReadConfig
 from readplan.planning.instructions import FileInstruction
 
-__all__ = ["FORMAT_VERSION", "check_compatible", "differences", "digest", "fingerprint"]
+__all__ = [
+    "FORMAT_VERSION",
+    "check_compatible",
+    "differences",
+    "digest",
+    "expanded_fingerprint",
+    "files_digest",
+    "lengths_digest",
+    "summary",
+    "summary_of_expanded",
+]
 
 # The checkpoint format version, recorded in the fingerprint as well: a plan section of
 # another version must not compare equal by accident.
-FORMAT_VERSION = 1
-
-# Listing more differing files than this helps nobody; the count says the rest.
-_MAX_LISTED_FILES = 20
+FORMAT_VERSION = 2
 
 
-def fingerprint(
-    info: DatasetInfo,
-    spec: str,
-    instructions: Sequence[FileInstruction],
-    config: ReadConfig,
-    *,
-    cycle_length: int,
-    block_length: int,
-) -> dict[str, Any]:
-    """The fields that identify a plan; two plans with equal fingerprints read alike."""
+def digest(fields: Any) -> str:
+    """The first 32 hex digits of the SHA-256 of the canonical JSON of ``fields``."""
+    canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:32]
+
+
+def lengths_digest(lengths: Sequence[int] | np.ndarray) -> str:
+    """The digest of a list of shard lengths: SHA-256 of their little-endian int64 bytes."""
+    data = np.ascontiguousarray(lengths, dtype="<i8").tobytes()
+    return hashlib.sha256(data).hexdigest()[:32]
+
+
+def files_digest(basenames: Sequence[str], numbers: np.ndarray) -> str:
+    """The digest of an instruction list (``specs/checkpoint.md`` §4).
+
+    SHA-256 of the base names joined by newlines, a zero byte, then the little-endian int64
+    bytes of the ``(files, 3)`` array of ``[skip, take, examples_in_shard]`` rows.
+    """
+    hasher = hashlib.sha256("\n".join(basenames).encode("utf-8"))
+    hasher.update(b"\x00")
+    hasher.update(np.ascontiguousarray(numbers, dtype="<i8").tobytes())
+    return hasher.hexdigest()[:32]
+
+
+def _config_fields(config: ReadConfig, cycle_length: int, block_length: int) -> dict[str, Any]:
     context = config.input_context
     shuffle = config.example_shuffle
-    splits = {fi.split for fi in instructions if fi.split is not None}
     return {
-        "dataset": info.name,
-        "split": spec,
-        "shard_lengths": {
-            name: list(split.shard_lengths) for name, split in info.splits.items() if name in splits
-        },
-        "files": [
-            [os.path.basename(fi.filename), fi.skip, fi.num_records, fi.examples_in_shard]
-            for fi in instructions
-        ],
         "cycle_length": cycle_length,
         "block_length": block_length,
         "shuffle_files": config.shuffle_files,
@@ -72,55 +88,127 @@ def fingerprint(
     }
 
 
-def digest(fields: Mapping[str, Any]) -> str:
-    """A short SHA-256 of the canonical JSON of ``fields``."""
-    canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:32]
+def _read_splits(info: DatasetInfo, instructions: Sequence[FileInstruction]) -> list[str]:
+    names = {fi.split for fi in instructions if fi.split is not None}
+    return [name for name in info.splits if name in names]
+
+
+def summary(
+    info: DatasetInfo,
+    spec: str,
+    instructions: Sequence[FileInstruction],
+    config: ReadConfig,
+    *,
+    cycle_length: int,
+    block_length: int,
+) -> dict[str, Any]:
+    """The compact fingerprint a checkpoint carries; its size does not grow with the files."""
+    numbers = np.array(
+        [(fi.skip, fi.num_records, fi.examples_in_shard) for fi in instructions], dtype=np.int64
+    ).reshape(-1, 3)
+    basenames = [os.path.basename(fi.filename) for fi in instructions]
+    return {
+        "dataset": info.name,
+        "config": info.config_name,
+        "version": info.version,
+        "split": spec,
+        "shard_lengths": {
+            name: _lengths_summary(info.splits[name].shard_lengths, info.splits[name].num_bytes)
+            for name in _read_splits(info, instructions)
+        },
+        "files": {
+            "count": len(basenames),
+            "records": int(numbers[:, 1].sum()),
+            "digest": files_digest(basenames, numbers),
+        },
+        **_config_fields(config, cycle_length, block_length),
+    }
+
+
+def _lengths_summary(lengths: Sequence[int], num_bytes: int) -> dict[str, Any]:
+    return {
+        "shards": len(lengths),
+        "examples": int(sum(lengths)),
+        "num_bytes": num_bytes,
+        "digest": lengths_digest(lengths),
+    }
+
+
+def expanded_fingerprint(
+    info: DatasetInfo,
+    spec: str,
+    instructions: Sequence[FileInstruction],
+    config: ReadConfig,
+    *,
+    cycle_length: int,
+    block_length: int,
+) -> dict[str, Any]:
+    """The self-describing fingerprint: the summary's fields with the lists themselves."""
+    return {
+        "dataset": info.name,
+        "config": info.config_name,
+        "version": info.version,
+        "split": spec,
+        "shard_lengths": {
+            name: {
+                "lengths": list(info.splits[name].shard_lengths),
+                "num_bytes": info.splits[name].num_bytes,
+            }
+            for name in _read_splits(info, instructions)
+        },
+        "files": [
+            [os.path.basename(fi.filename), fi.skip, fi.num_records, fi.examples_in_shard]
+            for fi in instructions
+        ],
+        **_config_fields(config, cycle_length, block_length),
+    }
+
+
+def summary_of_expanded(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The summary an expanded fingerprint (already type-checked) stands for."""
+    files = fields["files"]
+    numbers = np.array([entry[1:] for entry in files], dtype=np.int64).reshape(-1, 3)
+    out = dict(fields)
+    out["shard_lengths"] = {
+        name: _lengths_summary(entry["lengths"], entry["num_bytes"])
+        for name, entry in fields["shard_lengths"].items()
+    }
+    out["files"] = {
+        "count": len(files),
+        "records": int(numbers[:, 1].sum()),
+        "digest": files_digest([entry[0] for entry in files], numbers),
+    }
+    return out
 
 
 def check_compatible(saved: Mapping[str, Any], current: Mapping[str, Any]) -> None:
-    """Refuse a checkpoint of another plan, listing every differing field."""
-    found = differences(dict(saved), dict(current))
+    """Refuse a checkpoint of another plan or dataset, listing every differing field."""
+    found = differences(saved, current)
     if found:
         listing = "\n".join(
             f"  {name}: checkpoint has {old!r}, this plan has {new!r}"
             for name, (old, new) in found.items()
         )
         raise CheckpointMismatchError(
-            f"the checkpoint was taken from a different plan ({len(found)} "
-            f"field(s) differ):\n{listing}\nResume with the plan that wrote it (same dataset "
-            "version, split string and read configuration), or start a new run.",
+            f"the checkpoint was taken from a different plan or dataset ({len(found)} "
+            f"field(s) differ):\n{listing}\nResume with the plan that wrote it (same dataset, "
+            "config and version, split string and read configuration), or start a new run.",
             differences=found,
         )
 
 
-def differences(old: dict[str, Any], new: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
-    """``{field: (old, new)}`` for every field that differs, shards and files one by one."""
+def differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """``{dotted field: (old, new)}`` for every leaf field that differs."""
     out: dict[str, tuple[Any, Any]] = {}
-    for name in sorted(set(old) | set(new)):
-        before, after = old.get(name), new.get(name)
-        if before == after:
-            continue
-        if name == "shard_lengths" and isinstance(before, dict) and isinstance(after, dict):
-            for split in sorted(set(before) | set(after)):
-                a, b = before.get(split), after.get(split)
-                if a != b:
-                    out[f"shard_lengths.{split}"] = (_shard_summary(a), _shard_summary(b))
-            continue
-        if name == "files" and isinstance(before, list) and isinstance(after, list):
-            for k in range(max(len(before), len(after))):
-                a = before[k] if k < len(before) else None
-                b = after[k] if k < len(after) else None
-                if a != b:
-                    out[f"files[{k}]"] = (a, b)
-                    if len(out) > _MAX_LISTED_FILES:
-                        break
-            continue
-        out[name] = (before, after)
+    _collect(old, new, "", out)
     return out
 
 
-def _shard_summary(lengths: Any) -> Any:
-    if not isinstance(lengths, list):
-        return lengths
-    return f"{len(lengths)} shards, {sum(lengths)} examples"
+def _collect(old: Any, new: Any, prefix: str, out: dict[str, tuple[Any, Any]]) -> None:
+    if old == new:
+        return
+    if isinstance(old, Mapping) and isinstance(new, Mapping):
+        for name in sorted(set(old) | set(new), key=str):
+            _collect(old.get(name), new.get(name), f"{prefix}{name}.", out)
+        return
+    out[prefix[:-1]] = (old, new)

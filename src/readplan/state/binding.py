@@ -1,0 +1,102 @@
+"""The data binding: which shard files a reader's state was in the middle of, as they were.
+
+``specs/checkpoint.md`` §4 ("Data binding") is normative.  A reader's state lists, for
+every shard file it held open when it saved, the file's size and the CRC32C of its first
+and last 64 KiB (the same span an index sidecar binds to).  A reader restored from that
+state checks each of those files when it opens it, before it reads a record: a file that
+was rewritten in the meantime (a regenerated dataset) is a
+:class:`~readplan.errors.CheckpointMismatchError`, not old records followed by new ones.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from readplan._internal.validate import INT64_MAX
+from readplan.errors import CheckpointError, CheckpointMismatchError
+from readplan.records._crc import crc32c
+
+__all__ = ["SPAN", "FileBinding", "bind", "bindings_from_json"]
+
+SPAN = 1 << 16
+
+
+@dataclass(frozen=True)
+class FileBinding:
+    """One shard file as a reader saw it: ``file_index`` into the plan's instructions."""
+
+    file_index: int
+    size: int
+    checksum: int
+
+    def to_json(self) -> list[int]:
+        return [self.file_index, self.size, self.checksum]
+
+    def check(self, path: str) -> None:
+        """Refuse ``path`` if it is no longer the file this binding describes."""
+        now = bind(path, self.file_index)
+        differences = {
+            f"reader.files[{self.file_index}].{name}": (getattr(self, name), getattr(now, name))
+            for name in ("size", "checksum")
+            if getattr(self, name) != getattr(now, name)
+        }
+        if differences:
+            listing = ", ".join(
+                f"{name.rsplit('.', 1)[1]} {old} -> {new}"
+                for name, (old, new) in differences.items()
+            )
+            raise CheckpointMismatchError(
+                f"{path} changed since the state was saved ({listing}): the dataset was "
+                "regenerated or the file rewritten, so resuming would follow records that "
+                "were read from the old file with records of the new one. Start a new run "
+                "on the new data, or restore the files the state was saved with.",
+                differences=differences,
+            )
+
+
+def bind(path: str, file_index: int) -> FileBinding:
+    """The binding of the file at ``path`` now: its size and the CRC32C of its ends."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        head = os.pread(fd, min(size, SPAN), 0)
+        tail = os.pread(fd, min(size, SPAN), max(0, size - SPAN))
+    finally:
+        os.close(fd)
+    return FileBinding(file_index, size, crc32c(tail, crc32c(head)))
+
+
+def bindings_from_json(entries: Any, field: str) -> dict[int, FileBinding]:
+    """The bindings of a state's ``reader.files`` list, each entry checked."""
+    if not isinstance(entries, list):
+        raise CheckpointError(
+            f"{field} must be a list of [file_index, size, checksum], got {entries!r:.80}",
+            field=field,
+        )
+    out: dict[int, FileBinding] = {}
+    for k, entry in enumerate(entries):
+        if not (
+            isinstance(entry, list)
+            and len(entry) == 3
+            and all(_is_count(value) for value in entry)
+            and entry[2] < 1 << 32
+        ):
+            raise CheckpointError(
+                f"{field}[{k}] must be [file_index, size, checksum] (non-negative integers, "
+                f"the checksum a CRC32C), got {entry!r:.80}",
+                field=f"{field}[{k}]",
+            )
+        out[entry[0]] = FileBinding(*entry)
+    return out
+
+
+def to_json(bindings: Iterable[FileBinding]) -> list[list[int]]:
+    """A state's ``reader.files`` list, sorted by file index."""
+    return [b.to_json() for b in sorted(bindings, key=lambda b: b.file_index)]
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= INT64_MAX

@@ -196,21 +196,6 @@ def _short(value: Any) -> str:
     return text if len(text) <= 120 else f"{text[:117]}..."
 
 
-def _check_buffer_fits(schedule: EpochSchedule, buffer: ShuffleBufferState) -> None:
-    """Invariant 5: after ``draws`` outputs the buffer has pulled exactly
-    ``min(num_examples, buffer_size + draws - 1)`` records (none before the first draw)."""
-    assert schedule.buffer_size is not None
-    draws = buffer.draws
-    pulled = 0 if draws == 0 else min(schedule.num_examples, schedule.buffer_size + draws - 1)
-    if buffer.consumed != pulled:
-        raise CheckpointError(
-            f"example_buffer.consumed is {buffer.consumed}, but a buffer of "
-            f"{schedule.buffer_size} over {schedule.num_examples} records has pulled {pulled} "
-            f"after {draws} outputs: the checkpoint was edited or damaged",
-            field="example_buffer.consumed",
-        )
-
-
 def rest(schedule: EpochSchedule, checkpoint: Checkpoint) -> tuple[IntArray, IntArray]:
     """Interleave ``(inputs, within)`` of the rest of a verified checkpoint's epoch."""
     buffer = checkpoint.example_buffer

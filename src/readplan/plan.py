@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -382,20 +382,16 @@ class ReadPlan:
     def summary(self) -> dict[str, Any]:
         """The compact fingerprint every checkpoint of this plan carries
         (``specs/checkpoint.md`` §4)."""
-        return summary(
-            self.info,
-            self.spec,
-            self.instructions,
-            self.config,
-            cycle_length=self.cycle_length,
-            block_length=self.block_length,
-        )
+        return self._fingerprint_with(summary)
 
     @cached_property
     def fingerprint(self) -> dict[str, Any]:
         """The expanded fingerprint: the summary's fields with the instruction list and the
         shard lengths themselves (``specs/checkpoint.md`` §4)."""
-        return expanded_fingerprint(
+        return self._fingerprint_with(expanded_fingerprint)
+
+    def _fingerprint_with(self, build: Callable[..., dict[str, Any]]) -> dict[str, Any]:
+        return build(
             self.info,
             self.spec,
             self.instructions,

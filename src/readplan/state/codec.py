@@ -35,6 +35,7 @@ __all__ = [
     "parse_document",
     "parse_json",
     "seal",
+    "state_sections",
 ]
 
 FORMAT = "readplan-checkpoint"
@@ -78,8 +79,13 @@ def compact_document(checkpoint: Checkpoint, extra: Mapping[str, Any] | None) ->
 def expanded_document(state: ExpandedCheckpoint, extra: Mapping[str, Any] | None) -> dict[str, Any]:
     """The expanded document: the compact fields plus the ``state`` section, sealed."""
     body = _body(state.checkpoint, "expanded")
-    body["state"] = {
-        "plan": dict(state.fingerprint),
+    body["state"] = {"plan": dict(state.fingerprint), **state_sections(state)}
+    return seal(body | _extra(extra))
+
+
+def state_sections(state: ExpandedCheckpoint) -> dict[str, Any]:
+    """The ``interleave`` and ``files`` sections of an expanded state (as JSON values)."""
+    return {
         "interleave": {
             "position": state.interleave_position,
             "cursor": state.cursor,
@@ -90,7 +96,6 @@ def expanded_document(state: ExpandedCheckpoint, extra: Mapping[str, Any] | None
         },
         "files": [list(entry) for entry in state.files],
     }
-    return seal(body | _extra(extra))
 
 
 def _body(checkpoint: Checkpoint, form: str) -> dict[str, Any]:

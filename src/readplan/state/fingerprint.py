@@ -88,6 +88,16 @@ def _config_fields(config: ReadConfig, cycle_length: int, block_length: int) -> 
     }
 
 
+def _identity(info: DatasetInfo, spec: str) -> dict[str, Any]:
+    """The dataset (name, config, version) and the split string."""
+    return {
+        "dataset": info.name,
+        "config": info.config_name,
+        "version": info.version,
+        "split": spec,
+    }
+
+
 def _read_splits(info: DatasetInfo, instructions: Sequence[FileInstruction]) -> list[str]:
     names = {fi.split for fi in instructions if fi.split is not None}
     return [name for name in info.splits if name in names]
@@ -108,20 +118,21 @@ def summary(
     ).reshape(-1, 3)
     basenames = [os.path.basename(fi.filename) for fi in instructions]
     return {
-        "dataset": info.name,
-        "config": info.config_name,
-        "version": info.version,
-        "split": spec,
+        **_identity(info, spec),
         "shard_lengths": {
             name: _lengths_summary(info.splits[name].shard_lengths, info.splits[name].num_bytes)
             for name in _read_splits(info, instructions)
         },
-        "files": {
-            "count": len(basenames),
-            "records": int(numbers[:, 1].sum()),
-            "digest": files_digest(basenames, numbers),
-        },
+        "files": _files_summary(basenames, numbers),
         **_config_fields(config, cycle_length, block_length),
+    }
+
+
+def _files_summary(basenames: Sequence[str], numbers: np.ndarray) -> dict[str, Any]:
+    return {
+        "count": len(basenames),
+        "records": int(numbers[:, 1].sum()),
+        "digest": files_digest(basenames, numbers),
     }
 
 
@@ -145,10 +156,7 @@ def expanded_fingerprint(
 ) -> dict[str, Any]:
     """The self-describing fingerprint: the summary's fields with the lists themselves."""
     return {
-        "dataset": info.name,
-        "config": info.config_name,
-        "version": info.version,
-        "split": spec,
+        **_identity(info, spec),
         "shard_lengths": {
             name: {
                 "lengths": list(info.splits[name].shard_lengths),
@@ -173,11 +181,7 @@ def summary_of_expanded(fields: Mapping[str, Any]) -> dict[str, Any]:
         name: _lengths_summary(entry["lengths"], entry["num_bytes"])
         for name, entry in fields["shard_lengths"].items()
     }
-    out["files"] = {
-        "count": len(files),
-        "records": int(numbers[:, 1].sum()),
-        "digest": files_digest([entry[0] for entry in files], numbers),
-    }
+    out["files"] = _files_summary([entry[0] for entry in files], numbers)
     return out
 
 

@@ -25,6 +25,7 @@ from readplan.planning.schedule import EpochSchedule
 from readplan.planning.shuffle import buffer_shuffle
 from readplan.state.bridge import continuation, never_empty, unread
 from readplan.state.checkpoint import Checkpoint, ExpandedCheckpoint, Expander
+from readplan.state.codec import state_sections
 from readplan.state.fingerprint import check_compatible, digest
 
 __all__ = [
@@ -280,21 +281,13 @@ def upgrade_v1(
     buffer = candidate.example_buffer
     wanted = {
         "num_examples": candidate.num_examples,
-        "interleave": {
-            "position": implied.interleave_position,
-            "cursor": implied.cursor,
-            "block_counter": implied.block_counter,
-            "next_input": implied.next_input,
-            "inputs_done": implied.inputs_done,
-            "slots": [None if slot is None else list(slot) for slot in implied.slots],
-        },
-        "files": [list(entry) for entry in implied.files],
+        **state_sections(implied),
         "example_buffer": None
         if buffer is None
         else {"buffer": list(buffer.buffer), "consumed": buffer.consumed, "draws": buffer.draws},
     }
     if "inputs_done" not in document["interleave"]:
-        del wanted["interleave"]["inputs_done"]  # type: ignore[attr-defined]
+        del wanted["interleave"]["inputs_done"]
     for name, value in wanted.items():
         if document.get(name) != value:
             raise CheckpointError(

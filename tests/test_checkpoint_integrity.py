@@ -305,3 +305,24 @@ def test_the_bridge_at_the_end_of_an_epoch_is_one_empty_instruction(config: Read
     assert only.take == 0
     assert only.skip == only.examples_in_shard
     assert only.filename == plan.instructions[int(plan.file_order(2)[0])].filename
+
+
+# -- the command line: expanded form and conversion ------------------------------------------
+
+
+def test_cli_expands_and_upgrades(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from readplan.cli import main
+
+    plan_args = [str(TOY_DIR), "train", "--cycle-length", "3", "--shuffle-files", "--seed", "4"]
+    assert main(["checkpoint", *plan_args, "--epoch", "1", "--position", "7", "--expand"]) == 0
+    expanded = json.loads(capsys.readouterr().out)
+    assert expanded["form"] == "expanded"
+    assert len(expanded["state"]["interleave"]["slots"]) == 3
+    old = DATA / "checkpoints" / "v1_toy_train_e1_p7.json"
+    target = tmp_path / "new.json"
+    assert main(["checkpoint", *plan_args, "--upgrade", str(old), "-o", str(target)]) == 0
+    plan = ReadPlan(
+        TOY_INFO, "train", ReadConfig(interleave_cycle_length=3, shuffle_files=True, shuffle_seed=4)
+    )
+    assert Checkpoint.load(target) == plan.checkpoint(1, 7)
+    assert Checkpoint.from_dict(expanded) == plan.checkpoint(1, 7)

@@ -24,7 +24,9 @@ from readplan import (
     split_for_process,
 )
 from readplan.errors import ConfigError, DatasetInfoError, ReadplanError
+from readplan.testing import plans
 from tests.conftest import DATA
+from tests.reference_models import reference_interleave
 
 TOY_DIR = DATA / "tfds" / "readplan_toy" / "1.0.0"
 INT64_MAX = (1 << 63) - 1
@@ -198,3 +200,31 @@ def test_split_for_process_computes_its_one_piece() -> None:
     assert split_for_process("train", (1 << 62) - 1, 1 << 62, info=info) == "train[20:20]"
     lazy = split_for_process("train", 3, INT64_MAX)
     assert ReadPlan(DatasetInfo("big", {"train": [1 << 61, 1 << 61]}), lazy).num_examples == 1
+
+
+@given(
+    st.lists(st.integers(0, 9), min_size=1, max_size=7),
+    st.integers(1, 4),
+    st.integers(0, 20),
+)
+def test_slots_beyond_the_files_change_no_order(lengths: list[int], block: int, extra: int) -> None:
+    """The reference state machine, stepped with more slots than inputs, yields the order of
+    one slot per input: capping the cycle at the number of files is exact."""
+    wide = reference_interleave(lengths, len(lengths) + extra, block)
+    assert wide == reference_interleave(lengths, len(lengths), block)
+
+
+@given(plans(), st.integers(0, 3), st.data())
+def test_a_checkpoint_is_the_same_size_whatever_the_position(
+    plan: ReadPlan, epoch: int, data: st.DataObject
+) -> None:
+    """Compact: the summary is the expanded fingerprint summarised, and the document does
+    not grow with the position or the files (only an example buffer adds entries)."""
+    from readplan.state.fingerprint import summary_of_expanded
+
+    assert summary_of_expanded(plan.fingerprint) == plan.summary
+    position = data.draw(st.integers(0, plan.num_examples))
+    checkpoint = plan.checkpoint(epoch, position)
+    buffer = checkpoint.example_buffer
+    entries = 0 if buffer is None else len(buffer.buffer)
+    assert len(checkpoint.to_json()) < 1500 + 21 * entries

@@ -382,7 +382,13 @@ class ReadPlan:
     def summary(self) -> dict[str, Any]:
         """The compact fingerprint every checkpoint of this plan carries
         (``specs/checkpoint.md`` §4)."""
-        return self._fingerprint_with(summary)
+        examples = np.fromiter(
+            (fi.examples_in_shard for fi in self.instructions),
+            dtype=np.int64,
+            count=len(self.instructions),
+        )
+        numbers = np.stack([self._skips, self.lengths, examples], axis=1)
+        return self._fingerprint_with(summary, numbers=numbers)
 
     @cached_property
     def fingerprint(self) -> dict[str, Any]:
@@ -390,7 +396,9 @@ class ReadPlan:
         shard lengths themselves (``specs/checkpoint.md`` §4)."""
         return self._fingerprint_with(expanded_fingerprint)
 
-    def _fingerprint_with(self, build: Callable[..., dict[str, Any]]) -> dict[str, Any]:
+    def _fingerprint_with(
+        self, build: Callable[..., dict[str, Any]], **extra: Any
+    ) -> dict[str, Any]:
         return build(
             self.info,
             self.spec,
@@ -398,6 +406,7 @@ class ReadPlan:
             self.config,
             cycle_length=self.cycle_length,
             block_length=self.block_length,
+            **extra,
         )
 
     def checkpoint(self, epoch: int, position: int) -> Checkpoint:
@@ -406,29 +415,45 @@ class ReadPlan:
         Constant time whatever the position and the number of files; with an example-level
         shuffle the buffer's contents are simulated, linear in ``position``.
         """
-        return _state.build(self.summary, self.epoch_schedule(epoch), position, self)
+        epoch = check_epoch(epoch)
+        shuffled = self.config.example_shuffle is not None
+        return _state.build(
+            self.summary,
+            epoch,
+            position,
+            num_examples=self.num_examples,
+            source=self,
+            schedule=self.epoch_schedule(epoch) if shuffled else None,
+        )
 
     def verify(self, checkpoint: Checkpoint) -> Checkpoint:
         """Refuse a checkpoint of another plan or dataset, or one its position does not
-        imply (:func:`readplan.state.resume.verify`)."""
+        imply (``specs/checkpoint.md`` §2); constant time for a compact checkpoint."""
         if not isinstance(checkpoint, Checkpoint):
             raise ConfigError(
                 f"expected a readplan Checkpoint, got {type(checkpoint).__name__}",
                 field="checkpoint",
                 value=checkpoint,
             )
-        expanded = isinstance(checkpoint.source, ExpandedCheckpoint)
-        return _state.verify(
+        shuffle = self.config.example_shuffle
+        _state.verify(
             self.summary,
-            self.epoch_schedule(checkpoint.epoch),
             checkpoint,
-            self.fingerprint if expanded else None,
+            num_examples=self.num_examples,
+            buffer_size=None if shuffle is None else shuffle.buffer_size,
         )
+        stored = checkpoint.source
+        if isinstance(stored, ExpandedCheckpoint):
+            _state.compare(stored, self._expanded(checkpoint))
+        return checkpoint
 
     def expand(self, checkpoint: Checkpoint) -> ExpandedCheckpoint:
         """The verified checkpoint's expanded state: slots, per-file progress, instructions
         (``specs/checkpoint.md`` §1); ``O(files)``."""
         self.verify(checkpoint)
+        return self._expanded(checkpoint)
+
+    def _expanded(self, checkpoint: Checkpoint) -> ExpandedCheckpoint:
         return _state.expand(self.fingerprint, self.epoch_schedule(checkpoint.epoch), checkpoint)
 
     def upgrade_checkpoint(self, document: Any) -> Checkpoint:

@@ -30,6 +30,7 @@ __all__ = [
     "digest",
     "expanded_fingerprint",
     "files_digest",
+    "instruction_numbers",
     "lengths_digest",
     "summary",
     "summary_of_expanded",
@@ -111,12 +112,16 @@ def summary(
     *,
     cycle_length: int,
     block_length: int,
+    numbers: np.ndarray | None = None,
 ) -> dict[str, Any]:
-    """The compact fingerprint a checkpoint carries; its size does not grow with the files."""
-    numbers = np.array(
-        [(fi.skip, fi.num_records, fi.examples_in_shard) for fi in instructions], dtype=np.int64
-    ).reshape(-1, 3)
-    basenames = [os.path.basename(fi.filename) for fi in instructions]
+    """The compact fingerprint a checkpoint carries; its size does not grow with the files.
+
+    ``numbers``, the ``(files, 3)`` int64 array of ``[skip, take, examples_in_shard]``
+    rows, may be passed when the caller already holds it.
+    """
+    if numbers is None:
+        numbers = instruction_numbers(instructions)
+    basenames = [fi.filename.rpartition("/")[2] for fi in instructions]
     return {
         **_identity(info, spec),
         "shard_lengths": {
@@ -126,6 +131,13 @@ def summary(
         "files": _files_summary(basenames, numbers),
         **_config_fields(config, cycle_length, block_length),
     }
+
+
+def instruction_numbers(instructions: Sequence[FileInstruction]) -> np.ndarray:
+    """The ``(files, 3)`` int64 array of ``[skip, take, examples_in_shard]`` rows."""
+    return np.array(
+        [(fi.skip, fi.num_records, fi.examples_in_shard) for fi in instructions], dtype=np.int64
+    ).reshape(-1, 3)
 
 
 def _files_summary(basenames: Sequence[str], numbers: np.ndarray) -> dict[str, Any]:

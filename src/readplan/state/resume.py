@@ -30,6 +30,7 @@ from readplan.state.fingerprint import check_compatible, digest
 
 __all__ = [
     "build",
+    "compare",
     "expand",
     "held_files",
     "plan_instructions",
@@ -54,24 +55,44 @@ _STATE_FIELDS = {
 
 
 def build(
-    summary: Mapping[str, Any], schedule: EpochSchedule, position: int, source: Expander
+    summary: Mapping[str, Any],
+    epoch: int,
+    position: int,
+    *,
+    num_examples: int,
+    source: Expander,
+    schedule: EpochSchedule | None = None,
 ) -> Checkpoint:
-    """The compact state after ``position`` records of ``schedule``'s epoch were delivered."""
-    position = check_int(position, "position", minimum=0, what="a position")
-    schedule.check_position(position, allow_end=True)
+    """The compact state after ``position`` records of epoch ``epoch`` were delivered.
+
+    Constant time: nothing but the position is needed, except with an example-level
+    shuffle, whose buffer is simulated from ``schedule`` (the epoch's, given exactly then).
+    """
+    position = _position(position, num_examples)
     buffer = None
-    if schedule.example_pair is not None:
-        assert schedule.buffer_size is not None  # EpochSchedule holds both or neither
+    if schedule is not None:
+        assert schedule.example_pair is not None
+        assert schedule.buffer_size is not None
         _, buffer = buffer_shuffle(
-            schedule.num_examples, schedule.buffer_size, schedule.example_pair, count=position
+            num_examples, schedule.buffer_size, schedule.example_pair, count=position
         )
     return Checkpoint(
         plan=summary,
-        epoch=schedule.epoch,
+        epoch=epoch,
         position=position,
-        num_examples=schedule.num_examples,
+        num_examples=num_examples,
         example_buffer=buffer,
         source=source,
+    )
+
+
+def _position(position: object, num_examples: int) -> int:
+    return check_int(
+        position,
+        "position",
+        minimum=0,
+        maximum=num_examples,
+        what=f"a position of an epoch of {num_examples} records (its end included)",
     )
 
 
@@ -119,38 +140,34 @@ def held_files(schedule: EpochSchedule, checkpoint: Checkpoint) -> list[int]:
 
 def verify(
     summary: Mapping[str, Any],
-    schedule: EpochSchedule,
     checkpoint: Checkpoint,
-    fields: Mapping[str, Any] | None = None,
+    *,
+    num_examples: int,
+    buffer_size: int | None,
 ) -> Checkpoint:
-    """Refuse a checkpoint of another plan or dataset, or one its position does not imply.
+    """Refuse a checkpoint of another plan or dataset, or one the plan does not allow.
 
-    ``summary`` is the current plan's compact fingerprint and ``schedule`` its schedule of
-    the checkpoint's epoch.  The summaries must match (``CheckpointMismatchError`` listing
-    every differing field); the record count, the position and the example buffer must be
-    what the plan allows (``CheckpointError`` naming the field).  A checkpoint that
-    carries an expanded state is compared with the state the plan computes (``fields``,
-    the plan's expanded fingerprint, is then needed).  Costs the same at every position.
+    ``summary`` is the current plan's compact fingerprint, ``num_examples`` its records per
+    epoch and ``buffer_size`` its example shuffle's (``None`` without one).  The summaries
+    must match (``CheckpointMismatchError`` listing every differing field); the record
+    count, the position and the example buffer must be what the plan allows
+    (``CheckpointError`` naming the field).  Constant time: no schedule is needed.  A
+    checkpoint that carries an expanded state is then compared with :func:`compare`.
     """
     check_compatible(checkpoint.plan, summary)
-    if checkpoint.num_examples != schedule.num_examples:
+    if checkpoint.num_examples != num_examples:
         raise CheckpointError(
             f"checkpoint field 'num_examples' is {checkpoint.num_examples}, but the plan reads "
-            f"{schedule.num_examples} records per epoch: the checkpoint was edited or damaged",
+            f"{num_examples} records per epoch: the checkpoint was edited or damaged",
             field="num_examples",
         )
-    schedule.check_position(checkpoint.position, allow_end=True)
-    _check_buffer(schedule, checkpoint)
-    stored = checkpoint.source
-    if isinstance(stored, ExpandedCheckpoint):
-        assert fields is not None, "an expanded checkpoint is verified with the plan's fields"
-        _compare(stored, expand(fields, schedule, checkpoint))
+    _check_buffer(checkpoint, num_examples, buffer_size)
     return checkpoint
 
 
-def _check_buffer(schedule: EpochSchedule, checkpoint: Checkpoint) -> None:
+def _check_buffer(checkpoint: Checkpoint, num_examples: int, buffer_size: int | None) -> None:
     buffer = checkpoint.example_buffer
-    has_shuffle = schedule.example_pair is not None
+    has_shuffle = buffer_size is not None
     if (buffer is None) == has_shuffle:
         raise CheckpointError(
             "example_buffer is "
@@ -160,15 +177,14 @@ def _check_buffer(schedule: EpochSchedule, checkpoint: Checkpoint) -> None:
             + " example-level shuffle: the checkpoint was edited or damaged",
             field="example_buffer",
         )
-    if buffer is None:
+    if buffer is None or buffer_size is None:
         return
-    assert schedule.buffer_size is not None
-    expected = _consumed_after(buffer.draws, schedule.buffer_size, schedule.num_examples)
+    expected = _consumed_after(buffer.draws, buffer_size, num_examples)
     if buffer.consumed != expected:
         raise CheckpointError(
-            f"example_buffer.consumed is {buffer.consumed}, but a buffer of "
-            f"{schedule.buffer_size} has pulled {expected} records after {buffer.draws} draws "
-            "in an epoch of this plan: the checkpoint was edited or damaged",
+            f"example_buffer.consumed is {buffer.consumed}, but a buffer of {buffer_size} "
+            f"over {num_examples} records has pulled {expected} after {buffer.draws} draws: "
+            "the checkpoint was edited or damaged",
             field="example_buffer.consumed",
         )
 
@@ -180,7 +196,8 @@ def _consumed_after(draws: int, buffer_size: int, num_examples: int) -> int:
     return min(num_examples, buffer_size + draws - 1)
 
 
-def _compare(stored: ExpandedCheckpoint, implied: ExpandedCheckpoint) -> None:
+def compare(stored: ExpandedCheckpoint, implied: ExpandedCheckpoint) -> None:
+    """Refuse an expanded state that differs from the one the plan implies, naming the field."""
     for name, field in _STATE_FIELDS.items():
         found, wanted = getattr(stored, name), getattr(implied, name)
         if found != wanted:

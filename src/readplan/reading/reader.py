@@ -47,8 +47,7 @@ from readplan.reading.ranks import STATE_KEY, count_below, owner, reader_binding
 from readplan.reading.runs import Runs, Shard, close_shard
 from readplan.reading.salvage import Lost
 from readplan.records._damage import CorruptionReport, LostRecord
-from readplan.state.binding import FileBinding, bind
-from readplan.state.binding import to_json as bindings_to_json
+from readplan.state.binding import ReaderBinding
 from readplan.state.checkpoint import Checkpoint
 from readplan.state.resume import held_files
 
@@ -139,10 +138,7 @@ class Reader(Closing):
         self._next = self._first_share(0)
         self._current: tuple[list[Item], Iterator[Item]] | None = None
         self._active: Generator[Any, None, None] | None = None
-        # The data binding (specs/checkpoint.md §4): files a restored state names, checked
-        # when first opened, and the bindings this reader's states gave.
-        self._expected: dict[int, FileBinding] = {}
-        self._bound: dict[int, FileBinding] = {}
+        self._binding = ReaderBinding(self._paths)
         if start is not None:
             self._start_from(start)
 
@@ -258,22 +254,10 @@ class Reader(Closing):
         """
         epoch, position = self._frontier()
         checkpoint = self.plan.checkpoint(epoch, position)
-        section = {
-            "rank": self.rank,
-            "world_size": self.world_size,
-            "files": bindings_to_json(self._bindings(checkpoint)),
-        }
+        held = held_files(self.plan.epoch_schedule(epoch), checkpoint)
+        files = self._binding.to_json(held)
+        section = {"rank": self.rank, "world_size": self.world_size, "files": files}
         return checkpoint.to_dict(extra={STATE_KEY: section})
-
-    def _bindings(self, checkpoint: Checkpoint) -> list[FileBinding]:
-        held = held_files(self.plan.epoch_schedule(checkpoint.epoch), checkpoint)
-        self._bound = {
-            index: self._expected.get(index)
-            or self._bound.get(index)
-            or bind(self._paths[index], index)
-            for index in held
-        }
-        return list(self._bound.values())
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write :meth:`state_dict` to ``path`` as JSON, atomically; ``start=path`` resumes."""
@@ -290,7 +274,7 @@ class Reader(Closing):
         section = state.get(STATE_KEY)
         expected = reader_bindings(section, len(self.plan.instructions))
         self._restore(checkpoint, owner=owner(section))
-        self._expected = expected
+        self._binding.restore(expected)
 
     def _start_from(self, start: object) -> None:
         if isinstance(start, Checkpoint):
@@ -336,7 +320,7 @@ class Reader(Closing):
             )
         self.close()
         self._epoch, self._next, self._current = checkpoint.epoch, position, None
-        self._expected, self._bound = {}, {}
+        self._binding.restore({})
 
     def _frontier(self) -> tuple[int, int]:
         current = self._current
@@ -515,9 +499,7 @@ class Reader(Closing):
         return failure
 
     def _open(self, file_index: int) -> Shard:
-        expected = self._expected.pop(file_index, None)
-        if expected is not None:
-            expected.check(self._paths[file_index])
+        self._binding.check_open(file_index)
         instruction = self.plan.instructions[file_index]
         return Shard(
             self._paths[file_index],

@@ -11,7 +11,7 @@ was rewritten in the meantime (a regenerated dataset) is a
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +19,7 @@ from readplan._internal.validate import INT64_MAX
 from readplan.errors import CheckpointError, CheckpointMismatchError
 from readplan.records._crc import crc32c
 
-__all__ = ["SPAN", "FileBinding", "bind", "bindings_from_json"]
+__all__ = ["SPAN", "FileBinding", "ReaderBinding", "bind", "bindings_from_json", "to_json"]
 
 SPAN = 1 << 16
 
@@ -100,3 +100,35 @@ def to_json(bindings: Iterable[FileBinding]) -> list[list[int]]:
 
 def _is_count(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= INT64_MAX
+
+
+class ReaderBinding:
+    """A reader's data binding: the files a restored state names, each checked when the
+    reader first opens it, and the bindings its own states give (``specs/checkpoint.md``
+    §4).  ``paths[file_index]`` is where the reader opens a file."""
+
+    def __init__(self, paths: Sequence[str]) -> None:
+        self._paths = paths
+        self._expected: dict[int, FileBinding] = {}
+        self._bound: dict[int, FileBinding] = {}
+
+    def restore(self, expected: Mapping[int, FileBinding]) -> None:
+        """Start over from a state whose bindings are ``expected``."""
+        self._expected, self._bound = dict(expected), {}
+
+    def check_open(self, file_index: int) -> None:
+        """Refuse to open a file the restored state names if it changed since."""
+        expected = self._expected.pop(file_index, None)
+        if expected is not None:
+            expected.check(self._paths[file_index])
+
+    def to_json(self, held: Iterable[int]) -> list[list[int]]:
+        """The ``reader.files`` list for a state holding the files ``held``: a file still to
+        be checked keeps its restored binding, one bound before keeps that binding."""
+        self._bound = {
+            index: self._expected.get(index)
+            or self._bound.get(index)
+            or bind(self._paths[index], index)
+            for index in held
+        }
+        return to_json(self._bound.values())

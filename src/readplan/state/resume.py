@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from readplan._internal.validate import check_int
-from readplan.errors import CheckpointError
+from readplan.errors import CheckpointError, ConfigError
 from readplan.planning.instructions import FileInstruction
 from readplan.planning.schedule import EpochSchedule
 from readplan.planning.shuffle import buffer_shuffle
@@ -154,6 +154,12 @@ def verify(
     (``CheckpointError`` naming the field).  Constant time: no schedule is needed.  A
     checkpoint that carries an expanded state is then compared with :func:`compare`.
     """
+    if not isinstance(checkpoint, Checkpoint):
+        raise ConfigError(
+            f"expected a readplan Checkpoint, got {type(checkpoint).__name__}",
+            field="checkpoint",
+            value=checkpoint,
+        )
     check_compatible(checkpoint.plan, summary)
     if checkpoint.num_examples != num_examples:
         raise CheckpointError(

@@ -382,13 +382,7 @@ class ReadPlan:
     def summary(self) -> dict[str, Any]:
         """The compact fingerprint every checkpoint of this plan carries
         (``specs/checkpoint.md`` §4)."""
-        examples = np.fromiter(
-            (fi.examples_in_shard for fi in self.instructions),
-            dtype=np.int64,
-            count=len(self.instructions),
-        )
-        numbers = np.stack([self._skips, self.lengths, examples], axis=1)
-        return self._fingerprint_with(summary, numbers=numbers)
+        return self._fingerprint_with(summary)
 
     @cached_property
     def fingerprint(self) -> dict[str, Any]:
@@ -396,9 +390,7 @@ class ReadPlan:
         shard lengths themselves (``specs/checkpoint.md`` §4)."""
         return self._fingerprint_with(expanded_fingerprint)
 
-    def _fingerprint_with(
-        self, build: Callable[..., dict[str, Any]], **extra: Any
-    ) -> dict[str, Any]:
+    def _fingerprint_with(self, build: Callable[..., dict[str, Any]]) -> dict[str, Any]:
         return build(
             self.info,
             self.spec,
@@ -406,7 +398,6 @@ class ReadPlan:
             self.config,
             cycle_length=self.cycle_length,
             block_length=self.block_length,
-            **extra,
         )
 
     def checkpoint(self, epoch: int, position: int) -> Checkpoint:

@@ -20,7 +20,7 @@ from readplan._internal.jsonfields import MISSING, JsonFields
 from readplan._internal.validate import INT64_MAX, INT64_MIN
 from readplan.errors import CheckpointError
 from readplan.planning.shuffle import ShuffleBufferState
-from readplan.state.fingerprint import FORMAT_VERSION, digest, summary_of_expanded
+from readplan.state.fingerprint import FORMAT_VERSION, digest, expanded_disagreement
 
 if TYPE_CHECKING:
     from readplan.state.checkpoint import Checkpoint, ExpandedCheckpoint
@@ -265,6 +265,7 @@ def check_plan_summary(fields: JsonFields) -> None:
         assert entry is not None
         for name in ("shards", "examples", "num_bytes"):
             _count(entry, name)
+        _string_or_null(entry, "template")
         _hex(entry, "digest")
     files = fields.child("files")
     assert files is not None
@@ -277,12 +278,16 @@ def check_plan_summary(fields: JsonFields) -> None:
 def _identity(fields: JsonFields) -> None:
     fields.get("dataset", str)
     for name in ("config", "version"):
-        value = fields.raw(name)
-        if value is MISSING or not (value is None or isinstance(value, str)):
-            raise fields.fail(
-                name, f"field {fields.field(name)!r} must be a string or null, got {value!r:.80}"
-            )
+        _string_or_null(fields, name)
     fields.get("split", str)
+
+
+def _string_or_null(fields: JsonFields, name: str) -> None:
+    value = fields.raw(name)
+    if value is MISSING or not (value is None or isinstance(value, str)):
+        raise fields.fail(
+            name, f"field {fields.field(name)!r} must be a string or null, got {value!r:.80}"
+        )
 
 
 def _config(fields: JsonFields) -> None:
@@ -340,13 +345,8 @@ def _state(fields: JsonFields | None, summary: dict[str, Any]) -> dict[str, Any]
     plan = fields.child("plan")
     assert plan is not None
     _check_expanded_plan(plan)
-    implied = summary_of_expanded(plan.document)
-    if implied != summary:
-        name = next(
-            key
-            for key in sorted(set(implied) | set(summary))
-            if implied.get(key) != summary.get(key)
-        )
+    name = expanded_disagreement(summary, plan.document)
+    if name is not None:
         raise CheckpointError(
             f"the expanded plan section does not match the plan summary (field {name!r}): the "
             "checkpoint was edited or damaged",
@@ -380,6 +380,7 @@ def _check_expanded_plan(fields: JsonFields) -> None:
         for k, value in enumerate(entry.get("lengths", list)):
             _count(entry, f"lengths[{k}]", value)
         _count(entry, "num_bytes")
+        _string_or_null(entry, "template")
     for k, entry in enumerate(fields.get("files", list)):
         name = f"files[{k}]"
         if not (isinstance(entry, list) and len(entry) == 4 and isinstance(entry[0], str)):

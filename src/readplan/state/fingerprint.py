@@ -20,20 +20,20 @@ import numpy as np
 
 from readplan.errors import CheckpointMismatchError
 from readplan.metadata.dataset_info import DatasetInfo
+from readplan.metadata.split_info import SplitInfo
 from readplan.planning.config import ReadConfig
-from readplan.planning.instructions import FileInstruction
+from readplan.planning.instructions import InstructionTable
 
 __all__ = [
     "FORMAT_VERSION",
     "check_compatible",
     "differences",
     "digest",
+    "expanded_disagreement",
     "expanded_fingerprint",
     "files_digest",
-    "instruction_numbers",
     "lengths_digest",
     "summary",
-    "summary_of_expanded",
 ]
 
 # The checkpoint format version, recorded in the fingerprint as well: a plan section of
@@ -53,15 +53,22 @@ def lengths_digest(lengths: Sequence[int] | np.ndarray) -> str:
     return hashlib.sha256(data).hexdigest()[:32]
 
 
-def files_digest(basenames: Sequence[str], numbers: np.ndarray) -> str:
-    """The digest of an instruction list (``specs/checkpoint.md`` §4).
+def files_digest(table: InstructionTable) -> str:
+    """The digest of an instruction table (``specs/checkpoint.md`` §4), from its columns.
 
-    SHA-256 of the base names joined by newlines, a zero byte, then the little-endian int64
-    bytes of the ``(files, 3)`` array of ``[skip, take, examples_in_shard]`` rows.
+    SHA-256 of the split names joined by newlines, a zero byte, the base names of the
+    instructions that name no shard of a split (joined by newlines), a zero byte, then the
+    little-endian int64 bytes of the ``[split, shard_index, skip, take, examples_in_shard]``
+    rows.  A shard's file name follows from its split and index (and the split's template,
+    which the summary holds), so no per-file name is formatted for the usual plans.
     """
-    hasher = hashlib.sha256("\n".join(basenames).encode("utf-8"))
+    unnamed = np.flatnonzero((table.split < 0) | (table.shard_index < 0)).tolist()
+    hasher = hashlib.sha256("\n".join(table.split_names).encode("utf-8"))
     hasher.update(b"\x00")
-    hasher.update(np.ascontiguousarray(numbers, dtype="<i8").tobytes())
+    hasher.update("\n".join(table.filename(k).rpartition("/")[2] for k in unnamed).encode())
+    hasher.update(b"\x00")
+    columns = (table.split, table.shard_index, table.skip, table.take, table.examples_in_shard)
+    hasher.update(np.ascontiguousarray(np.stack(columns, axis=1), dtype="<i8").tobytes())
     return hasher.hexdigest()[:32]
 
 
@@ -99,80 +106,63 @@ def _identity(info: DatasetInfo, spec: str) -> dict[str, Any]:
     }
 
 
-def _read_splits(info: DatasetInfo, instructions: Sequence[FileInstruction]) -> list[str]:
-    names = {fi.split for fi in instructions if fi.split is not None}
-    return [name for name in info.splits if name in names]
+def _read_splits(info: DatasetInfo, table: InstructionTable) -> list[str]:
+    return [name for name in info.splits if name in table.split_names]
 
 
 def summary(
     info: DatasetInfo,
     spec: str,
-    instructions: Sequence[FileInstruction],
+    instructions: InstructionTable,
     config: ReadConfig,
     *,
     cycle_length: int,
     block_length: int,
-    numbers: np.ndarray | None = None,
 ) -> dict[str, Any]:
-    """The compact fingerprint a checkpoint carries; its size does not grow with the files.
-
-    ``numbers``, the ``(files, 3)`` int64 array of ``[skip, take, examples_in_shard]``
-    rows, may be passed when the caller already holds it.
-    """
-    if numbers is None:
-        numbers = instruction_numbers(instructions)
-    basenames = [fi.filename.rpartition("/")[2] for fi in instructions]
+    """The compact fingerprint a checkpoint carries, from the instruction table's columns:
+    its size does not grow with the files, and no per-file Python work builds it."""
     return {
         **_identity(info, spec),
         "shard_lengths": {
-            name: _lengths_summary(info.splits[name].shard_lengths, info.splits[name].num_bytes)
-            for name in _read_splits(info, instructions)
+            name: _lengths_summary(info.splits[name]) for name in _read_splits(info, instructions)
         },
-        "files": _files_summary(basenames, numbers),
+        "files": {
+            "count": len(instructions),
+            "records": int(instructions.num_records.sum()),
+            "digest": files_digest(instructions),
+        },
         **_config_fields(config, cycle_length, block_length),
     }
 
 
-def instruction_numbers(instructions: Sequence[FileInstruction]) -> np.ndarray:
-    """The ``(files, 3)`` int64 array of ``[skip, take, examples_in_shard]`` rows."""
-    return np.array(
-        [(fi.skip, fi.num_records, fi.examples_in_shard) for fi in instructions], dtype=np.int64
-    ).reshape(-1, 3)
-
-
-def _files_summary(basenames: Sequence[str], numbers: np.ndarray) -> dict[str, Any]:
+def _lengths_summary(split: SplitInfo) -> dict[str, Any]:
     return {
-        "count": len(basenames),
-        "records": int(numbers[:, 1].sum()),
-        "digest": files_digest(basenames, numbers),
-    }
-
-
-def _lengths_summary(lengths: Sequence[int], num_bytes: int) -> dict[str, Any]:
-    return {
-        "shards": len(lengths),
-        "examples": int(sum(lengths)),
-        "num_bytes": num_bytes,
-        "digest": lengths_digest(lengths),
+        "shards": split.num_shards,
+        "examples": split.num_examples,
+        "num_bytes": split.num_bytes,
+        "template": split.filepath_template,
+        "digest": lengths_digest(split.shard_lengths),
     }
 
 
 def expanded_fingerprint(
     info: DatasetInfo,
     spec: str,
-    instructions: Sequence[FileInstruction],
+    instructions: InstructionTable,
     config: ReadConfig,
     *,
     cycle_length: int,
     block_length: int,
 ) -> dict[str, Any]:
-    """The self-describing fingerprint: the summary's fields with the lists themselves."""
+    """The self-describing fingerprint: the summary's fields with the lists themselves
+    (``O(files)``, built on request)."""
     return {
         **_identity(info, spec),
         "shard_lengths": {
             name: {
                 "lengths": list(info.splits[name].shard_lengths),
                 "num_bytes": info.splits[name].num_bytes,
+                "template": info.splits[name].filepath_template,
             }
             for name in _read_splits(info, instructions)
         },
@@ -184,17 +174,30 @@ def expanded_fingerprint(
     }
 
 
-def summary_of_expanded(fields: Mapping[str, Any]) -> dict[str, Any]:
-    """The summary an expanded fingerprint (already type-checked) stands for."""
-    files = fields["files"]
-    numbers = np.array([entry[1:] for entry in files], dtype=np.int64).reshape(-1, 3)
-    out = dict(fields)
-    out["shard_lengths"] = {
-        name: _lengths_summary(entry["lengths"], entry["num_bytes"])
+def expanded_disagreement(summary: Mapping[str, Any], fields: Mapping[str, Any]) -> str | None:
+    """The first field where an expanded fingerprint (already type-checked) contradicts
+    ``summary``, or ``None``.  The instruction list's digest needs the plan's columns, so
+    the list is checked here by count and records, and in full against the plan on resume."""
+    for name in sorted(set(summary) | set(fields)):
+        if name not in ("shard_lengths", "files") and summary.get(name) != fields.get(name):
+            return name
+    splits = {
+        name: {
+            "shards": len(entry["lengths"]),
+            "examples": sum(entry["lengths"]),
+            "num_bytes": entry["num_bytes"],
+            "template": entry["template"],
+            "digest": lengths_digest(entry["lengths"]),
+        }
         for name, entry in fields["shard_lengths"].items()
     }
-    out["files"] = _files_summary([entry[0] for entry in files], numbers)
-    return out
+    if splits != summary["shard_lengths"]:
+        return "shard_lengths"
+    files = fields["files"]
+    listed = {"count": len(files), "records": sum(entry[2] for entry in files)}
+    if listed != {key: summary["files"][key] for key in listed}:
+        return "files"
+    return None
 
 
 def check_compatible(saved: Mapping[str, Any], current: Mapping[str, Any]) -> None:

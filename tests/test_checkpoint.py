@@ -520,7 +520,7 @@ def test_every_fingerprint_field_is_checked(change: dict[str, Any], fields: set[
     ("info", "spec", "fields"),
     [
         (DatasetInfo(name="other", splits={"train": [5, 7, 3], "test": [4]}), "train",
-         {"dataset", "files.digest"}),
+         {"dataset"}),
         (DatasetInfo(name="toy", splits={"train": [5, 7, 4], "test": [4]}), "train",
          {"shard_lengths.train.examples", "shard_lengths.train.digest", "files.digest",
           "files.records"}),
@@ -552,27 +552,37 @@ def _with_plan_edit(plan: ReadPlan, edit: Any) -> str:
     return json.dumps(_resealed(document))
 
 
+EDITS: list[tuple[Any, str]] = [
+    (lambda p, e: e["files"].__setitem__(0, e["files"][0][:3]), "state.plan.files[0]"),
+    (lambda p, e: p.pop("block_length"), "plan.block_length"),
+    (lambda p, e: p.pop("dataset"), "plan.dataset"),
+    (lambda p, e: e["files"][0].__setitem__(0, 7), "state.plan.files[0]"),
+    (lambda p, e: e["files"][0].__setitem__(1, "3"), "state.plan.files[0]"),
+    (lambda p, e: e["files"][0].__setitem__(2, e["files"][0][2] + 1), "state.plan.files"),
+    (lambda p, e: p.update(shuffle_seed="32"), "plan.shuffle_seed"),
+    (lambda p, e: p.update(shuffle_seed=1 << 64), "plan.shuffle_seed"),
+    (lambda p, e: p.update(input_context=[1]), "plan.input_context"),
+    (lambda p, e: p["files"].update(digest="x"), "plan.files.digest"),
+    (
+        lambda p, e: p["shard_lengths"]["train"].update(shards=-1),
+        "plan.shard_lengths.train.shards",
+    ),
+    (lambda p, e: p.update(cycle_length=0), "plan.cycle_length"),
+    (lambda p, e: p.update(version=7), "plan.version"),
+    (lambda p, e: p.update(split="test"), "state.plan.split"),
+]
+
+
+def test_an_expanded_plan_edited_consistently_is_refused_on_resume(small_plan: ReadPlan) -> None:
+    text = _with_plan_edit(small_plan, lambda p, e: e["files"][0].__setitem__(1, 3))
+    with pytest.raises(CheckpointError) as raised:
+        small_plan.resume(Checkpoint.from_json(text))
+    assert raised.value.field == "state.plan"
+
+
 @pytest.mark.parametrize(
     ("edit", "field"),
-    [
-        (lambda p, e: e["files"].__setitem__(0, e["files"][0][:3]), "state.plan.files[0]"),
-        (lambda p, e: p.pop("block_length"), "plan.block_length"),
-        (lambda p, e: p.pop("dataset"), "plan.dataset"),
-        (lambda p, e: e["files"][0].__setitem__(0, 7), "state.plan.files[0]"),
-        (lambda p, e: e["files"][0].__setitem__(1, "3"), "state.plan.files[0]"),
-        (lambda p, e: e["files"][0].__setitem__(1, 3), "state.plan.files"),
-        (lambda p, e: p.update(shuffle_seed="32"), "plan.shuffle_seed"),
-        (lambda p, e: p.update(shuffle_seed=1 << 64), "plan.shuffle_seed"),
-        (lambda p, e: p.update(input_context=[1]), "plan.input_context"),
-        (lambda p, e: p["files"].update(digest="x"), "plan.files.digest"),
-        (
-            lambda p, e: p["shard_lengths"]["train"].update(shards=-1),
-            "plan.shard_lengths.train.shards",
-        ),
-        (lambda p, e: p.update(cycle_length=0), "plan.cycle_length"),
-        (lambda p, e: p.update(version=7), "plan.version"),
-        (lambda p, e: p.update(split="test"), "state.plan.split"),
-    ],
+    EDITS,
 )
 def test_edited_plan_sections_are_refused_with_the_field(
     small_plan: ReadPlan, edit: Any, field: str

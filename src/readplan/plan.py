@@ -90,8 +90,7 @@ class ReadPlan:
         self._check_ordering_guard()
         self._check_cardinality()
         self.selected = self._select_for_pipeline()
-        # Slots beyond the number of files never hold one: tf.data's order is the same with
-        # min(cycle, files) slots, and nothing then grows with an absurd cycle length.
+        # Slots beyond the files never hold one: the order is the same (specs/order.md §1).
         self.cycle_length = min(self.cycle_length, max(1, len(self.selected)))
         self.lengths = self.instructions.num_records
         self.num_examples = int(self.lengths[self.selected].sum())
@@ -442,11 +441,8 @@ class ReadPlan:
         return _state.expand(self.fingerprint, self.epoch_schedule(checkpoint.epoch), checkpoint)
 
     def upgrade_checkpoint(self, document: Any) -> Checkpoint:
-        """The current-format checkpoint of a format version 1 document written by this plan.
-
-        Every field the old document carries is verified against this plan first
-        (``specs/checkpoint.md`` §5).
-        """
+        """The current-format checkpoint of a format version 1 document of this plan, every
+        field it carries verified against the plan first (``specs/checkpoint.md`` §5)."""
         return _state.upgrade_v1(document, self.fingerprint, self, len(self.selected))
 
     def resume(self, checkpoint: Checkpoint) -> EpochOrder:

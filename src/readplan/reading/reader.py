@@ -254,8 +254,7 @@ class Reader(Closing):
         """
         epoch, position = self._frontier()
         checkpoint = self.plan.checkpoint(epoch, position)
-        held = held_files(self.plan.epoch_schedule(epoch), checkpoint)
-        files = self._binding.to_json(held)
+        files = self._binding.to_json(held_files(self.plan.epoch_schedule(epoch), checkpoint))
         section = {"rank": self.rank, "world_size": self.world_size, "files": files}
         return checkpoint.to_dict(extra={STATE_KEY: section})
 

@@ -11,8 +11,8 @@ Measures, in one run:
   its first 10^6 positions and the process's peak resident memory (in a subprocess);
 * at 10^4, 10^5 and 10^6 shards: building the plan, a fresh epoch's schedule (file shuffle
   and interleave), ``locate`` in a fresh epoch, ``position_of`` and the interleave state a
-  checkpoint is built from, each as a ratio to ``np.random.permutation(num_files)`` timed
-  in the same run (``--shards`` picks the sizes).
+  checkpoint is built from, in CPU time, each as a ratio to
+  ``np.random.permutation(num_files)`` timed in the same run (``--shards`` picks the sizes).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import time
 import tracemalloc
 
 import numpy as np
-from _scale import SHARD_COUNTS, fresh_epochs, permutation_ms, scale_plan
+from _scale import SHARD_COUNTS, cpu_ms, fresh_epochs, permutation_ms, scale_plan
 from _timing import median_ms
 
 from readplan import ReadConfig, ReadPlan
@@ -131,19 +131,19 @@ def streaming(repeats: int) -> dict[str, float]:
 def scale(num_shards: int, repeats: int) -> dict[str, float]:
     """Per-file costs of one plan of ``num_shards`` shards, against the anchor."""
     repeats = max(3, repeats // (5 if num_shards >= 1_000_000 else 1))
-    start = time.perf_counter()
+    start = time.process_time()
     plan = scale_plan(num_shards)
-    build_ms = (time.perf_counter() - start) * 1e3
+    build_ms = (time.process_time() - start) * 1e3
     anchor = permutation_ms(num_shards, repeats)
     rng = np.random.default_rng(1)
     epochs = fresh_epochs()
     position = int(rng.integers(0, plan.num_examples))
-    schedule_ms = median_ms(lambda: plan.epoch_schedule(next(epochs)), repeats)
-    locate_ms = median_ms(lambda: plan.locate(next(epochs), position), repeats)
+    schedule_ms = cpu_ms(lambda: plan.epoch_schedule(next(epochs)), repeats)
+    locate_ms = cpu_ms(lambda: plan.locate(next(epochs), position), repeats)
     plan.epoch_schedule(3)
     file_index, record_index = plan.locate(3, position)
-    position_of_ms = median_ms(lambda: plan.position_of(3, file_index, record_index), repeats)
-    state_ms = median_ms(lambda: plan.schedule(3).state_at(position), repeats)
+    position_of_ms = cpu_ms(lambda: plan.position_of(3, file_index, record_index), repeats)
+    state_ms = cpu_ms(lambda: plan.schedule(3).state_at(position), repeats)
     results = {
         "build_ms": build_ms,
         "permutation_ms": anchor,
@@ -159,7 +159,7 @@ def scale(num_shards: int, repeats: int) -> dict[str, float]:
 
 
 def print_scale(results: dict[int, dict[str, float]]) -> None:
-    print("\nper-file work at scale, ms median (ratio to np.random.permutation(num_files))")
+    print("\nper-file work at scale, CPU ms median (ratio to np.random.permutation(num_files))")
     print(
         f"{'shards':>10}{'plan build':>12}{'permutation':>13}{'fresh schedule':>20}"
         f"{'locate, fresh':>20}{'position_of':>18}{'interleave state':>20}"

@@ -246,3 +246,22 @@ def test_errors_name_flags_not_keywords(capsys: pytest.CaptureFixture[str], tmp_
     status, out, _ = run(capsys, "inspect", "--max-record-bytes", "100", str(big))
     assert status == 1
     assert "absurd_length" in out
+
+
+def test_inspect_says_when_a_file_is_not_compressed_as_given(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    plain = tmp_path / "p.tfrecord"
+    shutil.copy(FIXTURES / "examples.tfrecord", plain)
+    gz = tmp_path / "g.tfrecord"
+    shutil.copy(FIXTURES / "examples.tfrecord.gz", gz)
+    text = tmp_path / "t.json"
+    text.write_text('{"not": "records at all"}')
+    _, (as_gzip,) = inspect_json(capsys, "--compression", "GZIP", str(plain))
+    assert "is not GZIP-compressed" in as_gzip["error"]
+    assert "--compression none" in as_gzip["error"]
+    _, (as_zlib,) = inspect_json(capsys, "--compression", "ZLIB", str(gz))
+    assert "--compression GZIP" in as_zlib["error"]
+    status, (foreign,) = inspect_json(capsys, "--compression", "GZIP", str(text))
+    assert status == 2
+    assert "nor a TFRecord record header" in foreign["error"]

@@ -177,7 +177,7 @@ def _inspect_file(
     except ReadplanError as err:
         return {"path": path, "error": as_flags(str(err))}
     lengths = np.concatenate([np.array([len(r) for r in head], dtype=np.int64), tail])
-    if len(lengths) == 0 and report.events and report.events[0].kind in _FOREIGN_KINDS:
+    if len(lengths) == 0 and report.events and _foreign(report.events[0]):
         why = _not_tfrecord(path, first_bytes, file_bytes, read_as=detected, looks_like=looks_like)
         return {"path": path, "error": why}
     summary: dict[str, Any] = {
@@ -192,10 +192,27 @@ def _inspect_file(
     return summary
 
 
+def _foreign(event: tfrecord.CorruptionEvent) -> bool:
+    """Whether damage at the very start means the file is not what it was read as."""
+    if event.kind == tfrecord.KIND_INFLATE:
+        return event.compressed_offset == 0
+    return event.offset == 0 and event.kind in _FOREIGN_KINDS
+
+
 def _not_tfrecord(
     path: str, first: bytes, size: int, *, read_as: str | None, looks_like: str | None
 ) -> str:
     """Why ``path``, read as ``read_as``, holds no record at all, and what to try."""
+    if read_as is not None:
+        message = (
+            f"{path} is not {read_as}-compressed: its first bytes {first!r} do not start a "
+            f"{read_as} stream"
+        )
+        if looks_like is not None:
+            return f"{message}; they look like {looks_like} data: pass --compression {looks_like}"
+        if _starts_with_a_record(path):
+            return f"{message}; it is an uncompressed TFRecord file: pass --compression none"
+        return f"{message}, nor a TFRecord record header"
     if size < 12:
         return (
             f"{path} is not a TFRecord file: its {size} bytes are fewer than one record "
@@ -208,6 +225,13 @@ def _not_tfrecord(
             "--compression auto, the default)"
         )
     return message
+
+
+def _starts_with_a_record(path: str) -> bool:
+    try:
+        return len(tfrecord.frame_offsets(path, stop=1)[0]) == 1
+    except ReadplanError:
+        return False
 
 
 def _size_stats(lengths: np.ndarray[Any, np.dtype[np.int64]]) -> dict[str, float] | None:

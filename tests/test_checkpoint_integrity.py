@@ -360,3 +360,23 @@ def test_no_record_of_a_changed_held_file_is_delivered_after_a_restore(
     with pytest.raises(CheckpointMismatchError) as raised:
         list(resumed)
     assert f"reader.files[{file_index}].checksum" in raised.value.differences
+
+
+def test_a_file_binding_is_the_same_for_a_storage_url(tmp_path: Path) -> None:
+    """The binding reads through the storage layer: a URL's binding equals the local one."""
+    import uuid
+
+    pytest.importorskip("fsspec")
+
+    from readplan.state.binding import SPAN, bind
+    from readplan.storage import write_bytes
+
+    data = bytes(range(256)) * (3 * SPAN // 256 + 7)
+    local = tmp_path / "shard"
+    local.write_bytes(data)
+    url = f"memory://readplan-{uuid.uuid4().hex}/shard"
+    write_bytes(url, data)
+    assert bind(url, 3) == bind(str(local), 3)
+    assert bind(str(local), 3).size == len(data)
+    local.write_bytes(data[:-1] + b"!")
+    assert bind(str(local), 3).checksum != bind(url, 3).checksum

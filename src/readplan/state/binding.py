@@ -18,6 +18,7 @@ from typing import Any
 from readplan._internal.validate import INT64_MAX
 from readplan.errors import CheckpointError, CheckpointMismatchError
 from readplan.records._crc import crc32c
+from readplan.storage import open_read
 
 __all__ = ["SPAN", "FileBinding", "ReaderBinding", "bind", "bindings_from_json", "to_json"]
 
@@ -58,14 +59,23 @@ class FileBinding:
 
 
 def bind(path: str, file_index: int) -> FileBinding:
-    """The binding of the file at ``path`` now: its size and the CRC32C of its ends."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        size = os.fstat(fd).st_size
-        head = os.pread(fd, min(size, SPAN), 0)
-        tail = os.pread(fd, min(size, SPAN), max(0, size - SPAN))
-    finally:
-        os.close(fd)
+    """The binding of the file at ``path`` now: its size and the CRC32C of its ends.
+
+    ``path`` is a local path or a storage URL (:mod:`readplan.storage`).
+    """
+    handle = open_read(path)
+    if isinstance(handle, int):
+        try:
+            size = os.fstat(handle).st_size
+            head = os.pread(handle, min(size, SPAN), 0)
+            tail = os.pread(handle, min(size, SPAN), max(0, size - SPAN))
+        finally:
+            os.close(handle)
+    else:
+        size = handle.size
+        head = handle.pread(min(size, SPAN), 0)
+        tail = handle.pread(min(size, SPAN), max(0, size - SPAN))
+        handle.close()
     return FileBinding(file_index, size, crc32c(tail, crc32c(head)))
 
 

@@ -28,6 +28,7 @@ ORACLE_FILES = {
     "fixture": DATA / "tfds_features" / "readplan_features_as_numpy.json",
     "vectors": DATA / "vectors" / "features" / "readplan_feature_vectors_as_numpy.json",
     "encoded": DATA / "vectors" / "features" / "readplan_encoded_vectors_as_numpy.json",
+    "video": DATA / "vectors" / "features" / "readplan_video_vectors_as_numpy.json",
 }
 
 

@@ -234,6 +234,20 @@ def _audio(content: dict[str, Any], path: _Path, names: _Path, c: _Context) -> F
     )
 
 
+def _video(content: dict[str, Any], path: _Path, names: _Path, c: _Context) -> Feature:
+    # TFDS's Video is a Sequence of Image frames (shape (frames, height, width, channels)).
+    shape = _shape(content, path, c)
+    if shape and len(shape) != 4:
+        raise c.error(path, f"a Video shape is (frames, height, width, channels), not {shape}")
+    frame = Image(
+        shape[1:] or (None, None, 3),
+        _str(content, "dtype", path, c) or "uint8",
+        _str(content, "encodingFormat", path, c),  # type: ignore[arg-type]
+        bool(content.get("useColormap", False)),
+    )
+    return Sequence(frame, shape[0] if shape else None)
+
+
 def _sequence(content: dict[str, Any], path: _Path, names: _Path, c: _Context) -> Feature:
     length = _int(content, "length", 0, path, c)
     inner = _feature(content.get("feature"), path, names, c)
@@ -263,4 +277,5 @@ _PARSERS: dict[str, tuple[str, Callable[[dict[str, Any], _Path, _Path, _Context]
     "bounding_boxes.BBoxFeature": ("boundingBox", _bbox),
     "audio_feature.Audio": ("audio", _audio),
     "sequence_feature.Sequence": ("sequence", _sequence),
+    "video_feature.Video": ("video", _video),
 }

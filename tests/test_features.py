@@ -11,6 +11,7 @@ import io
 import json
 import math
 import sys
+import uuid
 import zlib
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import readplan
-from readplan import DatasetInfo
+from readplan import DatasetInfo, storage
 from readplan.errors import ConfigError, ExampleError, FeatureError, MissingExtraError
 from readplan.example import encode
 from readplan.metadata import _images
@@ -79,6 +80,15 @@ def test_dataset_info_features_come_from_features_json() -> None:
     assert info.features == load_features(FEATURES_DIR)
     toy = DatasetInfo.load(TOY)
     assert toy.features == FeaturesDict({"id": Scalar(dtype="int64"), "payload": Text()})
+
+
+def test_features_load_from_a_storage_url() -> None:
+    pytest.importorskip("fsspec")
+    url = f"memory://readplan-{uuid.uuid4().hex}/ds"
+    for name in ("features.json", "label.labels.txt", "objects-label.labels.txt"):
+        storage.write_bytes(f"{url}/{name}", (FEATURES_DIR / name).read_bytes())
+    assert load_features(url) == load_features(FEATURES_DIR)
+    assert load_features(f"memory://readplan-{uuid.uuid4().hex}/empty") is None
 
 
 def test_no_features_json_means_none(tmp_path: Path) -> None:

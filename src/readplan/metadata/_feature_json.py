@@ -3,17 +3,18 @@
 ``features.json`` is the protobuf JSON form of TFDS's ``Feature`` message: each feature names
 its Python class (``pythonClassName``) and holds one content field (``tensor``, ``image``,
 ``featuresDict``...); int64 numbers are decimal strings and default values are left out.
+Files are read through :mod:`readplan.storage`, so a dataset directory may be a URL.
 ``specs/features.md`` §1 is normative.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from readplan import storage
 from readplan.errors import FeatureError
 from readplan.metadata._feature_types import (
     Audio,
@@ -62,10 +63,9 @@ class _Context:
 
 def read_features(directory: str, make_dict: MakeDict) -> Feature | None:
     """The features of the dataset in ``directory``, or None without a ``features.json``."""
-    file = os.path.join(directory, FEATURES_FILE)
+    file = storage.join(directory, FEATURES_FILE)
     try:
-        with open(file, "rb") as handle:
-            raw = handle.read()
+        raw = storage.read_bytes(file)
     except FileNotFoundError:
         return None
     except OSError as err:
@@ -90,10 +90,9 @@ def read_features(directory: str, make_dict: MakeDict) -> Feature | None:
 
 
 def _read_labels(directory: str, stem: str) -> list[str] | None:
-    file = os.path.join(directory, f"{stem}.labels.txt")
+    file = storage.join(directory, f"{stem}.labels.txt")
     try:
-        with open(file, encoding="utf-8") as handle:
-            text = handle.read()
+        text = storage.read_bytes(file).decode("utf-8")
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as err:

@@ -9,11 +9,11 @@ text is ``specs/features.md``.
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from readplan import storage
 from readplan.errors import ConfigError, FeatureError
 from readplan.metadata._feature_decode import Decoded, SkipDecoding, Unknown, compile_decoder
 from readplan.metadata._feature_json import FEATURES_FILE, read_features
@@ -164,13 +164,14 @@ def _decoder(features: FeaturesDict, decoders: Any, unknown: Unknown) -> Callabl
     return compile_decoder(features, _thaw(decoders), unknown)
 
 
-def load_features(dataset_dir: str | os.PathLike[str]) -> FeaturesDict | None:
+def load_features(dataset_dir: storage.PathLike) -> FeaturesDict | None:
     """The features declared in ``<dataset_dir>/features.json``; None when there is none.
 
+    ``dataset_dir`` is a local path or a storage URL (``specs/storage.md``).
     ClassLabel names come from the ``*.labels.txt`` files next to it. A malformed file is a
     :class:`~readplan.errors.FeatureError` naming it; feature types readplan does not model
     load as :class:`UnknownFeature`.
     """
-    loaded = read_features(os.fspath(dataset_dir), FeaturesDict)
+    loaded = read_features(storage.to_str(dataset_dir), FeaturesDict)
     assert loaded is None or isinstance(loaded, FeaturesDict)
     return loaded

@@ -265,3 +265,59 @@ def test_inspect_says_when_a_file_is_not_compressed_as_given(
     status, (foreign,) = inspect_json(capsys, "--compression", "GZIP", str(text))
     assert status == 2
     assert "nor a TFRecord record header" in foreign["error"]
+
+
+# --------------------------------------------------------------------------- TBL v2
+TBL_FIXTURES = DATA / "tbl"
+
+
+def test_inspect_tbl_summary(capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.tbl_samples import GOLDEN
+
+    specs, _ = GOLDEN["mixed_lz4"]
+    path = TBL_FIXTURES / "mixed_lz4.tbl"
+    status, (summary,) = inspect_json(capsys, str(path))
+    sizes = [len(s.data) for s in specs]
+    assert status == 0
+    assert summary["container"] == "tbl"
+    assert summary["compression"] == "lz4"
+    assert summary["records"] == len(specs)
+    assert summary["file_bytes"] == path.stat().st_size
+    assert summary["record_bytes"] == {
+        "total": sum(sizes),
+        "min": min(sizes),
+        "median": statistics.median(sizes),
+        "max": max(sizes),
+    }
+    payload_area = path.stat().st_size - 64 - 24 * len(specs)
+    metadata_bytes = sum(16 + len(s.metadata.encode()) for s in specs if s.metadata is not None)
+    assert summary["stored_bytes"] == payload_area - metadata_bytes
+    assert summary["compression_ratio"] == pytest.approx(sum(sizes) / summary["stored_bytes"])
+    assert summary["samples_with_metadata"] == sum(s.metadata is not None for s in specs)
+    formats: dict[str, int] = {}
+    for s in specs:
+        formats[s.format] = formats.get(s.format, 0) + 1
+    assert summary["formats"] == dict(sorted(formats.items()))
+    assert len(summary["dimensions"]) == 5
+    assert summary["damage"] == []
+
+
+def test_inspect_tbl_text_and_damage(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    raw = bytearray((TBL_FIXTURES / "raw_u8.tbl").read_bytes())
+    raw[-1] ^= 0xFF  # last payload byte: its CRC-16 no longer matches
+    damaged = tmp_path / "damaged.tbl"
+    damaged.write_bytes(raw)
+    status, out, _ = run(capsys, "inspect", str(TBL_FIXTURES / "raw_u8.tbl"), str(damaged))
+    assert status == 1
+    assert "container:   TBL v2" in out
+    assert "formats:     raw_u8 5" in out
+    assert "dimensions:  6x4 (5)" in out
+    assert "data_crc at offset 472 (record 4)" in out
+    status, files = inspect_json(capsys, str(damaged))
+    assert status == 1
+    assert [(d["kind"], d["record_index"]) for d in files[0]["damage"]] == [("data_crc", 4)]
+    raw[50] ^= 1  # header checksum
+    damaged.write_bytes(raw)
+    status, out, err = run(capsys, "inspect", str(damaged))
+    assert status == 2
+    assert "header_crc" in out + err

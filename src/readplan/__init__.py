@@ -17,6 +17,7 @@ from readplan.errors import (
     ConfigError,
     ConfigTypeError,
     CorruptRecordError,
+    CorruptTblError,
     DatasetInfoError,
     EmptySplitError,
     ExampleError,
@@ -63,6 +64,7 @@ from readplan.records.tfrecord import (
     TFRecordWriter,
 )
 from readplan.state.checkpoint import Checkpoint
+from readplan.tbl import TblFile, TblWriter
 
 __version__ = "0.1.0"
 
@@ -76,6 +78,7 @@ __all__ = [
     "ConfigError",
     "ConfigTypeError",
     "CorruptRecordError",
+    "CorruptTblError",
     "CorruptionEvent",
     "CorruptionReport",
     "DatasetInfo",
@@ -115,6 +118,8 @@ __all__ = [
     "StorageError",
     "StoragePermissionError",
     "TFRecordWriter",
+    "TblFile",
+    "TblWriter",
     "UnsupportedSplitError",
     "VarLen",
     "__version__",

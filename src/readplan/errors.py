@@ -20,6 +20,7 @@ __all__ = [
     "ConfigError",
     "ConfigTypeError",
     "CorruptRecordError",
+    "CorruptTblError",
     "DatasetInfoError",
     "EmptySplitError",
     "ExampleError",
@@ -193,6 +194,21 @@ class CorruptRecordError(ReadplanError, ValueError):
         self.stored_crc = stored_crc
         self.computed_crc = computed_crc
         self.tf_message = tf_message
+
+
+class CorruptTblError(CorruptRecordError):
+    """Damage found while reading a TBL v2 file (specs/tbl.md, "Damage").
+
+    Carries the attributes of :class:`CorruptRecordError`; ``record_index`` is the sample
+    index (0 for damage to the header, which no sample precedes), ``offset`` the byte
+    offset in the file of the damaged structure, and ``kind`` one of
+    :data:`readplan.tbl.KINDS`.  ``field`` names the header, index or metadata field at
+    fault, when there is one.
+    """
+
+    def __init__(self, message: str, *, field: str | None = None, **context: Any) -> None:
+        super().__init__(message, **context)
+        self.field = field
 
 
 class IndexFileError(ReadplanError, ValueError):

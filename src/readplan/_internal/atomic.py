@@ -14,15 +14,28 @@ from __future__ import annotations
 import os
 import secrets
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
-__all__ = ["atomic_write"]
+__all__ = ["atomic_output", "atomic_write"]
 
 _SUFFIX = ".tmp"
 
 
 def atomic_write(path: str | os.PathLike[str], data: bytes) -> None:
     """Replace ``path`` with ``data`` atomically and durably."""
+    with atomic_output(path) as handle:
+        handle.write(data)
+
+
+@contextmanager
+def atomic_output(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+    """A binary file whose contents replace ``path`` atomically and durably on a normal exit.
+
+    Leaving the block by an exception removes the temporary and leaves ``path`` as it was.
+    """
     target = Path(path)
     folder = target.parent
     _remove_stale_temporaries(folder, target.name)
@@ -33,7 +46,7 @@ def atomic_write(path: str | os.PathLike[str], data: bytes) -> None:
         raise _named(err, target) from None
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            yield handle
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temporary, target)

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from readplan._internal.progress import Progress
+from readplan.cli.tbl import format_tbl_summary, inspect_tbl, is_tbl
 from readplan.errors import CorruptRecordError, ReadplanError
 from readplan.records import index as _index
 from readplan.records import tfrecord
@@ -59,10 +60,12 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     """Add this layer's subcommands to ``subparsers``."""
     inspect = subparsers.add_parser(
         "inspect",
-        help="summarise TFRecord files: records, sizes, features, damage",
+        help="summarise TFRecord and TBL v2 files: records, sizes, features, damage",
         description="Read each file completely (damaged regions are skipped and listed) and "
         "print its record count, compression, record sizes and the features of its first "
-        "examples. Exit status 1 if any file is damaged, 2 if one cannot be read.",
+        "examples; for TBL v2 files (recognised by their magic) also formats, dimensions "
+        "and the compression ratio. Exit status 1 if any file is damaged, 2 if one cannot "
+        "be read.",
     )
     inspect.add_argument("files", nargs="+", metavar="FILE")
     _add_json(inspect)
@@ -158,6 +161,11 @@ def _inspect_file(
 ) -> dict[str, Any]:
     report = tfrecord.CorruptionReport()
     try:
+        if is_tbl(path):
+            tbl_summary, tbl_head = inspect_tbl(path, examples, report)
+            tbl_summary.update(_feature_summary(tbl_head))
+            tbl_summary["damage"] = [_event_json(event) for event in report]
+            return tbl_summary
         records = tfrecord.read(
             path,
             compression=compression,
@@ -296,6 +304,11 @@ def _event_json(event: tfrecord.CorruptionEvent) -> dict[str, Any]:
 def _format_summary(summary: dict[str, Any]) -> str:
     if "error" in summary:
         return f"{summary['path']}\n  error: {summary['error']}"
+    if summary.get("container") == "tbl":
+        lines = format_tbl_summary(summary)
+        lines.extend(_format_features(summary["features"], summary["features_note"]))
+        lines.extend(_format_damage(summary["damage"]))
+        return "\n".join(lines)
     lines = [
         summary["path"],
         f"  compression: {summary['compression'] or 'none'}",

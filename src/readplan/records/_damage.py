@@ -21,6 +21,15 @@ __all__ = [
     "KIND_TRUNCATED_DATA",
     "KIND_TRUNCATED_HEADER",
     "KIND_TRUNCATED_STREAM",
+    "TBL_KINDS",
+    "TBL_KIND_BAD_MAGIC",
+    "TBL_KIND_HEADER_FIELD",
+    "TBL_KIND_INDEX_BOUNDS",
+    "TBL_KIND_INDEX_FIELD",
+    "TBL_KIND_INDEX_OVERLAP",
+    "TBL_KIND_LZ4",
+    "TBL_KIND_METADATA_FIELD",
+    "TBL_KIND_METADATA_OVERRUN",
     "CorruptionEvent",
     "CorruptionReport",
     "LostRecord",
@@ -49,10 +58,39 @@ KINDS = frozenset(
     }
 )
 
+# TBL v2 containers (specs/tbl.md, "Damage") share the checksum and truncation kinds above
+# and add their own for the index and the metadata section.
+TBL_KIND_BAD_MAGIC = "bad_magic"
+TBL_KIND_HEADER_FIELD = "header_field"
+TBL_KIND_INDEX_BOUNDS = "index_bounds"
+TBL_KIND_INDEX_OVERLAP = "index_overlap"
+TBL_KIND_INDEX_FIELD = "index_field"
+TBL_KIND_LZ4 = "lz4"
+TBL_KIND_METADATA_OVERRUN = "metadata_overrun"
+TBL_KIND_METADATA_FIELD = "metadata_field"
+
+TBL_KINDS = frozenset(
+    {
+        KIND_HEADER_CRC,
+        KIND_DATA_CRC,
+        KIND_TRUNCATED_HEADER,
+        KIND_TRUNCATED_DATA,
+        TBL_KIND_BAD_MAGIC,
+        TBL_KIND_HEADER_FIELD,
+        TBL_KIND_INDEX_BOUNDS,
+        TBL_KIND_INDEX_OVERLAP,
+        TBL_KIND_INDEX_FIELD,
+        TBL_KIND_LZ4,
+        TBL_KIND_METADATA_OVERRUN,
+        TBL_KIND_METADATA_FIELD,
+    }
+)
+_ALL_KINDS = KINDS | TBL_KINDS
+
 
 @dataclass(frozen=True)
 class CorruptionEvent:
-    """One damaged region of a TFRecord file.
+    """One damaged region of a TFRecord or TBL file.
 
     Offsets are positions in the (decompressed) record stream.  ``resume_offset`` is where
     reading continued in ``on_corruption="skip"`` mode, or ``None`` when nothing after the
@@ -75,9 +113,9 @@ class CorruptionEvent:
     tf_message: str | None = None
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS:
+        if self.kind not in _ALL_KINDS:
             raise ConfigError(
-                f"unknown damage kind {self.kind!r}; expected one of {sorted(KINDS)}",
+                f"unknown damage kind {self.kind!r}; expected one of {sorted(_ALL_KINDS)}",
                 field="kind",
                 value=self.kind,
             )

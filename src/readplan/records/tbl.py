@@ -1,0 +1,450 @@
+"""TBL v2 files: TurboLoader's indexed container, read and written byte for byte.
+
+Normative description: specs/tbl.md.  In short:
+
+* :func:`write` / :class:`TblWriter` produce the files TurboLoader 2.39's ``TblWriterV2``
+  writes for the same samples, with memory bounded by 24 bytes per sample.
+* :class:`TblFile` gives ``len()``, ``tf[i]`` (CRC-16 verified, LZ4 undone), ``info``,
+  ``metadata``, ``read(skip, take)``, iteration and a zero-copy RAW_U8 view.
+* Damage raises :class:`~readplan.errors.CorruptTblError` naming the file, sample, offset
+  and kind, or is skipped and reported (``on_corruption="skip"``), never hidden.
+"""
+
+from __future__ import annotations
+
+import mmap
+import operator
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import SupportsIndex
+
+import numpy as np
+import numpy.typing as npt
+
+from readplan._internal.closing import Closing
+from readplan._internal.validate import check_bool
+from readplan.errors import ConfigError, CorruptTblError, ReadplanIndexError
+from readplan.records._damage import (
+    KIND_DATA_CRC,
+    TBL_KIND_LZ4,
+    TBL_KINDS,
+    CorruptionEvent,
+    CorruptionReport,
+)
+from readplan.records._stream import open_fd
+from readplan.records._tbl_index import (
+    MetadataBlocks,
+    entry_error,
+    entry_kinds,
+    open_layout,
+    scan_metadata,
+)
+from readplan.records._tbl_layout import (
+    ENTRY,
+    ENTRY_DTYPE,
+    ENTRY_SIZE,
+    FILE_CHECKSUMS,
+    FILE_COMPRESSED,
+    FORMATS,
+    HEADER_SIZE,
+    METADATA_TYPES,
+    SAMPLE_COMPRESSED,
+    SAMPLE_METADATA,
+    Format,
+    MetadataType,
+    crc16_function,
+    lz4_block,
+)
+from readplan.records._tbl_writer import Sample, TblWriter, write
+
+__all__ = [
+    "ENTRY_DTYPE",
+    "FORMATS",
+    "KINDS",
+    "Format",
+    "Metadata",
+    "MetadataType",
+    "Sample",
+    "SampleInfo",
+    "TblFile",
+    "TblWriter",
+    "count",
+    "read",
+    "write",
+]
+
+KINDS = TBL_KINDS
+_ON_CORRUPTION = ("raise", "skip")
+_RAW_U8 = FORMATS.index("raw_u8")
+
+PathLike = str | os.PathLike[str]
+
+
+@dataclass(frozen=True)
+class SampleInfo:
+    """One sample's index entry (``offset`` and ``size`` as stored in the file)."""
+
+    index: int
+    offset: int
+    size: int
+    uncompressed_size: int
+    width: int
+    height: int
+    format: Format
+    compressed: bool
+    has_metadata: bool
+    checksum: int
+
+
+@dataclass(frozen=True)
+class Metadata:
+    """A sample's metadata block: its type and bytes (``text`` decodes UTF-8)."""
+
+    type: MetadataType
+    data: bytes
+
+    @property
+    def text(self) -> str:
+        return self.data.decode("utf-8")
+
+
+class TblFile(Closing):
+    """Random access to a TBL v2 file: ``len(tf)``, ``tf[i]``, ``tf.read(skip, take)``.
+
+    The header and the whole index are checked when the file is opened (specs/tbl.md,
+    "Damage"): damage to the header raises at once, whatever ``on_corruption`` says.
+    Damage to a sample (its index entry, payload checksum or LZ4 block) raises when that
+    sample is read; :meth:`read` and iteration in ``on_corruption="skip"`` mode instead
+    drop the sample and add a :class:`CorruptionEvent` to ``report``.  ``verify=False``
+    skips the payload CRC-16 (files written without checksums are never verified).
+
+    Payloads are read through a memory map of the file: the file must not shrink while it
+    is open.
+    """
+
+    def __init__(
+        self,
+        path: PathLike,
+        *,
+        verify: bool = True,
+        on_corruption: str = "raise",
+        report: CorruptionReport | None = None,
+    ) -> None:
+        self._mm: mmap.mmap | None = None  # first, so that close() works whatever fails
+        _check_options(verify, on_corruption, report)
+        self.path = os.fspath(path)
+        self._skip = on_corruption == "skip"
+        self._report = report
+        fd = open_fd(self.path)
+        try:
+            try:
+                layout = open_layout(fd, self.path)
+            except CorruptTblError as err:
+                self._note(err, sample=False)
+                raise
+            self._mm = mmap.mmap(fd, layout.file_size, access=mmap.ACCESS_READ)
+        finally:
+            os.close(fd)
+        self._layout = layout
+        self._index = self._mm[HEADER_SIZE : layout.index_end]
+        self._kinds = entry_kinds(layout, self._index)
+        self._view = memoryview(self._mm)
+        flags = layout.header.flags
+        self._crc = crc16_function() if verify and flags & FILE_CHECKSUMS else None
+        self._metadata: MetadataBlocks | None = None
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def file_size(self) -> int:
+        return self._layout.file_size
+
+    @property
+    def compressed(self) -> bool:
+        """The header's compressed flag (set whenever the writer had compression on)."""
+        return bool(self._layout.header.flags & FILE_COMPRESSED)
+
+    @property
+    def has_metadata(self) -> bool:
+        return self._layout.has_metadata
+
+    @property
+    def has_checksums(self) -> bool:
+        return bool(self._layout.header.flags & FILE_CHECKSUMS)
+
+    @property
+    def entries(self) -> npt.NDArray[np.void]:
+        """The index as a read-only numpy array of :data:`ENTRY_DTYPE` records."""
+        return np.frombuffer(self._index, dtype=ENTRY_DTYPE)
+
+    @property
+    def damaged(self) -> npt.NDArray[np.intp]:
+        """Indices of the samples whose index entry is damaged (found when opening)."""
+        return np.flatnonzero(self._kinds)
+
+    def __len__(self) -> int:
+        return self._layout.num_samples
+
+    # ------------------------------------------------------------------ samples
+    def __getitem__(self, i: SupportsIndex) -> bytes:
+        return self._sample(self._position(operator.index(i)))
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self.read()
+
+    def read(self, skip: int = 0, take: int | None = None) -> Iterator[bytes]:
+        """Samples ``[skip, skip + take)`` in order; ``take=None`` (or -1) reads to the end."""
+        total = len(self)
+        if take is None or take == -1:
+            take = total - skip
+        if skip < 0 or take < 0 or skip + take > total:
+            raise ReadplanIndexError(
+                f"{self.path}: cannot read {take} samples from sample {skip}: the file has "
+                f"{total} samples",
+                key=(skip, take),
+                length=total,
+            )
+        self._open_view()
+        return self._samples(skip, skip + take)
+
+    def _samples(self, start: int, stop: int) -> Iterator[bytes]:
+        for i in range(start, stop):
+            try:
+                yield self._sample(i)
+            except CorruptTblError as err:
+                self._note(err, sample=True)
+                if not self._skip:
+                    raise
+
+    def _sample(self, i: int) -> bytes:
+        if self._kinds[i]:
+            raise entry_error(self._layout, self._index, i, int(self._kinds[i]))
+        offset, size, usize, _, _, _, flags, checksum = ENTRY.unpack_from(
+            self._index, ENTRY_SIZE * i
+        )
+        view = self._open_view()
+        if flags & SAMPLE_COMPRESSED:
+            data = self._decompress(i, view[offset : offset + size], usize)
+        else:
+            data = view[offset : offset + size].tobytes()
+        if self._crc is not None:
+            computed = self._crc(data)
+            if computed != checksum:
+                raise self._payload_error(
+                    i,
+                    KIND_DATA_CRC,
+                    "checksum",
+                    f"its CRC-16 is {computed:#06x} but the index stores {checksum:#06x}",
+                    stored_crc=checksum,
+                    computed_crc=computed,
+                )
+        return data
+
+    def _decompress(self, i: int, block: memoryview, usize: int) -> bytes:
+        lz4 = lz4_block()
+        try:
+            data: bytes = lz4.decompress(block, uncompressed_size=usize)
+        except lz4.LZ4BlockError as exc:
+            raise self._payload_error(
+                i,
+                TBL_KIND_LZ4,
+                "size",
+                f"its {len(block)}-byte LZ4 block does not decode to {usize} bytes ({exc})",
+            ) from None
+        finally:
+            block.release()
+        return data
+
+    def _payload_error(
+        self, i: int, kind: str, field: str, why: str, **crc: int
+    ) -> CorruptTblError:
+        offset = ENTRY.unpack_from(self._index, ENTRY_SIZE * i)[0]
+        return CorruptTblError(
+            f"{self.path}: sample {i} at offset {offset} is damaged ({kind}): {why}",
+            path=self.path,
+            offset=offset,
+            record_index=i,
+            kind=kind,
+            field=field,
+            **crc,
+        )
+
+    def info(self, i: SupportsIndex) -> SampleInfo:
+        """The index entry of sample ``i`` (damaged entries raise :class:`CorruptTblError`)."""
+        position = self._position(operator.index(i))
+        if self._kinds[position]:
+            raise entry_error(self._layout, self._index, position, int(self._kinds[position]))
+        offset, size, usize, width, height, fmt, flags, checksum = ENTRY.unpack_from(
+            self._index, ENTRY_SIZE * position
+        )
+        return SampleInfo(
+            position,
+            offset,
+            size,
+            usize,
+            width,
+            height,
+            FORMATS[fmt],
+            bool(flags & SAMPLE_COMPRESSED),
+            bool(flags & SAMPLE_METADATA),
+            checksum,
+        )
+
+    def metadata(self, i: SupportsIndex) -> Metadata | None:
+        """Sample ``i``'s first metadata block, or ``None`` when it has none.
+
+        A damaged metadata section raises :class:`CorruptTblError` in ``"raise"`` mode; in
+        ``"skip"`` mode it is reported once and the blocks before the damage still count.
+        """
+        position = self._position(operator.index(i))
+        if self._metadata is None:
+            self._metadata = scan_metadata(self._layout, self._open_view())
+            if self._metadata.damage is not None:
+                self._note(self._metadata.damage, sample=False)
+        if self._metadata.damage is not None and not self._skip:
+            raise self._metadata.damage
+        found = self._metadata.blocks.get(position)
+        if found is None:
+            return None
+        code, start, size = found
+        return Metadata(METADATA_TYPES[code], self._open_view()[start : start + size].tobytes())
+
+    def raw_view(self, *, verify: bool = True) -> np.memmap[tuple[int, ...], np.dtype[np.uint8]]:
+        """A read-only ``(N, H, W, 3)`` uint8 memory map of a uniform RAW_U8 file, no copy.
+
+        Every sample must be raw_u8, stored uncompressed, of one width and height, with
+        ``width * height * 3`` bytes, back to back.  ``verify`` checks every payload's
+        CRC-16 once before the view is returned.
+        """
+        table = self.entries
+        problem = _raw_view_problem(table, self._kinds)
+        if problem is not None:
+            raise ConfigError(
+                f"{self.path}: no (N, H, W, 3) view: {problem}", field="raw_view", value=None
+            )
+        if verify and self._crc is not None:
+            for i in range(len(self)):
+                self._sample(i)
+        height, width = int(table["height"][0]), int(table["width"][0])
+        return np.memmap(
+            self.path,
+            dtype=np.uint8,
+            mode="r",
+            offset=int(table["offset"][0]),
+            shape=(len(table), height, width, 3),
+        )
+
+    # ------------------------------------------------------------------ plumbing
+    def _note(self, err: CorruptTblError, *, sample: bool) -> None:
+        """Add ``err`` to the report; a damaged sample is one record lost."""
+        if self._report is None:
+            return
+        self._report.add(
+            CorruptionEvent(
+                path=self.path,
+                kind=str(err.kind),
+                offset=int(err.offset or 0),
+                record_index=int(err.record_index or 0),
+                message=str(err),
+                records_lost=1 if sample else None,
+                stored_crc=err.stored_crc,
+                computed_crc=err.computed_crc,
+            )
+        )
+
+    def _position(self, i: int) -> int:
+        total = len(self)
+        position = i + total if i < 0 else i
+        if not 0 <= position < total:
+            raise ReadplanIndexError(
+                f"{self.path}: sample index {i} is out of range ({total} samples)",
+                key=i,
+                length=total,
+            )
+        return position
+
+    def _open_view(self) -> memoryview:
+        if self._mm is None:
+            raise ValueError(f"{self.path}: the TblFile is closed")
+        return self._view
+
+    def close(self) -> None:
+        """Release the file; idempotent."""
+        if self._mm is not None:
+            self._view.release()
+            self._mm.close()
+            self._mm = None
+
+    def __del__(self) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"TblFile({self.path!r}, {len(self)} samples, compressed={self.compressed})"
+
+
+def _raw_view_problem(table: npt.NDArray[np.void], kinds: npt.NDArray[np.uint8]) -> str | None:
+    if len(table) == 0:
+        return "the file has no samples"
+    if kinds.any():
+        return f"sample {int(np.flatnonzero(kinds)[0])} has a damaged index entry"
+    if (table["format"] != _RAW_U8).any():
+        return f"sample {int(np.flatnonzero(table['format'] != _RAW_U8)[0])} is not raw_u8"
+    if (table["flags"] & SAMPLE_COMPRESSED).any():
+        return "some samples are LZ4-compressed"
+    width, height = table["width"], table["height"]
+    if (width != width[0]).any() or (height != height[0]).any():
+        return "the samples do not share one width and height"
+    frame = int(width[0]) * int(height[0]) * 3
+    if (table["size"] != frame).any():
+        return f"some samples do not hold width * height * 3 = {frame} bytes"
+    expected = table["offset"][0] + np.arange(len(table), dtype=np.uint64) * np.uint64(frame)
+    if (table["offset"] != expected).any():
+        return "the payloads are not back to back in index order"
+    return None
+
+
+def _check_options(verify: object, on_corruption: object, report: object) -> None:
+    check_bool(verify, "verify")
+    if on_corruption not in _ON_CORRUPTION:
+        raise ConfigError(
+            f"on_corruption={on_corruption!r} is not one of {_ON_CORRUPTION}: 'raise' stops at "
+            "the first damage, 'skip' drops damaged samples and reports them",
+            field="on_corruption",
+            value=on_corruption,
+        )
+    if report is not None and not isinstance(report, CorruptionReport):
+        raise ConfigError(
+            f"report={report!r} must be a CorruptionReport (or None)", field="report", value=report
+        )
+
+
+def read(
+    path: PathLike,
+    *,
+    verify: bool = True,
+    on_corruption: str = "raise",
+    report: CorruptionReport | None = None,
+) -> Iterator[bytes]:
+    """Every sample of ``path`` in order (see :class:`TblFile` for the damage rules).
+
+    The file is opened (and its header checked) at once and closed when the iterator is
+    exhausted or garbage-collected.
+    """
+    tbl = TblFile(path, verify=verify, on_corruption=on_corruption, report=report)
+    return _closing_samples(tbl)
+
+
+def _closing_samples(tbl: TblFile) -> Iterator[bytes]:
+    try:
+        yield from tbl.read()
+    finally:
+        tbl.close()
+
+
+def count(path: PathLike) -> int:
+    """Number of samples in ``path``, from its checked header."""
+    fd = open_fd(os.fspath(path))
+    try:
+        return open_layout(fd, os.fspath(path)).num_samples
+    finally:
+        os.close(fd)

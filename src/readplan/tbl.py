@@ -1,33 +1,7 @@
-"""TBL v2 containers (public path of :mod:`readplan.records.tbl`; normative: specs/tbl.md)."""
+"""TBL v2 containers: reading, writing, damage handling (``specs/tbl.md``).
 
-from readplan.records.tbl import (
-    ENTRY_DTYPE,
-    FORMATS,
-    KINDS,
-    Format,
-    Metadata,
-    MetadataType,
-    Sample,
-    SampleInfo,
-    TblFile,
-    TblWriter,
-    count,
-    read,
-    write,
-)
+The documented import path ``readplan.tbl``; the code lives in :mod:`readplan.records.tbl`.
+"""
 
-__all__ = [
-    "ENTRY_DTYPE",
-    "FORMATS",
-    "KINDS",
-    "Format",
-    "Metadata",
-    "MetadataType",
-    "Sample",
-    "SampleInfo",
-    "TblFile",
-    "TblWriter",
-    "count",
-    "read",
-    "write",
-]
+from readplan.records.tbl import *  # noqa: F403
+from readplan.records.tbl import __all__ as __all__

@@ -47,6 +47,7 @@ from readplan.reading.ranks import STATE_KEY, count_below, owner, reader_binding
 from readplan.reading.runs import Runs, Shard, close_shard
 from readplan.reading.salvage import Lost
 from readplan.records._damage import CorruptionReport, LostRecord
+from readplan.records.containers import container_for
 from readplan.state.binding import ReaderBinding
 from readplan.state.checkpoint import Checkpoint
 from readplan.state.resume import held_files
@@ -130,6 +131,7 @@ class Reader(Closing):
         self.on_corruption = on_corruption
         self.report = report
         self._decode = record_decoder(decode, decoders, plan, self.data_dir)
+        self._container = container_for(plan.info.file_format)
         self._paths = tuple(self._path(fi.filename) for fi in plan.instructions)
         self._ends = tuple(fi.skip + fi.num_records for fi in plan.instructions)
         self._last_records = np.array(self._ends, dtype=np.int64) - 1
@@ -507,6 +509,7 @@ class Reader(Closing):
             sequential=self._sequential,
             report=self.report if self.on_corruption == "skip" else None,
             skip=self.on_corruption == "skip",
+            container=self._container,
         )
 
     def _path(self, filename: str) -> str:

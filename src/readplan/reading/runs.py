@@ -16,9 +16,9 @@ from readplan.errors import CorruptRecordError, DatasetInfoError, IndexFileError
 from readplan.plan import EpochOrder
 from readplan.reading.gather import gather
 from readplan.reading.salvage import Lost, Salvage
-from readplan.records import tfrecord
 from readplan.records._damage import KIND_DATA_CRC, CorruptionReport
 from readplan.records._stream import open_fd
+from readplan.records.containers import RecordContainer, RecordSource
 
 __all__ = ["Runs", "Shard", "close_shard"]
 
@@ -107,7 +107,8 @@ class Shard:
     order, so one stream serves every run; otherwise each run is read on its own, seeking.
     With ``skip``, damage met in the file switches it to a :class:`Salvage`: from then on
     each record is read on its own, and a record lost to the damage is handed out as a
-    :class:`Lost` in its place.
+    :class:`Lost` in its place.  ``container`` opens the file (TFRecord or TBL v2, from the
+    dataset's file format).
     """
 
     def __init__(
@@ -119,14 +120,16 @@ class Shard:
         sequential: bool,
         skip: bool,
         report: CorruptionReport | None,
+        container: RecordContainer,
     ) -> None:
         self.path = path
+        self._container = container
         self._end = end
         self._planned = planned
         self._sequential = sequential
         self._skip = skip
         self._report = report
-        self._file: tfrecord.RecordFile | None = None
+        self._file: RecordSource | None = None
         self._stream: Iterator[bytes] | None = None
         self._salvage: Salvage | None = None
         self._gather_fd = -1
@@ -221,7 +224,7 @@ class Shard:
     def _open_stream(self, first: int, count: int) -> Iterator[bytes]:
         if first == 0:
             # From the start a stream needs no offsets: no index, no header walk.
-            return tfrecord.read(self.path)
+            return self._container.stream(self.path)
         return chain.from_iterable(self._windows(first, count))
 
     def _windows(self, first: int, count: int) -> Iterator[Iterator[bytes]]:
@@ -238,9 +241,9 @@ class Shard:
         self._close_file()
         yield stream
 
-    def _records(self, needed: int, to_end: bool) -> tfrecord.RecordFile:
+    def _records(self, needed: int, to_end: bool) -> RecordSource:
         if self._file is None:
-            self._file = tfrecord.RecordFile(self.path)
+            self._file = self._container.open(self.path)
         # Offsets come from a header walk to the file's end or from a sidecar bound to the
         # file's size: a file read to its end is checked to end there.
         found = len(self._file)

@@ -60,6 +60,7 @@ from readplan.records._tbl_writer import Sample, TblWriter, write
 
 __all__ = [
     "ENTRY_DTYPE",
+    "FILE_FORMAT",
     "FORMATS",
     "KINDS",
     "Format",
@@ -75,6 +76,9 @@ __all__ = [
 ]
 
 KINDS = TBL_KINDS
+# The fileFormat a dataset_info.json gives for TBL v2 shards, and the {FILEFORMAT} part of
+# their names.  TFDS 4.9.10 knows "tfrecord", "riegeli", "array_record" and "parquet" only.
+FILE_FORMAT = "tbl"
 _ON_CORRUPTION = ("raise", "skip")
 _RAW_U8 = FORMATS.index("raw_u8")
 
@@ -120,7 +124,7 @@ class TblFile(Closing):
     skips the payload CRC-16 (files written without checksums are never verified).
 
     Payloads are read through a memory map of the file: the file must not shrink while it
-    is open.
+    is open.  Iterators returned by :meth:`read` stay valid after :meth:`close`.
     """
 
     def __init__(
@@ -131,7 +135,7 @@ class TblFile(Closing):
         on_corruption: str = "raise",
         report: CorruptionReport | None = None,
     ) -> None:
-        self._mm: mmap.mmap | None = None  # first, so that close() works whatever fails
+        self._view: memoryview | None = None  # first, so that close() works whatever fails
         _check_options(verify, on_corruption, report)
         self.path = os.fspath(path)
         self._skip = on_corruption == "skip"
@@ -143,13 +147,13 @@ class TblFile(Closing):
             except CorruptTblError as err:
                 self._note(err, sample=False)
                 raise
-            self._mm = mmap.mmap(fd, layout.file_size, access=mmap.ACCESS_READ)
+            mapped = mmap.mmap(fd, layout.file_size, access=mmap.ACCESS_READ)
         finally:
             os.close(fd)
         self._layout = layout
-        self._index = self._mm[HEADER_SIZE : layout.index_end]
+        self._index = mapped[HEADER_SIZE : layout.index_end]
         self._kinds = entry_kinds(layout, self._index)
-        self._view = memoryview(self._mm)
+        self._view = memoryview(mapped)
         flags = layout.header.flags
         self._crc = crc16_function() if verify and flags & FILE_CHECKSUMS else None
         self._metadata: MetadataBlocks | None = None
@@ -187,7 +191,7 @@ class TblFile(Closing):
 
     # ------------------------------------------------------------------ samples
     def __getitem__(self, i: SupportsIndex) -> bytes:
-        return self._sample(self._position(operator.index(i)))
+        return self._sample(self._position(operator.index(i)), self._open_view())
 
     def __iter__(self) -> Iterator[bytes]:
         return self.read()
@@ -204,25 +208,25 @@ class TblFile(Closing):
                 key=(skip, take),
                 length=total,
             )
-        self._open_view()
-        return self._samples(skip, skip + take)
+        return self._samples(self._open_view(), skip, skip + take)
 
-    def _samples(self, start: int, stop: int) -> Iterator[bytes]:
+    def _samples(self, view: memoryview, start: int, stop: int) -> Iterator[bytes]:
+        # The iterator holds the map itself: it stays valid after close(), like a
+        # RecordFile's, and the map goes when the last user does.
         for i in range(start, stop):
             try:
-                yield self._sample(i)
+                yield self._sample(i, view)
             except CorruptTblError as err:
                 self._note(err, sample=True)
                 if not self._skip:
                     raise
 
-    def _sample(self, i: int) -> bytes:
+    def _sample(self, i: int, view: memoryview) -> bytes:
         if self._kinds[i]:
             raise entry_error(self._layout, self._index, i, int(self._kinds[i]))
         offset, size, usize, _, _, _, flags, checksum = ENTRY.unpack_from(
             self._index, ENTRY_SIZE * i
         )
-        view = self._open_view()
         if flags & SAMPLE_COMPRESSED:
             data = self._decompress(i, view[offset : offset + size], usize)
         else:
@@ -323,8 +327,9 @@ class TblFile(Closing):
                 f"{self.path}: no (N, H, W, 3) view: {problem}", field="raw_view", value=None
             )
         if verify and self._crc is not None:
+            view = self._open_view()
             for i in range(len(self)):
-                self._sample(i)
+                self._sample(i, view)
         height, width = int(table["height"][0]), int(table["width"][0])
         return np.memmap(
             self.path,
@@ -364,19 +369,14 @@ class TblFile(Closing):
         return position
 
     def _open_view(self) -> memoryview:
-        if self._mm is None:
+        if self._view is None:
             raise ValueError(f"{self.path}: the TblFile is closed")
         return self._view
 
     def close(self) -> None:
-        """Release the file; idempotent."""
-        if self._mm is not None:
-            self._view.release()
-            self._mm.close()
-            self._mm = None
-
-    def __del__(self) -> None:
-        self.close()
+        """Drop this object's map of the file; idempotent.  Iterators from :meth:`read`
+        hold the map until they end, like a RecordFile's hold their descriptor."""
+        self._view = None
 
     def __repr__(self) -> str:
         return f"TblFile({self.path!r}, {len(self)} samples, compressed={self.compressed})"

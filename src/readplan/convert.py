@@ -1,0 +1,157 @@
+"""Rewriting a TFDS dataset directory into another record container (``specs/tbl.md`` §9).
+
+``convert(src, dst, format="tbl")`` writes every shard of every split of ``src`` as a TBL
+v2 file of the same records in the same order, under the name TFDS's template gives for
+the new file format, and a ``dataset_info.json`` that is the source's with ``fileFormat``
+changed; every other file of the directory (``features.json``, label files) is copied.
+``format="tfrecord"`` converts back: the TFRecord files are byte-identical to the ones
+converted from.  Plans, readers and checkpoints treat both directories alike.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from readplan._internal.atomic import atomic_write
+from readplan.errors import ConfigError, DatasetInfoError
+from readplan.metadata.dataset_info import DatasetInfo
+from readplan.metadata.naming import format_shard_name
+from readplan.records import tbl, tfrecord
+from readplan.records.containers import CONTAINERS, container_for
+
+__all__ = ["ConvertedShard", "convert"]
+
+TargetFormat = Literal["tbl", "tfrecord"]
+_INFO = "dataset_info.json"
+# Files beside a shard that belong to it and are not carried over (index sidecars).
+_SIDECAR_SUFFIXES = (".index", ".idx")
+
+
+@dataclass(frozen=True)
+class ConvertedShard:
+    """One shard written by :func:`convert`."""
+
+    split: str
+    shard_index: int
+    source: str
+    target: str
+    records: int
+
+
+def convert(
+    src_dir: str | os.PathLike[str],
+    dst_dir: str | os.PathLike[str],
+    *,
+    format: TargetFormat = "tbl",
+    compression: bool = False,
+    progress: Callable[[ConvertedShard], None] | None = None,
+) -> list[ConvertedShard]:
+    """Rewrite the dataset in ``src_dir`` into ``dst_dir`` (created; it must not hold a
+    ``dataset_info.json`` yet) with shards in ``format``.
+
+    ``compression`` applies LZ4 per sample to TBL output (TFRecord output is written
+    uncompressed, as TFDS writes it).  Every shard must hold exactly the records its
+    ``shardLengths`` says, or a :class:`DatasetInfoError` names it.  Returns the shards
+    written, in split and shard order.
+    """
+    source = os.fspath(src_dir)
+    target = os.fspath(dst_dir)
+    if format not in CONTAINERS:
+        raise ConfigError(
+            f"format={format!r} is not a container readplan writes; use one of "
+            f"{sorted(CONTAINERS)}",
+            field="format",
+            value=format,
+        )
+    if format == "tfrecord" and compression:
+        raise ConfigError(
+            "compression applies to TBL output only (TFDS writes TFRecord shards uncompressed)",
+            field="compression",
+            value=compression,
+        )
+    info = DatasetInfo.load(source, verify_files=True)
+    reader = container_for(info.file_format, path=os.path.join(source, _INFO))
+    if os.path.abspath(source) == os.path.abspath(target):
+        raise ConfigError(
+            f"the target directory {target} is the source directory; convert into a new one",
+            field="dst_dir",
+            value=target,
+        )
+    os.makedirs(target, exist_ok=True)
+    if os.path.exists(os.path.join(target, _INFO)):
+        raise ConfigError(
+            f"{target} already holds a dataset ({_INFO}); convert into an empty directory",
+            field="dst_dir",
+            value=target,
+        )
+    shards: list[ConvertedShard] = []
+    for split, split_info in info.splits.items():
+        for k, planned in enumerate(split_info.shard_lengths):
+            src_path = info.shard_path(split, k)
+            dst_path = os.path.join(target, _renamed(info, format, split, k))
+            written = _write(format, dst_path, reader.stream(src_path), compression)
+            if written != planned:
+                raise DatasetInfoError(
+                    f"{src_path} holds {written} records, but {_INFO} gives it {planned} "
+                    "(shardLengths): the source dataset is inconsistent; nothing was converted "
+                    "past this shard",
+                    path=src_path,
+                    field="shardLengths",
+                )
+            shard = ConvertedShard(split, k, src_path, dst_path, written)
+            shards.append(shard)
+            if progress is not None:
+                progress(shard)
+    _copy_other_files(info, source, target)
+    _write_info(source, target, format)
+    return shards
+
+
+def _renamed(info: DatasetInfo, file_format: str, split: str, shard_index: int) -> str:
+    split_info = info.split(split)
+    return format_shard_name(
+        split_info.filepath_template,
+        dataset=info.name,
+        split=split,
+        file_format=file_format,
+        shard_index=shard_index,
+        num_shards=split_info.num_shards,
+    )
+
+
+def _write(file_format: str, path: str, records: Iterable[bytes], compression: bool) -> int:
+    if file_format == tbl.FILE_FORMAT:
+        with tbl.TblWriter(path, compression=compression) as writer:
+            for record in records:
+                writer.add(record)
+            return len(writer)
+    return tfrecord.write(path, records)
+
+
+def _copy_other_files(info: DatasetInfo, source: str, target: str) -> None:
+    """Copy every regular file of ``source`` that is not a shard, a sidecar or the info."""
+    shard_names = {
+        os.path.basename(path) for split in info.splits for path in info.shard_paths(split)
+    }
+    for name in sorted(os.listdir(source)):
+        stem = name
+        for suffix in _SIDECAR_SUFFIXES:
+            stem = stem.removesuffix(suffix)
+        path = os.path.join(source, name)
+        if name == _INFO or stem in shard_names or not os.path.isfile(path):
+            continue
+        shutil.copyfile(path, os.path.join(target, name))
+
+
+def _write_info(source: str, target: str, file_format: str) -> None:
+    """The source's dataset_info.json, every field kept, ``fileFormat`` replaced."""
+    with open(os.path.join(source, _INFO), encoding="utf-8") as handle:
+        fields = json.load(handle)
+    fields["fileFormat"] = file_format
+    text = json.dumps(fields, indent=2, ensure_ascii=False)
+    atomic_write(os.path.join(target, _INFO), text.encode("utf-8"))

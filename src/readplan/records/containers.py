@@ -1,0 +1,66 @@
+"""Record containers: how the shards of a dataset are opened, chosen by its file format.
+
+A dataset's ``dataset_info.json`` names its file format (TFDS's ``fileFormat``, also the
+``{FILEFORMAT}`` part of shard names).  Every container offers the same two ways in:
+random access (``len``, ``[i]``, ``read(skip, take)``, ``close``) and a sequential stream
+from the first record, so the reader drives TFRecord and TBL v2 shards alike
+(``specs/reader.md``, "Containers"; ``specs/tbl.md``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Protocol, SupportsIndex
+
+from readplan.errors import DatasetInfoError
+from readplan.records import tbl, tfrecord
+
+__all__ = ["CONTAINERS", "RecordContainer", "RecordSource", "container_for"]
+
+
+class RecordSource(Protocol):
+    """Random access to the records of one open shard."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, i: SupportsIndex) -> bytes: ...
+
+    def read(self, skip: int = 0, take: int | None = None) -> Iterator[bytes]: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class RecordContainer:
+    """One container format: its ``fileFormat`` name and how its files are opened."""
+
+    file_format: str
+    open: Callable[[str], RecordSource]
+    stream: Callable[[str], Iterator[bytes]]
+
+
+CONTAINERS = {
+    container.file_format: container
+    for container in (
+        RecordContainer("tfrecord", tfrecord.RecordFile, tfrecord.read),
+        RecordContainer(tbl.FILE_FORMAT, tbl.TblFile, tbl.read),
+    )
+}
+
+
+def container_for(
+    file_format: str, *, path: str | os.PathLike[str] | None = None
+) -> RecordContainer:
+    """The container of ``file_format``; an unknown one is a :class:`DatasetInfoError`."""
+    container = CONTAINERS.get(file_format)
+    if container is None:
+        raise DatasetInfoError(
+            f"file format {file_format!r} has no reader in readplan: shards can be read in "
+            f"the formats {', '.join(sorted(CONTAINERS))} (dataset_info.json's fileFormat; "
+            "readplan convert rewrites a dataset from one to the other)",
+            path=None if path is None else os.fspath(path),
+            field="fileFormat",
+        )
+    return container

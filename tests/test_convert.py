@@ -1,0 +1,153 @@
+"""TFDS datasets converted to TBL v2: same plans, order, ids and checkpoints; and back.
+
+The expected orders are the TFDS-computed vectors of the TFRecord fixture
+(tests/data/tfds/readplan_toy_orders.json); the converted directory must reproduce them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from readplan import DatasetInfo, ReadConfig, Reader, ReadPlan, tbl
+from readplan.cli import main
+from readplan.convert import convert
+from readplan.errors import ConfigError, DatasetInfoError
+from readplan.state.checkpoint import Checkpoint
+from tests.conftest import DATA
+
+pytest.importorskip("anycrc")
+
+TOY = json.loads((DATA / "tfds" / "readplan_toy_orders.json").read_text())
+TOY_DIR = DATA / "tfds" / "readplan_toy" / "1.0.0"
+CASES = TOY["cases"]
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    target = tmp_path_factory.mktemp("toy") / "tbl"
+    convert(TOY_DIR, target, format="tbl")
+    return target
+
+
+def plan_for(directory: Path, case: dict[str, Any]) -> ReadPlan:
+    info = DatasetInfo.load(directory)
+    config = ReadConfig(**case["read_config"], shuffle_files=case["shuffle_files"])
+    return ReadPlan(info, case["spec"], config)
+
+
+def read_ids(plan: ReadPlan, epochs: int) -> list[list[Any]]:
+    out = []
+    for item in Reader(plan, epochs=epochs, decode=True):
+        fi = plan.instructions[item.file_index]
+        assert isinstance(item.record, dict)
+        out.append([fi.split, fi.shard_index, item.record_index, int(item.record["id"][0])])
+    return out
+
+
+def test_layout_and_dataset_info(converted: Path) -> None:
+    info = DatasetInfo.load(converted, verify_files=True)
+    original = DatasetInfo.load(TOY_DIR)
+    assert info.file_format == "tbl"
+    assert {s: i.shard_lengths for s, i in info.splits.items()} == {
+        s: i.shard_lengths for s, i in original.splits.items()
+    }
+    fields = json.loads((converted / "dataset_info.json").read_text())
+    source = json.loads((TOY_DIR / "dataset_info.json").read_text())
+    assert fields == {**source, "fileFormat": "tbl"}
+    assert (converted / "features.json").read_bytes() == (TOY_DIR / "features.json").read_bytes()
+    for split in info.splits:
+        for k, path in enumerate(info.shard_paths(split)):
+            assert os.path.basename(path) == f"readplan_toy-{split}.tbl-{k:05d}-of-" + (
+                f"{info.splits[split].num_shards:05d}"
+            )
+            with tbl.TblFile(path) as tf:
+                assert len(tf) == info.splits[split].shard_lengths[k]
+                assert {tf.info(i).format for i in range(len(tf))} <= {"unknown"}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[str(i) for i in range(len(CASES))])
+def test_converted_dataset_reads_in_tfds_order(converted: Path, case: dict[str, Any]) -> None:
+    plan = plan_for(converted, case)
+    expected = [entry for epoch in case["epochs"] for entry in epoch]
+    assert read_ids(plan, len(case["epochs"])) == expected
+
+
+@pytest.mark.parametrize("case", CASES[:6], ids=[str(i) for i in range(6)])
+def test_checkpoints_cross_between_containers(converted: Path, case: dict[str, Any]) -> None:
+    """A checkpoint taken on the TFRecord original resumes on the TBL copy, and back."""
+    tfrecord_plan = plan_for(TOY_DIR, case)
+    tbl_plan = plan_for(converted, case)
+    assert tbl_plan.fingerprint == tfrecord_plan.fingerprint
+    epochs = len(case["epochs"])
+    expected = [entry[3] for epoch in case["epochs"] for entry in epoch]
+    per_epoch = len(case["epochs"][0])
+    for position in range(0, per_epoch, 3):
+        for source, target in ((tfrecord_plan, tbl_plan), (tbl_plan, tfrecord_plan)):
+            saved = Checkpoint.from_json(source.checkpoint(0, position).to_json())
+            reader = Reader(target, epochs=epochs, decode=True, start=saved)
+            got = [int(item.record["id"][0]) for item in reader]  # type: ignore[index]
+            assert got == expected[position:]
+
+
+def test_round_trip_gives_the_tfrecord_bytes_back(converted: Path, tmp_path: Path) -> None:
+    back = tmp_path / "back"
+    shards = convert(converted, back, format="tfrecord")
+    assert len(shards) == 11
+    for name in sorted(os.listdir(TOY_DIR)):
+        assert (back / name).read_bytes() == (TOY_DIR / name).read_bytes(), name
+    assert sorted(os.listdir(back)) == sorted(os.listdir(TOY_DIR))
+
+
+@settings(max_examples=10)
+@given(compression=st.booleans())
+def test_compressed_conversion_reads_the_same(
+    tmp_path_factory: pytest.TempPathFactory, compression: bool
+) -> None:
+    target = tmp_path_factory.mktemp("c") / "tbl"
+    convert(TOY_DIR, target, format="tbl", compression=compression)
+    case = CASES[-1]
+    assert read_ids(plan_for(target, case), len(case["epochs"])) == [
+        e for epoch in case["epochs"] for e in epoch
+    ]
+
+
+def test_cli_convert(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "cli"
+    assert main(["convert", str(TOY_DIR), str(target), "--format", "tbl"]) == 0
+    assert "11 tbl shards, 62 records" in capsys.readouterr().out
+    assert main(["convert", str(TOY_DIR), str(target), "--format", "tbl"]) == 2
+    assert "already holds a dataset" in capsys.readouterr().err
+
+
+def test_convert_refusals(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="format"):
+        convert(TOY_DIR, tmp_path / "x", format="array_record")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="TBL output only"):
+        convert(TOY_DIR, tmp_path / "x", format="tfrecord", compression=True)
+    with pytest.raises(ConfigError, match="source directory"):
+        convert(TOY_DIR, TOY_DIR, format="tbl")
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for name in os.listdir(TOY_DIR):
+        (broken / name).write_bytes((TOY_DIR / name).read_bytes())
+    shard = broken / "readplan_toy-train.tfrecord-00002-of-00008"
+    shard.write_bytes(b"")
+    with pytest.raises(DatasetInfoError, match="holds 0 records") as err:
+        convert(broken, tmp_path / "y", format="tbl")
+    assert err.value.path == str(shard)
+
+
+def test_reader_refuses_formats_it_cannot_read(tmp_path: Path) -> None:
+    fields = json.loads((TOY_DIR / "dataset_info.json").read_text())
+    (tmp_path / "dataset_info.json").write_text(json.dumps({**fields, "fileFormat": "riegeli"}))
+    plan = ReadPlan(DatasetInfo.load(tmp_path), "train")
+    with pytest.raises(DatasetInfoError, match="'riegeli' has no reader") as err:
+        Reader(plan)
+    assert err.value.field == "fileFormat"

@@ -7,6 +7,7 @@ index is checked for all samples at once with numpy.
 
 from __future__ import annotations
 
+import mmap
 import os
 from dataclasses import dataclass
 
@@ -289,7 +290,7 @@ class MetadataBlocks:
     damage: CorruptTblError | None
 
 
-def scan_metadata(layout: Layout, view: memoryview) -> MetadataBlocks:
+def scan_metadata(layout: Layout, view: mmap.mmap) -> MetadataBlocks:
     """Walk the metadata section's blocks in ``view`` (the whole file); a sample's first
     block is the one that counts."""
     if not layout.has_metadata:
@@ -323,7 +324,7 @@ def scan_metadata(layout: Layout, view: memoryview) -> MetadataBlocks:
 
 
 def _block_problem(
-    layout: Layout, view: memoryview, pos: int, end: int
+    layout: Layout, view: mmap.mmap, pos: int, end: int
 ) -> tuple[str, str, str] | None:
     """(kind, field, why) of the block at ``pos``, or None when it is sound."""
     if end - pos < METADATA_BLOCK.size:

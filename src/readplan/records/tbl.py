@@ -135,7 +135,7 @@ class TblFile(Closing):
         on_corruption: str = "raise",
         report: CorruptionReport | None = None,
     ) -> None:
-        self._view: memoryview | None = None  # first, so that close() works whatever fails
+        self._mm: mmap.mmap | None = None  # first, so that close() works whatever fails
         _check_options(verify, on_corruption, report)
         self.path = os.fspath(path)
         self._skip = on_corruption == "skip"
@@ -153,7 +153,9 @@ class TblFile(Closing):
         self._layout = layout
         self._index = mapped[HEADER_SIZE : layout.index_end]
         self._kinds = entry_kinds(layout, self._index)
-        self._view = memoryview(mapped)
+        self._any_damaged = bool(self._kinds.any())
+        self._mm = mapped
+        self._n = layout.num_samples
         flags = layout.header.flags
         self._crc = crc16_function() if verify and flags & FILE_CHECKSUMS else None
         self._metadata: MetadataBlocks | None = None
@@ -187,11 +189,15 @@ class TblFile(Closing):
         return np.flatnonzero(self._kinds)
 
     def __len__(self) -> int:
-        return self._layout.num_samples
+        return self._n
 
     # ------------------------------------------------------------------ samples
     def __getitem__(self, i: SupportsIndex) -> bytes:
-        return self._sample(self._position(operator.index(i)), self._open_view())
+        position = operator.index(i)
+        if not 0 <= position < self._n:
+            position = self._position(position)
+        entry = ENTRY.unpack_from(self._index, ENTRY_SIZE * position)
+        return self._decode(position, entry, self._open_map())
 
     def __iter__(self) -> Iterator[bytes]:
         return self.read()
@@ -208,29 +214,28 @@ class TblFile(Closing):
                 key=(skip, take),
                 length=total,
             )
-        return self._samples(self._open_view(), skip, skip + take)
+        return self._samples(self._open_map(), skip, skip + take)
 
-    def _samples(self, view: memoryview, start: int, stop: int) -> Iterator[bytes]:
+    def _samples(self, mapped: mmap.mmap, start: int, stop: int) -> Iterator[bytes]:
         # The iterator holds the map itself: it stays valid after close(), like a
-        # RecordFile's, and the map goes when the last user does.
-        for i in range(start, stop):
+        # RecordFile's, and the map is unmapped when its last user is gone.
+        entries = ENTRY.iter_unpack(self._index[ENTRY_SIZE * start : ENTRY_SIZE * stop])
+        for i, entry in enumerate(entries, start):
             try:
-                yield self._sample(i, view)
+                yield self._decode(i, entry, mapped)
             except CorruptTblError as err:
                 self._note(err, sample=True)
                 if not self._skip:
                     raise
 
-    def _sample(self, i: int, view: memoryview) -> bytes:
-        if self._kinds[i]:
+    def _decode(self, i: int, entry: tuple[int, ...], mapped: mmap.mmap) -> bytes:
+        """Sample ``i`` from its unpacked index entry: checked, decompressed, verified."""
+        if self._any_damaged and self._kinds[i]:
             raise entry_error(self._layout, self._index, i, int(self._kinds[i]))
-        offset, size, usize, _, _, _, flags, checksum = ENTRY.unpack_from(
-            self._index, ENTRY_SIZE * i
-        )
+        offset, size, usize, _, _, _, flags, checksum = entry
+        data = mapped[offset : offset + size]
         if flags & SAMPLE_COMPRESSED:
-            data = self._decompress(i, view[offset : offset + size], usize)
-        else:
-            data = view[offset : offset + size].tobytes()
+            data = self._decompress(i, data, usize)
         if self._crc is not None:
             computed = self._crc(data)
             if computed != checksum:
@@ -244,7 +249,7 @@ class TblFile(Closing):
                 )
         return data
 
-    def _decompress(self, i: int, block: memoryview, usize: int) -> bytes:
+    def _decompress(self, i: int, block: bytes, usize: int) -> bytes:
         lz4 = lz4_block()
         try:
             data: bytes = lz4.decompress(block, uncompressed_size=usize)
@@ -255,8 +260,6 @@ class TblFile(Closing):
                 "size",
                 f"its {len(block)}-byte LZ4 block does not decode to {usize} bytes ({exc})",
             ) from None
-        finally:
-            block.release()
         return data
 
     def _payload_error(
@@ -302,7 +305,7 @@ class TblFile(Closing):
         """
         position = self._position(operator.index(i))
         if self._metadata is None:
-            self._metadata = scan_metadata(self._layout, self._open_view())
+            self._metadata = scan_metadata(self._layout, self._open_map())
             if self._metadata.damage is not None:
                 self._note(self._metadata.damage, sample=False)
         if self._metadata.damage is not None and not self._skip:
@@ -311,7 +314,7 @@ class TblFile(Closing):
         if found is None:
             return None
         code, start, size = found
-        return Metadata(METADATA_TYPES[code], self._open_view()[start : start + size].tobytes())
+        return Metadata(METADATA_TYPES[code], self._open_map()[start : start + size])
 
     def raw_view(self, *, verify: bool = True) -> np.memmap[tuple[int, ...], np.dtype[np.uint8]]:
         """A read-only ``(N, H, W, 3)`` uint8 memory map of a uniform RAW_U8 file, no copy.
@@ -327,9 +330,9 @@ class TblFile(Closing):
                 f"{self.path}: no (N, H, W, 3) view: {problem}", field="raw_view", value=None
             )
         if verify and self._crc is not None:
-            view = self._open_view()
-            for i in range(len(self)):
-                self._sample(i, view)
+            mapped = self._open_map()
+            for i, entry in enumerate(ENTRY.iter_unpack(self._index)):
+                self._decode(i, entry, mapped)
         height, width = int(table["height"][0]), int(table["width"][0])
         return np.memmap(
             self.path,
@@ -368,15 +371,15 @@ class TblFile(Closing):
             )
         return position
 
-    def _open_view(self) -> memoryview:
-        if self._view is None:
+    def _open_map(self) -> mmap.mmap:
+        if self._mm is None:
             raise ValueError(f"{self.path}: the TblFile is closed")
-        return self._view
+        return self._mm
 
     def close(self) -> None:
         """Drop this object's map of the file; idempotent.  Iterators from :meth:`read`
         hold the map until they end, like a RecordFile's hold their descriptor."""
-        self._view = None
+        self._mm = None
 
     def __repr__(self) -> str:
         return f"TblFile({self.path!r}, {len(self)} samples, compressed={self.compressed})"

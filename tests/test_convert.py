@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from readplan import DatasetInfo, ReadConfig, Reader, ReadPlan, tbl
+from readplan import CorruptionReport, DatasetInfo, ReadConfig, Reader, ReadPlan, tbl
 from readplan.cli import main
 from readplan.convert import convert
-from readplan.errors import ConfigError, DatasetInfoError
+from readplan.errors import ConfigError, CorruptTblError, DatasetInfoError
 from readplan.state.checkpoint import Checkpoint
 from tests.conftest import DATA
 
@@ -151,3 +152,41 @@ def test_reader_refuses_formats_it_cannot_read(tmp_path: Path) -> None:
     with pytest.raises(DatasetInfoError, match="'riegeli' has no reader") as err:
         Reader(plan)
     assert err.value.field == "fileFormat"
+
+
+def test_reader_skip_mode_loses_exactly_the_damaged_samples(
+    converted: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / "damaged"
+    shutil.copytree(converted, target)
+    info = DatasetInfo.load(target)
+    shard0, shard2 = (Path(info.shard_path("train", k)) for k in (0, 2))
+    raw = bytearray(shard2.read_bytes())
+    offset = int.from_bytes(raw[64 + 24 * 5 : 64 + 24 * 5 + 8], "little")
+    raw[offset] ^= 0x40  # sample 5's payload: its CRC-16 fails
+    shard2.write_bytes(bytes(raw))
+    raw = bytearray(shard0.read_bytes())
+    raw[64 + 24 * 1 + 20] = 9  # sample 1's format code: not a format
+    shard0.write_bytes(bytes(raw))
+    case = CASES[0]
+    assert (case["spec"], case["shuffle_files"], case["read_config"]) == ("train", False, {})
+    plan = plan_for(target, case)
+    with pytest.raises(CorruptTblError) as err:
+        list(Reader(plan, decode=True))
+    assert (err.value.kind, err.value.record_index) == ("index_field", 1)
+    report = CorruptionReport()
+    items = list(Reader(plan, decode=True, on_corruption="skip", report=report))
+    damaged = {("train", 0, 1): "index_field", ("train", 2, 5): "data_crc"}
+    expected = [e for e in case["epochs"][0] if tuple(e[:3]) not in damaged]
+    got = []
+    for item in items:
+        fi = plan.instructions[item.file_index]
+        got.append([fi.split, fi.shard_index, item.record_index, int(item.record["id"][0])])  # type: ignore[index]
+    assert got == expected
+    lost = {
+        (plan.instructions[e.file_index].split, plan.instructions[e.file_index].shard_index,
+         e.record_index): e.kind
+        for e in report.lost
+    }  # fmt: skip
+    assert lost == damaged
+    assert report.kinds() == {"index_field": 1, "data_crc": 1}

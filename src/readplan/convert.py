@@ -21,8 +21,8 @@ from readplan._internal.atomic import atomic_write
 from readplan.errors import ConfigError, DatasetInfoError
 from readplan.metadata.dataset_info import DatasetInfo
 from readplan.metadata.naming import format_shard_name
+from readplan.reading.containers import CONTAINERS, container_for
 from readplan.records import tbl, tfrecord
-from readplan.records.containers import CONTAINERS, container_for
 
 __all__ = ["ConvertedShard", "convert"]
 

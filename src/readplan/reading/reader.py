@@ -41,13 +41,13 @@ from readplan.errors import (
 from readplan.plan import EpochOrder, ReadPlan
 from readplan.reading.batching import close_iterator, collated, rebatch
 from readplan.reading.collate import Ragged, check_collate_options
+from readplan.reading.containers import container_for
 from readplan.reading.decoding import record_decoder
 from readplan.reading.items import Batch, Item
 from readplan.reading.ranks import STATE_KEY, count_below, owner, reader_bindings
 from readplan.reading.runs import Runs, Shard, close_shard
 from readplan.reading.salvage import Lost
 from readplan.records._damage import CorruptionReport, LostRecord
-from readplan.records.containers import container_for
 from readplan.state.binding import ReaderBinding
 from readplan.state.checkpoint import Checkpoint
 from readplan.state.resume import held_files

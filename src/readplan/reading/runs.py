@@ -14,11 +14,11 @@ import numpy.typing as npt
 
 from readplan.errors import CorruptRecordError, DatasetInfoError, IndexFileError
 from readplan.plan import EpochOrder
+from readplan.reading.containers import RecordContainer, RecordSource, SalvageSource
 from readplan.reading.gather import gather
-from readplan.reading.salvage import Lost, Salvage
+from readplan.reading.salvage import Lost
 from readplan.records._damage import KIND_DATA_CRC, CorruptionReport
 from readplan.records._stream import open_fd
-from readplan.records.containers import RecordContainer, RecordSource
 
 __all__ = ["Runs", "Shard", "close_shard"]
 
@@ -105,7 +105,7 @@ class Shard:
 
     With ``sequential`` (one rank, no example shuffle) the plan reads the file's records in
     order, so one stream serves every run; otherwise each run is read on its own, seeking.
-    With ``skip``, damage met in the file switches it to a :class:`Salvage`: from then on
+    With ``skip``, damage met in the file switches it to its container's salvage: from then on
     each record is read on its own, and a record lost to the damage is handed out as a
     :class:`Lost` in its place.  ``container`` opens the file (TFRecord or TBL v2, from the
     dataset's file format).
@@ -131,7 +131,7 @@ class Shard:
         self._report = report
         self._file: RecordSource | None = None
         self._stream: Iterator[bytes] | None = None
-        self._salvage: Salvage | None = None
+        self._salvage: SalvageSource | None = None
         self._gather_fd = -1
 
     def take_into(self, out: list[Any], first: int, count: int) -> int:
@@ -145,7 +145,7 @@ class Shard:
             if not self._skip:
                 raise
             got = len(out) - before
-            self._salvage = Salvage(self.path, planned=self._planned)
+            self._salvage = self._container.salvage(self.path, planned=self._planned)
             self._close_reading()
             if self._report is not None:
                 for event in self._salvage.events:

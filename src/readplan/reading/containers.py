@@ -1,10 +1,10 @@
 """Record containers: how the shards of a dataset are opened, chosen by its file format.
 
 A dataset's ``dataset_info.json`` names its file format (TFDS's ``fileFormat``, also the
-``{FILEFORMAT}`` part of shard names).  Every container offers the same two ways in:
-random access (``len``, ``[i]``, ``read(skip, take)``, ``close``) and a sequential stream
-from the first record, so the reader drives TFRecord and TBL v2 shards alike
-(``specs/reader.md``, "Containers"; ``specs/tbl.md``).
+``{FILEFORMAT}`` part of shard names).  Every container offers the same ways in: random
+access (``len``, ``[i]``, ``read(skip, take)``, ``close``), a sequential stream from the
+first record, and a salvage of a damaged shard, so the reader drives TFRecord and TBL v2
+shards alike (``specs/reader.md``, "Containers"; ``specs/tbl.md``).
 """
 
 from __future__ import annotations
@@ -15,9 +15,12 @@ from dataclasses import dataclass
 from typing import Protocol, SupportsIndex
 
 from readplan.errors import DatasetInfoError
+from readplan.reading.salvage import Lost, Salvage
+from readplan.reading.salvage_tbl import TblSalvage
 from readplan.records import tbl, tfrecord
+from readplan.records._damage import CorruptionEvent
 
-__all__ = ["CONTAINERS", "RecordContainer", "RecordSource", "container_for"]
+__all__ = ["CONTAINERS", "RecordContainer", "RecordSource", "SalvageSource", "container_for"]
 
 
 class RecordSource(Protocol):
@@ -32,20 +35,34 @@ class RecordSource(Protocol):
     def close(self) -> None: ...
 
 
+class SalvageSource(Protocol):
+    """The readable records of one damaged shard, for ``on_corruption="skip"``."""
+
+    events: tuple[CorruptionEvent, ...]
+
+    def read(self, index: int) -> bytes | Lost: ...
+
+    def data_crc_event(self, lost: Lost) -> CorruptionEvent: ...
+
+    def close(self) -> None: ...
+
+
 @dataclass(frozen=True)
 class RecordContainer:
-    """One container format: its ``fileFormat`` name and how its files are opened."""
+    """One container format: its ``fileFormat`` name and how its files are opened: for
+    random access, as a stream from the first record, and salvaged after damage."""
 
     file_format: str
     open: Callable[[str], RecordSource]
     stream: Callable[[str], Iterator[bytes]]
+    salvage: Callable[..., SalvageSource]
 
 
 CONTAINERS = {
     container.file_format: container
     for container in (
-        RecordContainer("tfrecord", tfrecord.RecordFile, tfrecord.read),
-        RecordContainer(tbl.FILE_FORMAT, tbl.TblFile, tbl.read),
+        RecordContainer("tfrecord", tfrecord.RecordFile, tfrecord.read, Salvage),
+        RecordContainer(tbl.FILE_FORMAT, tbl.TblFile, tbl.read, TblSalvage),
     )
 }
 

@@ -34,7 +34,7 @@ import turboloader as tl
 from readplan import tbl
 
 KIB = 1024
-SIZES = (("100 B", 100, 100_000), ("10 KiB", 10 * KIB, 10_000), ("150 KiB", 150 * KIB, 1_000))
+SIZES = (("100 B", 100, 50_000), ("10 KiB", 10 * KIB, 5_000), ("150 KiB", 150 * KIB, 500))
 QUICK = (("100 B", 100, 20_000), ("10 KiB", 10 * KIB, 2_000), ("150 KiB", 150 * KIB, 300))
 
 

@@ -47,7 +47,15 @@ from readplan.records._tbl_layout import (
     header_crc,
 )
 
-__all__ = ["ENTRY_KINDS", "Layout", "entry_error", "entry_kinds", "open_layout", "scan_metadata"]
+__all__ = [
+    "ENTRY_KINDS",
+    "Layout",
+    "entry_error",
+    "entry_kinds",
+    "open_layout",
+    "raw_view_problem",
+    "scan_metadata",
+]
 
 # Codes of the per-sample index problems, in the order they are tested (0 = sound).
 ENTRY_KINDS = (
@@ -349,4 +357,29 @@ def _block_problem(
             "type",
             f"type {code} is not one of {sorted(METADATA_TYPES)}",
         )
+    return None
+
+
+RAW_U8_CODE = FORMATS.index("raw_u8")
+
+
+def raw_view_problem(table: npt.NDArray[np.void], kinds: npt.NDArray[np.uint8]) -> str | None:
+    """Why the samples cannot be viewed as one (N, H, W, 3) array, or None (tbl.md §7)."""
+    if len(table) == 0:
+        return "the file has no samples"
+    if kinds.any():
+        return f"sample {int(np.flatnonzero(kinds)[0])} has a damaged index entry"
+    if (table["format"] != RAW_U8_CODE).any():
+        return f"sample {int(np.flatnonzero(table['format'] != RAW_U8_CODE)[0])} is not raw_u8"
+    if (table["flags"] & SAMPLE_COMPRESSED).any():
+        return "some samples are LZ4-compressed"
+    width, height = table["width"], table["height"]
+    if (width != width[0]).any() or (height != height[0]).any():
+        return "the samples do not share one width and height"
+    frame = int(width[0]) * int(height[0]) * 3
+    if (table["size"] != frame).any():
+        return f"some samples do not hold width * height * 3 = {frame} bytes"
+    expected = table["offset"][0] + np.arange(len(table), dtype=np.uint64) * np.uint64(frame)
+    if (table["offset"] != expected).any():
+        return "the payloads are not back to back in index order"
     return None

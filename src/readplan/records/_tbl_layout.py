@@ -31,7 +31,9 @@ __all__ = [
     "VERSION",
     "Format",
     "Header",
+    "Metadata",
     "MetadataType",
+    "SampleInfo",
     "crc16",
     "crc16_function",
     "format_code",
@@ -213,3 +215,31 @@ def lz4_block() -> ModuleType:
             raise _missing("lz4") from exc
         _lz4 = lz4.block
     return _lz4
+
+
+@dataclass(frozen=True)
+class SampleInfo:
+    """One sample's index entry (``offset`` and ``size`` as stored in the file)."""
+
+    index: int
+    offset: int
+    size: int
+    uncompressed_size: int
+    width: int
+    height: int
+    format: Format
+    compressed: bool
+    has_metadata: bool
+    checksum: int
+
+
+@dataclass(frozen=True)
+class Metadata:
+    """A sample's metadata block: its type and bytes (``text`` decodes UTF-8)."""
+
+    type: MetadataType
+    data: bytes
+
+    @property
+    def text(self) -> str:
+        return self.data.decode("utf-8")

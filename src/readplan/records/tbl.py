@@ -16,7 +16,7 @@ import mmap
 import operator
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from types import ModuleType
 from typing import SupportsIndex
 
 import numpy as np
@@ -38,6 +38,7 @@ from readplan.records._tbl_index import (
     entry_error,
     entry_kinds,
     open_layout,
+    raw_view_problem,
     scan_metadata,
 )
 from readplan.records._tbl_layout import (
@@ -52,7 +53,9 @@ from readplan.records._tbl_layout import (
     SAMPLE_COMPRESSED,
     SAMPLE_METADATA,
     Format,
+    Metadata,
     MetadataType,
+    SampleInfo,
     crc16_function,
     lz4_block,
 )
@@ -80,37 +83,8 @@ KINDS = TBL_KINDS
 # their names.  TFDS 4.9.10 knows "tfrecord", "riegeli", "array_record" and "parquet" only.
 FILE_FORMAT = "tbl"
 _ON_CORRUPTION = ("raise", "skip")
-_RAW_U8 = FORMATS.index("raw_u8")
 
 PathLike = str | os.PathLike[str]
-
-
-@dataclass(frozen=True)
-class SampleInfo:
-    """One sample's index entry (``offset`` and ``size`` as stored in the file)."""
-
-    index: int
-    offset: int
-    size: int
-    uncompressed_size: int
-    width: int
-    height: int
-    format: Format
-    compressed: bool
-    has_metadata: bool
-    checksum: int
-
-
-@dataclass(frozen=True)
-class Metadata:
-    """A sample's metadata block: its type and bytes (``text`` decodes UTF-8)."""
-
-    type: MetadataType
-    data: bytes
-
-    @property
-    def text(self) -> str:
-        return self.data.decode("utf-8")
 
 
 class TblFile(Closing):
@@ -154,6 +128,7 @@ class TblFile(Closing):
         self._index = mapped[HEADER_SIZE : layout.index_end]
         self._kinds = entry_kinds(layout, self._index)
         self._any_damaged = bool(self._kinds.any())
+        self._lz4: ModuleType | None = None
         self._mm = mapped
         self._n = layout.num_samples
         flags = layout.header.flags
@@ -235,7 +210,17 @@ class TblFile(Closing):
         offset, size, usize, _, _, _, flags, checksum = entry
         data = mapped[offset : offset + size]
         if flags & SAMPLE_COMPRESSED:
-            data = self._decompress(i, data, usize)
+            lz4 = self._lz4 if self._lz4 is not None else self._load_lz4()
+            try:
+                # Positional: keyword parsing costs more than the decoding of a small block.
+                data = lz4.decompress(data, usize)
+            except lz4.LZ4BlockError as exc:
+                raise self._payload_error(
+                    i,
+                    TBL_KIND_LZ4,
+                    "size",
+                    f"its {size}-byte LZ4 block does not decode to {usize} bytes ({exc})",
+                ) from None
         if self._crc is not None:
             computed = self._crc(data)
             if computed != checksum:
@@ -249,18 +234,10 @@ class TblFile(Closing):
                 )
         return data
 
-    def _decompress(self, i: int, block: bytes, usize: int) -> bytes:
-        lz4 = lz4_block()
-        try:
-            data: bytes = lz4.decompress(block, uncompressed_size=usize)
-        except lz4.LZ4BlockError as exc:
-            raise self._payload_error(
-                i,
-                TBL_KIND_LZ4,
-                "size",
-                f"its {len(block)}-byte LZ4 block does not decode to {usize} bytes ({exc})",
-            ) from None
-        return data
+    def _load_lz4(self) -> ModuleType:
+        # Imported on the first compressed sample: stored samples need no lz4.
+        self._lz4 = lz4_block()
+        return self._lz4
 
     def _payload_error(
         self, i: int, kind: str, field: str, why: str, **crc: int
@@ -324,7 +301,7 @@ class TblFile(Closing):
         CRC-16 once before the view is returned.
         """
         table = self.entries
-        problem = _raw_view_problem(table, self._kinds)
+        problem = raw_view_problem(table, self._kinds)
         if problem is not None:
             raise ConfigError(
                 f"{self.path}: no (N, H, W, 3) view: {problem}", field="raw_view", value=None
@@ -383,27 +360,6 @@ class TblFile(Closing):
 
     def __repr__(self) -> str:
         return f"TblFile({self.path!r}, {len(self)} samples, compressed={self.compressed})"
-
-
-def _raw_view_problem(table: npt.NDArray[np.void], kinds: npt.NDArray[np.uint8]) -> str | None:
-    if len(table) == 0:
-        return "the file has no samples"
-    if kinds.any():
-        return f"sample {int(np.flatnonzero(kinds)[0])} has a damaged index entry"
-    if (table["format"] != _RAW_U8).any():
-        return f"sample {int(np.flatnonzero(table['format'] != _RAW_U8)[0])} is not raw_u8"
-    if (table["flags"] & SAMPLE_COMPRESSED).any():
-        return "some samples are LZ4-compressed"
-    width, height = table["width"], table["height"]
-    if (width != width[0]).any() or (height != height[0]).any():
-        return "the samples do not share one width and height"
-    frame = int(width[0]) * int(height[0]) * 3
-    if (table["size"] != frame).any():
-        return f"some samples do not hold width * height * 3 = {frame} bytes"
-    expected = table["offset"][0] + np.arange(len(table), dtype=np.uint64) * np.uint64(frame)
-    if (table["offset"] != expected).any():
-        return "the payloads are not back to back in index order"
-    return None
 
 
 def _check_options(verify: object, on_corruption: object, report: object) -> None:

@@ -171,8 +171,10 @@ class TblFile(Closing):
         position = operator.index(i)
         if not 0 <= position < self._n:
             position = self._position(position)
-        entry = ENTRY.unpack_from(self._index, ENTRY_SIZE * position)
-        return self._decode(position, entry, self._open_map())
+        mapped = self._mm
+        if mapped is None:
+            mapped = self._open_map()  # raises: closed
+        return self._decode(position, ENTRY.unpack_from(self._index, ENTRY_SIZE * position), mapped)
 
     def __iter__(self) -> Iterator[bytes]:
         return self.read()

@@ -190,3 +190,18 @@ def test_reader_skip_mode_loses_exactly_the_damaged_samples(
     }  # fmt: skip
     assert lost == damaged
     assert report.kinds() == {"index_field": 1, "data_crc": 1}
+
+
+@pytest.mark.parametrize("case", CASES[:4], ids=[str(i) for i in range(4)])
+def test_ranks_read_the_same_from_both_containers(converted: Path, case: dict[str, Any]) -> None:
+    """Several ranks gather nearby records of a file: TBL shards give what TFRecord gives."""
+    for rank in range(3):
+        got = [
+            [
+                [item.epoch, item.position, item.record_index, item.record]
+                for item in Reader(plan_for(directory, case), rank=rank, world_size=3)
+            ]
+            for directory in (TOY_DIR, converted)
+        ]
+        assert got[0] == got[1]
+        assert len(got[0]) > 0

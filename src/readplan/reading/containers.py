@@ -3,8 +3,9 @@
 A dataset's ``dataset_info.json`` names its file format (TFDS's ``fileFormat``, also the
 ``{FILEFORMAT}`` part of shard names).  Every container offers the same ways in: random
 access (``len``, ``[i]``, ``read(skip, take)``, ``close``), a sequential stream from the
-first record, and a salvage of a damaged shard, so the reader drives TFRecord and TBL v2
-shards alike (``specs/reader.md``, "Containers"; ``specs/tbl.md``).
+first record, nearby records gathered in one go, and a salvage of a damaged shard, so the
+reader drives TFRecord and TBL v2 shards alike (``specs/reader.md``, "Containers";
+``specs/tbl.md``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Protocol, SupportsIndex
 
-from readplan.errors import DatasetInfoError
+import numpy as np
+import numpy.typing as npt
+
+from readplan.errors import CorruptTblError, DatasetInfoError
+from readplan.reading.gather import gather
 from readplan.reading.salvage import Lost, Salvage
 from readplan.reading.salvage_tbl import TblSalvage
 from readplan.records import tbl, tfrecord
@@ -56,13 +61,26 @@ class RecordContainer:
     open: Callable[[str], RecordSource]
     stream: Callable[[str], Iterator[bytes]]
     salvage: Callable[..., SalvageSource]
+    # (open file, descriptor, increasing nearby indices) -> their records, or None when
+    # one of them is damaged (the caller then reads them one by one).
+    gather: Callable[..., list[bytes] | None]
+
+
+def _gather_tbl(
+    samples: tbl.TblFile, fd: int, indices: npt.NDArray[np.int64]
+) -> list[bytes] | None:
+    """A TBL file's index already makes each sample one slice of the map."""
+    try:
+        return [samples[i] for i in indices.tolist()]
+    except CorruptTblError:
+        return None
 
 
 CONTAINERS = {
     container.file_format: container
     for container in (
-        RecordContainer("tfrecord", tfrecord.RecordFile, tfrecord.read, Salvage),
-        RecordContainer(tbl.FILE_FORMAT, tbl.TblFile, tbl.read, TblSalvage),
+        RecordContainer("tfrecord", tfrecord.RecordFile, tfrecord.read, Salvage, gather),
+        RecordContainer(tbl.FILE_FORMAT, tbl.TblFile, tbl.read, TblSalvage, _gather_tbl),
     )
 }
 

@@ -15,7 +15,6 @@ import numpy.typing as npt
 from readplan.errors import CorruptRecordError, DatasetInfoError, IndexFileError
 from readplan.plan import EpochOrder
 from readplan.reading.containers import RecordContainer, RecordSource, SalvageSource
-from readplan.reading.gather import gather
 from readplan.reading.salvage import Lost
 from readplan.records._damage import KIND_DATA_CRC, CorruptionReport
 from readplan.records._stream import open_fd
@@ -180,7 +179,7 @@ class Shard:
                 if not self._skip:
                     raise
             else:
-                gathered = gather(records, self._fd(), indices)
+                gathered = self._container.gather(records, self._fd(), indices)
                 if gathered is not None:
                     out.extend(gathered)
                     return 0

@@ -85,6 +85,7 @@ def test_checkpoints_cross_between_containers(converted: Path, case: dict[str, A
     """A checkpoint taken on the TFRecord original resumes on the TBL copy, and back."""
     tfrecord_plan = plan_for(TOY_DIR, case)
     tbl_plan = plan_for(converted, case)
+    assert tbl_plan.summary == tfrecord_plan.summary
     assert tbl_plan.fingerprint == tfrecord_plan.fingerprint
     epochs = len(case["epochs"])
     expected = [entry[3] for epoch in case["epochs"] for entry in epoch]

@@ -20,9 +20,10 @@ import numpy as np
 
 from readplan.errors import CheckpointMismatchError
 from readplan.metadata.dataset_info import DatasetInfo
+from readplan.metadata.naming import format_shard_name
 from readplan.metadata.split_info import SplitInfo
 from readplan.planning.config import ReadConfig
-from readplan.planning.instructions import InstructionTable
+from readplan.planning.instructions import FileInstruction, InstructionTable
 
 __all__ = [
     "FORMAT_VERSION",
@@ -167,11 +168,31 @@ def expanded_fingerprint(
             for name in _read_splits(info, instructions)
         },
         "files": [
-            [os.path.basename(fi.filename), fi.skip, fi.num_records, fi.examples_in_shard]
+            [_record_file_name(info, fi), fi.skip, fi.num_records, fi.examples_in_shard]
             for fi in instructions
         ],
         **_config_fields(config, cycle_length, block_length),
     }
+
+
+def _record_file_name(info: DatasetInfo, fi: FileInstruction) -> str:
+    """The shard's name as a TFRecord dataset names it.
+
+    The container does not change which records a plan reads in which order, so a dataset
+    converted to TBL v2 (fileFormat "tbl") keeps the expanded fingerprint of its TFRecord
+    original, as it keeps the summary (which names no file).
+    """
+    if info.file_format == "tfrecord" or fi.split is None or fi.shard_index is None:
+        return os.path.basename(fi.filename)
+    split = info.split(fi.split)
+    return format_shard_name(
+        split.filepath_template,
+        dataset=info.name,
+        split=fi.split,
+        file_format="tfrecord",
+        shard_index=fi.shard_index,
+        num_shards=split.num_shards,
+    )
 
 
 def expanded_disagreement(summary: Mapping[str, Any], fields: Mapping[str, Any]) -> str | None:

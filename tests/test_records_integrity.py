@@ -376,3 +376,31 @@ def test_frame_offsets_refuses_a_bad_stop(tmp_path: Path, stop: object) -> None:
     tfrecord.write(path, [b"a"])
     with pytest.raises(ConfigError):
         tfrecord.frame_offsets(path, stop=stop)  # type: ignore[arg-type]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    lengths=st.lists(st.integers(min_value=0, max_value=40_000), min_size=1, max_size=20),
+    requests=st.lists(st.tuples(st.integers(0, 25), st.integers(0, 25)), max_size=6),
+    compression=st.sampled_from([None, "GZIP"]),
+)
+def test_partial_walks_read_what_a_full_walk_reads(
+    tmp_path_factory: pytest.TempPathFactory,
+    lengths: list[int],
+    requests: list[tuple[int, int]],
+    compression: str | None,
+) -> None:
+    path = tmp_path_factory.mktemp("partial") / "f.tfrecord"
+    records = [bytes([i % 256]) * n for i, n in enumerate(lengths)]
+    tfrecord.write(path, records, compression=compression)
+    with RecordFile(path, compression=compression) as rf:
+        for skip, take in requests:
+            if skip + take <= len(records):
+                assert list(rf.read(skip, take)) == records[skip : skip + take]
+                if skip < len(records):
+                    assert rf[skip] == records[skip]
+            else:
+                with pytest.raises(IndexError):
+                    rf.read(skip, take)
+        assert len(rf) == len(records)
+        assert list(rf.read()) == records

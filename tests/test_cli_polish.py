@@ -80,7 +80,7 @@ def test_checkpoint_takes_json_for_its_instructions(capsys: pytest.CaptureFixtur
     assert status == 0
     listed = json.loads(out)["instructions"]
     plan = ReadPlan(DatasetInfo.load(TOY_DIR), "train")
-    expected = plan.checkpoint(0, 20).remaining_instructions()
+    expected = plan.checkpoint(0, 20).expanded().remaining_instructions()
     assert [(i["filename"], i["skip"], i["take"]) for i in listed] == [
         (fi.filename, fi.skip, fi.take) for fi in expected
     ]

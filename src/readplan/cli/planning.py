@@ -24,8 +24,8 @@ from readplan.metadata.dataset_info import DatasetInfo, catalog_names
 from readplan.plan import EpochOrder, ReadPlan
 from readplan.planning.config import InputContext, ReadConfig
 from readplan.planning.instructions import FileInstruction, file_instructions
+from readplan.reading.options import read_state
 from readplan.reading.ranks import STATE_KEY
-from readplan.reading.reader import read_state
 from readplan.state.checkpoint import Checkpoint, ExpandedCheckpoint
 from readplan.state.codec import parse_json
 

@@ -21,14 +21,13 @@ import operator
 import os
 from collections.abc import Callable, Generator, Iterator, Mapping
 from itertools import chain, islice
-from typing import Any, Literal, TypeAlias, get_args
+from typing import Any, Literal, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
 
 from readplan._internal.atomic import atomic_write
 from readplan._internal.closing import Closing
-from readplan._internal.validate import is_int
 from readplan.errors import (
     CheckpointError,
     ConfigError,
@@ -44,18 +43,24 @@ from readplan.reading.collate import Ragged, check_collate_options
 from readplan.reading.containers import container_for
 from readplan.reading.decoding import record_decoder
 from readplan.reading.items import Batch, Item
+from readplan.reading.options import (
+    check_batching,
+    check_damage_options,
+    check_epochs,
+    check_rank,
+    read_state,
+)
 from readplan.reading.ranks import STATE_KEY, count_below, owner, reader_bindings
 from readplan.reading.runs import Runs, Shard, close_shard
 from readplan.reading.salvage import Lost
 from readplan.records._damage import CorruptionReport, LostRecord
+from readplan.records.tfrecord import OnCorruption
 from readplan.state.binding import ReaderBinding
 from readplan.state.checkpoint import Checkpoint
 from readplan.state.resume import held_files
 
-__all__ = ["ON_CORRUPTION", "OnCorruption", "Reader", "Start", "read_state"]
+__all__ = ["Reader", "Start"]
 
-OnCorruption: TypeAlias = Literal["raise", "skip"]
-ON_CORRUPTION: tuple[str, ...] = get_args(OnCorruption)
 Start: TypeAlias = "Checkpoint | Mapping[str, Any] | str | os.PathLike[str]"
 """Where a reader starts: a state, a checkpoint, or the path of a saved state."""
 
@@ -120,9 +125,9 @@ class Reader(Closing):
                 field="plan",
                 value=plan,
             )
-        _check_epochs(epochs)
-        _check_rank(rank, world_size)
-        _check_damage_options(on_corruption, report)
+        check_epochs(epochs)
+        check_rank(rank, world_size)
+        check_damage_options(on_corruption, report)
         self.plan = plan
         self.data_dir = None if data_dir is None else os.fspath(data_dir)
         self.epochs = epochs
@@ -196,7 +201,7 @@ class Reader(Closing):
         reader also collates each batch into ``batch.features`` (a dict of stacked arrays;
         ``ragged``/``padding_values`` say what becomes of leaves whose shapes differ).
         """
-        _check_batching(batch_size, drop_remainder)
+        check_batching(batch_size, drop_remainder)
         check_collate_options(ragged, padding_values)
         self._begin()
         produced: Iterator[Batch] = self._produce(*self._frontier())
@@ -516,80 +521,3 @@ class Reader(Closing):
         if self.data_dir is None:
             return filename
         return os.path.join(self.data_dir, os.path.basename(filename))
-
-
-def _check_epochs(epochs: object) -> None:
-    if epochs is not None and (not is_int(epochs) or epochs < 1):
-        raise ConfigError(
-            f"epochs must be a positive integer (epochs 0..epochs-1 are read) or None "
-            f"(read forever), got {epochs!r}",
-            field="epochs",
-            value=epochs,
-        )
-
-
-def _check_rank(rank: object, world_size: object) -> None:
-    if not is_int(world_size) or world_size < 1:
-        raise ConfigError(
-            f"world_size must be a positive integer, got {world_size!r}",
-            field="world_size",
-            value=world_size,
-        )
-    if not is_int(rank) or not 0 <= rank < world_size:
-        raise ConfigError(
-            f"rank must be an integer in 0..{world_size - 1} for world_size {world_size}, "
-            f"got {rank!r}",
-            field="rank",
-            value=rank,
-        )
-
-
-def _check_damage_options(on_corruption: object, report: object) -> None:
-    if on_corruption not in ON_CORRUPTION:
-        raise ConfigError(
-            f"on_corruption must be one of {ON_CORRUPTION} ('raise' stops at the first damaged "
-            "record; 'skip' delivers every undamaged one and reports the lost ones), got "
-            f"{on_corruption!r}",
-            field="on_corruption",
-            value=on_corruption,
-        )
-    if report is not None and not isinstance(report, CorruptionReport):
-        raise ConfigError(
-            f"report must be a readplan.CorruptionReport or None, got {type(report).__name__}",
-            field="report",
-            value=report,
-        )
-
-
-def _check_batching(batch_size: object, drop_remainder: object) -> None:
-    if batch_size is not None and (not is_int(batch_size) or batch_size < 1):
-        raise ConfigError(
-            f"batch_size must be a positive integer (or None: batches as read), got {batch_size!r}",
-            field="batch_size",
-            value=batch_size,
-        )
-    if not isinstance(drop_remainder, bool):
-        raise ConfigError(
-            f"drop_remainder must be True or False, got {drop_remainder!r}",
-            field="drop_remainder",
-            value=drop_remainder,
-        )
-
-
-def read_state(path: str) -> Mapping[str, Any]:
-    """A state written by :meth:`Reader.save` (or ``Checkpoint.save``), as a mapping."""
-    with open(path, "rb") as handle:
-        text = handle.read()
-    try:
-        state = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise CheckpointError(
-            f"{path}: not a saved reader state (Reader.save writes JSON): {err}", field="$"
-        ) from err
-    if not isinstance(state, Mapping):
-        raise CheckpointError(
-            f"{path}: not a saved reader state: it holds a JSON {type(state).__name__}, not an "
-            "object",
-            field="$",
-        )
-    return state

@@ -1,0 +1,101 @@
+"""A reader's arguments, checked before any file is opened (``specs/reader.md`` §1), and
+saved states read back from disk."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, get_args
+
+from readplan._internal.validate import is_int
+from readplan.errors import CheckpointError, ConfigError
+from readplan.records._damage import CorruptionReport
+from readplan.records.tfrecord import OnCorruption
+
+__all__ = [
+    "ON_CORRUPTION",
+    "check_batching",
+    "check_damage_options",
+    "check_epochs",
+    "check_rank",
+    "read_state",
+]
+
+ON_CORRUPTION: tuple[str, ...] = get_args(OnCorruption)
+
+
+def check_epochs(epochs: object) -> None:
+    if epochs is not None and (not is_int(epochs) or epochs < 1):
+        raise ConfigError(
+            f"epochs must be a positive integer (epochs 0..epochs-1 are read) or None "
+            f"(read forever), got {epochs!r}",
+            field="epochs",
+            value=epochs,
+        )
+
+
+def check_rank(rank: object, world_size: object) -> None:
+    if not is_int(world_size) or world_size < 1:
+        raise ConfigError(
+            f"world_size must be a positive integer, got {world_size!r}",
+            field="world_size",
+            value=world_size,
+        )
+    if not is_int(rank) or not 0 <= rank < world_size:
+        raise ConfigError(
+            f"rank must be an integer in 0..{world_size - 1} for world_size {world_size}, "
+            f"got {rank!r}",
+            field="rank",
+            value=rank,
+        )
+
+
+def check_damage_options(on_corruption: object, report: object) -> None:
+    if on_corruption not in ON_CORRUPTION:
+        raise ConfigError(
+            f"on_corruption must be one of {ON_CORRUPTION} ('raise' stops at the first damaged "
+            "record; 'skip' delivers every undamaged one and reports the lost ones), got "
+            f"{on_corruption!r}",
+            field="on_corruption",
+            value=on_corruption,
+        )
+    if report is not None and not isinstance(report, CorruptionReport):
+        raise ConfigError(
+            f"report must be a readplan.CorruptionReport or None, got {type(report).__name__}",
+            field="report",
+            value=report,
+        )
+
+
+def check_batching(batch_size: object, drop_remainder: object) -> None:
+    if batch_size is not None and (not is_int(batch_size) or batch_size < 1):
+        raise ConfigError(
+            f"batch_size must be a positive integer (or None: batches as read), got {batch_size!r}",
+            field="batch_size",
+            value=batch_size,
+        )
+    if not isinstance(drop_remainder, bool):
+        raise ConfigError(
+            f"drop_remainder must be True or False, got {drop_remainder!r}",
+            field="drop_remainder",
+            value=drop_remainder,
+        )
+
+
+def read_state(path: str) -> Mapping[str, Any]:
+    """A state written by :meth:`Reader.save` (or ``Checkpoint.save``), as a mapping."""
+    with open(path, "rb") as handle:
+        text = handle.read()
+    try:
+        state = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise CheckpointError(
+            f"{path}: not a saved reader state (Reader.save writes JSON): {err}", field="$"
+        ) from err
+    if not isinstance(state, Mapping):
+        raise CheckpointError(
+            f"{path}: not a saved reader state: it holds a JSON {type(state).__name__}, not an "
+            "object",
+            field="$",
+        )
+    return state

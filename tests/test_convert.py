@@ -23,7 +23,7 @@ from readplan.errors import ConfigError, CorruptTblError, DatasetInfoError
 from readplan.state.checkpoint import Checkpoint
 from tests.conftest import DATA
 
-pytest.importorskip("anycrc")
+pytest.importorskip("fastcrc")
 
 TOY = json.loads((DATA / "tfds" / "readplan_toy_orders.json").read_text())
 TOY_DIR = DATA / "tfds" / "readplan_toy" / "1.0.0"

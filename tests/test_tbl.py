@@ -26,7 +26,7 @@ from tests.conftest import DATA
 from tests.tbl_samples import GOLDEN, Spec
 
 pytest.importorskip("lz4")
-pytest.importorskip("anycrc")
+pytest.importorskip("fastcrc")
 
 GOLDEN_DIR = DATA / "tbl"
 HEADER = struct.Struct("<4sIQIIQQII16s")

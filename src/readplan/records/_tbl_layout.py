@@ -11,7 +11,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Final, Literal
+from typing import Final, Literal, cast
 
 import numpy as np
 
@@ -175,7 +175,7 @@ def header_crc(raw: bytes) -> int:
     return zlib.crc32(raw[:44] + b"\0\0\0\0" + raw[48:HEADER_SIZE])
 
 
-_crc16_model: Callable[[object], int] | None = None
+_crc16_model: Callable[[bytes], int] | None = None
 _lz4: ModuleType | None = None
 
 
@@ -188,19 +188,20 @@ def _missing(package: str) -> MissingExtraError:
     )
 
 
-def crc16_function() -> Callable[[object], int]:
+def crc16_function() -> Callable[[bytes], int]:
     """CRC-16/MODBUS (reflected 0xA001, init 0xFFFF, no final xor) as a function of bytes."""
     global _crc16_model
     if _crc16_model is None:
         try:
-            import anycrc
+            from fastcrc import crc16 as fastcrc16
         except ImportError as exc:
-            raise _missing("anycrc") from exc
-        _crc16_model = anycrc.Model("CRC16-MODBUS").calc
+            raise _missing("fastcrc") from exc
+        # Its optional second argument (an initial value) is never passed.
+        _crc16_model = cast("Callable[[bytes], int]", fastcrc16.modbus)
     return _crc16_model
 
 
-def crc16(data: bytes | memoryview) -> int:
+def crc16(data: bytes) -> int:
     """CRC-16/MODBUS of ``data`` (see :func:`crc16_function`)."""
     return crc16_function()(data)
 

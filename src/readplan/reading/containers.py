@@ -11,7 +11,7 @@ reader drives TFRecord and TBL v2 shards alike (``specs/reader.md``, "Containers
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, SupportsIndex
 
@@ -37,6 +37,8 @@ class RecordSource(Protocol):
 
     def read(self, skip: int = 0, take: int | None = None) -> Iterator[bytes]: ...
 
+    def gather(self, indices: Sequence[SupportsIndex]) -> list[bytes]: ...
+
     def close(self) -> None: ...
 
 
@@ -55,7 +57,8 @@ class SalvageSource(Protocol):
 @dataclass(frozen=True)
 class RecordContainer:
     """One container format: its ``fileFormat`` name and how its files are opened: for
-    random access, as a stream from the first record, and salvaged after damage."""
+    random access, as a stream from the first record, salvaged after damage, and by key
+    for the data source."""
 
     file_format: str
     open: Callable[[str], RecordSource]
@@ -64,6 +67,10 @@ class RecordContainer:
     # (open file, descriptor, increasing nearby indices) -> their records, or None when
     # one of them is damaged (the caller then reads them one by one).
     gather: Callable[..., list[bytes] | None]
+    # (path, index sidecar or None for offsets found without one) -> the file opened for
+    # keyed access; ``sidecars`` is False when the file carries its own index.
+    keyed: Callable[[str, str | None], RecordSource]
+    sidecars: bool
 
 
 def _gather_tbl(
@@ -71,16 +78,41 @@ def _gather_tbl(
 ) -> list[bytes] | None:
     """A TBL file's index already makes each sample one slice of the map."""
     try:
-        return [samples[i] for i in indices.tolist()]
+        return samples.gather(indices.tolist())
     except CorruptTblError:
         return None
+
+
+def _keyed_tfrecord(path: str, sidecar: str | None) -> tfrecord.RecordFile:
+    return tfrecord.RecordFile(path, use_index=sidecar is not None, index_path=sidecar)
+
+
+def _keyed_tbl(path: str, sidecar: str | None) -> tbl.TblFile:
+    """A TBL file's own index gives every sample's offset: there is no sidecar."""
+    return tbl.TblFile(path)
 
 
 CONTAINERS = {
     container.file_format: container
     for container in (
-        RecordContainer("tfrecord", tfrecord.RecordFile, tfrecord.read, Salvage, gather),
-        RecordContainer(tbl.FILE_FORMAT, tbl.TblFile, tbl.read, TblSalvage, _gather_tbl),
+        RecordContainer(
+            "tfrecord",
+            tfrecord.RecordFile,
+            tfrecord.read,
+            Salvage,
+            gather,
+            keyed=_keyed_tfrecord,
+            sidecars=True,
+        ),
+        RecordContainer(
+            tbl.FILE_FORMAT,
+            tbl.TblFile,
+            tbl.read,
+            TblSalvage,
+            _gather_tbl,
+            keyed=_keyed_tbl,
+            sidecars=False,
+        ),
     )
 }
 

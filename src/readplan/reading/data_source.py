@@ -1,11 +1,13 @@
-"""Random access to a TFDS TFRecord dataset, with TFDS's key mapping (``specs/data_source.md``).
+"""Random access to a TFDS dataset's records, with TFDS's key mapping (``specs/data_source.md``).
 
 TFDS gives a random-access data source (``builder.as_data_source``) only for ArrayRecord
 and Parquet datasets; :func:`data_source` gives one for TFRecord datasets as they are
-prepared.  Key ``i`` is record ``skip + (i - records before)`` of the file instruction
-holding ``i``, the split's file instructions concatenated in order: exactly what TFDS's
-ArrayRecord data source does.  Records are found through index sidecars, built on first
-use; every frame read is checked.
+prepared, and for datasets converted to TBL v2.  Key ``i`` is record
+``skip + (i - records before)`` of the file instruction holding ``i``, the split's file
+instructions concatenated in order: exactly what TFDS's ArrayRecord data source does.
+Shards are opened by their dataset's container (:mod:`readplan.reading.containers`):
+TFRecord records are found through index sidecars, built on first use, TBL samples through
+the file's own index; every record read is checked.
 """
 
 from __future__ import annotations
@@ -33,10 +35,10 @@ from readplan.errors import (
 from readplan.metadata.dataset_info import DatasetInfo
 from readplan.planning.instructions import FileInstruction, LazySplit, file_instructions
 from readplan.planning.splits import SplitArg
+from readplan.reading import containers
 from readplan.reading.decoding import example_decoder
 from readplan.reading.items import Record
 from readplan.records import index as _index
-from readplan.records.tfrecord import RecordFile
 
 __all__ = ["RecordSource", "data_source"]
 
@@ -55,7 +57,7 @@ def data_source(
     index_dir: str | os.PathLike[str] | None = None,
     storage_options: Mapping[str, Any] | None = None,
 ) -> RecordSource:
-    """A random-access source over ``split`` of a TFRecord dataset, keyed as TFDS keys it.
+    """A random-access source over ``split`` of a TFRecord or TBL dataset, keyed as TFDS keys it.
 
     Args:
         dataset: a :class:`~readplan.DatasetInfo` loaded from its directory, or the
@@ -73,8 +75,8 @@ def data_source(
         storage_options: for remote datasets; only local datasets are supported, so this
             must be ``None``.
 
-    Missing sidecars are built here, with a progress bar on a terminal when that takes
-    more than a second.  See ``specs/data_source.md``.
+    Missing sidecars of TFRecord shards are built here, with a progress bar on a terminal
+    when that takes more than a second; TBL shards carry their own index.  See ``specs/data_source.md``.
     """
     if storage_options is not None:
         raise ConfigError(
@@ -99,7 +101,7 @@ def _load(dataset: object) -> DatasetInfo:
 
 
 class RecordSource(Closing):
-    """The records of one split of a TFRecord dataset, by key (``specs/data_source.md``).
+    """The records of one split of a TFRecord or TBL dataset, by key (``specs/data_source.md``).
 
     ``len(source)``, ``source[key]`` (any integer with ``__index__``; keys outside
     ``[0, len)`` raise :class:`~readplan.errors.RecordKeyError`), ``source.__getitems__(keys)``
@@ -124,13 +126,9 @@ class RecordSource(Closing):
                 field="dataset",
                 value=info.name,
             )
-        if info.file_format != "tfrecord":
-            raise ConfigError(
-                f"dataset {info.name!r} is stored as {info.file_format!r}; data_source reads "
-                "TFRecord datasets",
-                field="file_format",
-                value=info.file_format,
-            )
+        self._container = containers.container_for(
+            info.file_format, path=os.path.join(info.data_dir, "dataset_info.json")
+        )
         self.info = info
         self.split = str(split.resolve(info) if isinstance(split, LazySplit) else split)
         self.decode = decode
@@ -158,7 +156,7 @@ class RecordSource(Closing):
         sizes = [os.path.getsize(path) for path in paths]
         self._mean_sizes = [size / max(1, n) for size, n in zip(sizes, self._planned)]
         self._lock = threading.Lock()
-        self._files: list[RecordFile | None] = [None] * len(paths)
+        self._files: list[containers.RecordSource | None] = [None] * len(paths)
 
     # -- sidecars ---------------------------------------------------------------------
 
@@ -168,7 +166,9 @@ class RecordSource(Closing):
         return os.path.join(self.index_dir, os.path.basename(path) + _index.INDEX_SUFFIX)
 
     def _prepare_indexes(self) -> list[str | None]:
-        """Per file: the sidecar to use, building missing ones; ``None``: offsets in memory."""
+        """Per file: the sidecar to use, building missing ones; ``None``: none is used."""
+        if not self._container.sidecars:
+            return [None] * len(self.paths)
         targets = [self._sidecar_path(path) for path in self.paths]
         missing = [k for k, target in enumerate(targets) if not os.path.exists(target)]
         if not missing:
@@ -195,7 +195,8 @@ class RecordSource(Closing):
         """The records of ``keys``, in the order given (repeats allowed).
 
         Keys are grouped by file; the records of one file are read in offset order, nearby
-        ones with one positioned read (:meth:`readplan.tfrecord.RecordFile.gather`).
+        ones with one positioned read (:meth:`readplan.tfrecord.RecordFile.gather`; a TBL
+        file's index locates each sample on its own).
         """
         wanted = self._keys(keys)
         j = np.searchsorted(self._starts_array, wanted, side="right") - 1
@@ -273,7 +274,7 @@ class RecordSource(Closing):
             length=n,
         )
 
-    def _file(self, file: int) -> RecordFile:
+    def _file(self, file: int) -> containers.RecordSource:
         opened = self._files[file]
         if opened is None:
             with self._lock:
@@ -283,9 +284,9 @@ class RecordSource(Closing):
                     self._files[file] = opened
         return opened
 
-    def _open(self, file: int) -> RecordFile:
+    def _open(self, file: int) -> containers.RecordSource:
         path, sidecar = self.paths[file], self._index_paths[file]
-        opened = RecordFile(path, use_index=sidecar is not None, index_path=sidecar)
+        opened = self._container.keyed(path, sidecar)
         try:
             found = len(opened)  # walks the headers now when there is no sidecar
             if found < self._needed[file]:
@@ -323,13 +324,14 @@ class RecordSource(Closing):
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        for unpicklable in ("_lock", "_files", "_decoder"):
+        for unpicklable in ("_lock", "_files", "_decoder", "_container"):
             del state[unpicklable]
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._decoder = _record_decoder(self.info, self.decode, self.decoders)
+        self._container = containers.container_for(self.info.file_format)
         self._lock = threading.Lock()
         self._files = [None] * len(self.paths)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import mmap
 import operator
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from types import ModuleType
 from typing import SupportsIndex
 
@@ -178,6 +178,11 @@ class TblFile(Closing):
 
     def __iter__(self) -> Iterator[bytes]:
         return self.read()
+
+    def gather(self, indices: Sequence[SupportsIndex]) -> list[bytes]:
+        """Samples ``indices`` (any order, repeats allowed), in the order given, each checked
+        as by ``tf[i]``; the index makes each one slice of the map, so no read is shared."""
+        return [self[i] for i in indices]
 
     def read(self, skip: int = 0, take: int | None = None) -> Iterator[bytes]:
         """Samples ``[skip, skip + take)`` in order; ``take=None`` (or -1) reads to the end."""

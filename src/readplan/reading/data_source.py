@@ -76,7 +76,8 @@ def data_source(
             must be ``None``.
 
     Missing sidecars of TFRecord shards are built here, with a progress bar on a terminal
-    when that takes more than a second; TBL shards carry their own index.  See ``specs/data_source.md``.
+    when that takes more than a second; TBL shards carry their own index.  See
+    ``specs/data_source.md``.
     """
     if storage_options is not None:
         raise ConfigError(

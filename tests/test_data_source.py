@@ -26,7 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import readplan
-from readplan import ReadPlan, SkipDecoding, example, tfrecord
+from readplan import ReadPlan, SkipDecoding, example, tbl, tfrecord
 from readplan.errors import (
     ConfigError,
     CorruptRecordError,
@@ -355,12 +355,17 @@ def layouts_and_specs(draw: st.DrawFn) -> tuple[dict[str, list[int]], list[tuple
     return lengths, parts
 
 
-def _write(directory: Path, lengths: dict[str, list[int]]) -> DatasetInfo:
+_WRITERS = {"tfrecord": tfrecord.write, "tbl": tbl.write}
+
+
+def _write(
+    directory: Path, lengths: dict[str, list[int]], file_format: str = "tfrecord"
+) -> DatasetInfo:
     directory.mkdir(parents=True, exist_ok=True)
-    info = DatasetInfo("made", lengths, data_dir=str(directory))
+    info = DatasetInfo("made", lengths, data_dir=str(directory), file_format=file_format)
     for name, shards in lengths.items():
         for k, count in enumerate(shards):
-            tfrecord.write(
+            _WRITERS[file_format](
                 info.shard_path(name, k), [f"{name}/{k}/{i}".encode() for i in range(count)]
             )
     return info
@@ -380,10 +385,19 @@ def _expected(lengths: dict[str, list[int]], parts: list[tuple[str, int, int]]) 
 def test_keys_follow_the_split_and_every_access_path_agrees(
     layout: tuple[dict[str, list[int]], list[tuple[str, int, int]]], data: st.DataObject
 ) -> None:
+    check_access_paths(layout, "tfrecord", data)
+
+
+def check_access_paths(
+    layout: tuple[dict[str, list[int]], list[tuple[str, int, int]]],
+    file_format: str,
+    data: st.DataObject,
+) -> None:
+    """Every access path of a source over shards of ``file_format`` gives the split's records."""
     lengths, parts = layout
     spec = "+".join(f"{name}[{a}:{b}]" for name, a, b in parts)
     with tempfile.TemporaryDirectory() as folder:
-        source = data_source(_write(Path(folder), lengths), spec)
+        source = data_source(_write(Path(folder), lengths, file_format), spec)
         expected = _expected(lengths, parts)
         assert len(source) == len(expected)
         assert [source[k] for k in range(len(source))] == expected

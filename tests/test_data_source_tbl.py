@@ -9,7 +9,6 @@ writes TBL shards whose samples name their own shard and index.
 from __future__ import annotations
 
 import pickle
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,15 @@ from readplan.convert import convert
 from readplan.errors import CorruptTblError, DatasetInfoError, RecordKeyError
 from readplan.metadata.dataset_info import DatasetInfo
 from readplan.reading.data_source import data_source
-from tests.test_data_source import CASES, PAYLOADS, TFDS_DIR, _expected, layouts_and_specs
+from tests.test_data_source import (
+    CASES,
+    PAYLOADS,
+    TFDS_DIR,
+    check_access_paths,
+    layouts_and_specs,
+)
+
+pytest.importorskip("fastcrc")
 
 
 @pytest.fixture(scope="module")
@@ -121,25 +128,7 @@ def test_a_format_without_a_container_is_refused(tmp_path: Path) -> None:
 
 @settings(max_examples=40)
 @given(layouts_and_specs(), st.data())
-def test_tbl_keys_follow_the_split_and_every_access_path_agrees(
+def test_keys_follow_the_split_and_every_access_path_agrees(
     layout: tuple[dict[str, list[int]], list[tuple[str, int, int]]], data: st.DataObject
 ) -> None:
-    lengths, parts = layout
-    spec = "+".join(f"{name}[{a}:{b}]" for name, a, b in parts)
-    with tempfile.TemporaryDirectory() as folder:
-        info = DatasetInfo("made", lengths, data_dir=folder, file_format="tbl")
-        for name, shards in lengths.items():
-            for k, count in enumerate(shards):
-                samples = [f"{name}/{k}/{i}".encode() for i in range(count)]
-                tbl.write(info.shard_path(name, k), samples)
-        source = data_source(info, spec)
-        expected = _expected(lengths, parts)
-        assert [source[k] for k in range(len(source))] == expected
-        assert list(source) == expected
-        keys = (
-            data.draw(st.lists(st.integers(0, len(expected) - 1), max_size=30)) if expected else []
-        )
-        assert source.__getitems__(keys) == [expected[k] for k in keys]
-        assert pickle.loads(pickle.dumps(source)).__getitems__(keys) == source.__getitems__(keys)
-        assert not list(Path(folder).glob("*.index"))
-        source.close()
+    check_access_paths(layout, "tbl", data)

@@ -72,7 +72,12 @@ def test_keys_map_to_the_records_tfds_data_source_returns(
         for fi in file_instructions(TFDS_INFO, case["spec"])
     ]
     assert instructions == case["file_instructions"]
-    source = data_source(TFDS_DIR, case["spec"], decode="tfds", index_dir=index_dir)
+    check_case(TFDS_DIR, case, index_dir)
+
+
+def check_case(directory: Path, case: dict[str, Any], index_dir: Path) -> None:
+    """The dataset in ``directory`` gives the ids TFDS's data source gave for ``case``."""
+    source = data_source(directory, case["spec"], decode="tfds", index_dir=index_dir)
     if "data_source" in case:
         # TFDS's ArrayRecord backend raises for a split without records; readplan gives an
         # empty source (specs/data_source.md, "Empty splits").
@@ -92,7 +97,7 @@ def test_keys_map_to_the_records_tfds_data_source_returns(
     # TFDS's data source yields plain Python scalars (probes.item_types).
     assert {name: type(v).__name__ for name, v in got[0].items()} == CASES["probes"]["item_types"]
     assert all(r["payload"] == PAYLOADS[r["id"]] for r in got)
-    examples = data_source(TFDS_DIR, case["spec"], decode=True, index_dir=index_dir)
+    examples = data_source(directory, case["spec"], decode=True, index_dir=index_dir)
     assert [_id(r) for r in examples.__getitems__(keys)] == ids
 
 

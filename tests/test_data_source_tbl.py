@@ -23,9 +23,9 @@ from readplan.metadata.dataset_info import DatasetInfo
 from readplan.reading.data_source import data_source
 from tests.test_data_source import (
     CASES,
-    PAYLOADS,
     TFDS_DIR,
     check_access_paths,
+    check_case,
     layouts_and_specs,
 )
 
@@ -48,18 +48,9 @@ def index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_converted_keys_map_as_on_the_tfrecord_original(
     converted: Path, index_dir: Path, case: dict[str, Any]
 ) -> None:
-    source = data_source(converted, case["spec"], decode="tfds")
+    check_case(converted, case, index_dir)
     if "data_source" in case:
-        assert len(source) == 0
-        assert list(source) == []
         return
-    assert len(source) == case["len"]
-    assert [source[k]["id"] for k in range(len(source))] == case["ids"]
-    assert [r["id"] for r in source] == case["ids"]
-    keys, ids = case["getitems"]["keys"], case["getitems"]["ids"]
-    got = source.__getitems__(keys)
-    assert [r["id"] for r in got] == ids
-    assert all(r["payload"] == PAYLOADS[r["id"]] for r in got)
     raw = data_source(converted, case["spec"])
     original = data_source(TFDS_DIR, case["spec"], index_dir=index_dir)
     backwards = list(range(len(raw)))[::-1]

@@ -12,7 +12,6 @@ fails is lost too.  Every other record is delivered, every lost one reported.
 
 from __future__ import annotations
 
-import os
 import struct
 from dataclasses import dataclass
 
@@ -26,6 +25,8 @@ from readplan.records._crc import crc32c, mask
 from readplan.records._damage import KIND_DATA_CRC, CorruptionEvent, CorruptionReport
 from readplan.records._framing import FrameParser
 from readplan.records._stream import PlainStream, open_fd
+from readplan.storage import Handle, StorageOptions, size_of
+from readplan.storage import close as close_handle
 
 __all__ = ["Lost", "Salvage"]
 
@@ -49,16 +50,16 @@ class Lost:
 class Salvage:
     """The placed records of one damaged, uncompressed shard, read on demand."""
 
-    def __init__(self, path: str, *, planned: int) -> None:
+    def __init__(self, path: str, *, planned: int, storage_options: StorageOptions = None) -> None:
         self.path = path
-        fd = open_fd(path)
+        fd = open_fd(path, storage_options)
         try:
             offsets, self.events = _walk(fd, path)
             self._offsets = _place(path, offsets, self.events, planned)
         except BaseException:
-            os.close(fd)
+            close_handle(fd)
             raise
-        self._fd = fd
+        self._fd: Handle | None = fd
 
     def read(self, index: int) -> bytes | Lost:
         """Record ``index``'s payload, or why it is lost."""
@@ -67,8 +68,11 @@ class Salvage:
             # Only records in or between damaged regions are unplaced: there is an event.
             cause = self.events[0]
             return Lost(index, cause.offset, cause.kind)
-        length = _HEADER.unpack(pread(self._fd, 12, offset))[0]
-        frame = pread(self._fd, length + 4, offset + 12)
+        fd = self._fd
+        if fd is None:
+            raise ValueError(f"{self.path}: the salvaged shard is closed")
+        length = _HEADER.unpack(pread(fd, 12, offset))[0]
+        frame = pread(fd, length + 4, offset + 12)
         payload, stored = frame[:length], _U32.unpack_from(frame, length)[0]
         if mask(crc32c(payload)) != stored:
             return Lost(index, offset, KIND_DATA_CRC)
@@ -87,15 +91,15 @@ class Salvage:
         )
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        if self._fd is not None:
+            close_handle(self._fd)
+            self._fd = None
 
 
-def _walk(fd: int, path: str) -> tuple[npt.NDArray[np.int64], tuple[CorruptionEvent, ...]]:
+def _walk(fd: Handle, path: str) -> tuple[npt.NDArray[np.int64], tuple[CorruptionEvent, ...]]:
     """Frame starts with verified headers, and the damaged regions, by one skip-mode walk."""
     report = CorruptionReport()
-    stream = PlainStream(fd, start=0, end=os.fstat(fd).st_size, owns_fd=False)
+    stream = PlainStream(fd, start=0, end=size_of(fd), owns_fd=False)
     parser = FrameParser(
         stream,
         path=path,

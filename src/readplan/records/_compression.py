@@ -25,6 +25,7 @@ from readplan.records._damage import (
     KIND_TRUNCATED_STREAM,
     StreamDamageError,
 )
+from readplan.storage import Handle, size_of
 
 __all__ = [
     "AUTO",
@@ -89,8 +90,10 @@ def detect_compression(head: bytes) -> str | None:
     return None
 
 
-def pread(fd: int, size: int, offset: int) -> bytes:
+def pread(fd: Handle, size: int, offset: int) -> bytes:
     """Up to ``size`` bytes at ``offset``; shorter only at end of file."""
+    if not isinstance(fd, int):
+        return fd.pread(size, offset)
     first = _pread_once(fd, size, offset)
     if len(first) == size or not first:
         return first
@@ -167,7 +170,7 @@ class Inflater:
     byte has been returned, so that every record before it is still delivered.
     """
 
-    def __init__(self, fd: int, compression: str) -> None:
+    def __init__(self, fd: Handle, compression: str) -> None:
         self._fd = fd
         self._compression = compression
         self._wbits = 31 if compression == GZIP else zlib.MAX_WBITS
@@ -263,7 +266,7 @@ class Inflater:
             self.compressed_offset = rest_offset
             return
         self._done = True
-        size = os.fstat(self._fd).st_size
+        size = size_of(self._fd)
         after = "last gzip member" if self._compression == GZIP else "ZLIB stream"
         self.end_damage = StreamDamageError(
             KIND_TRAILING_GARBAGE,

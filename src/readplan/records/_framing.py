@@ -12,6 +12,7 @@ Two paths share one :class:`~readplan._stream.ByteStream`:
 
 from __future__ import annotations
 
+import functools
 import os
 import struct
 from collections.abc import Callable, Iterator
@@ -41,6 +42,7 @@ from readplan.records._expected import ExpectedFrames
 from readplan.records._resync import resync
 from readplan.records._stream import AFTER_LARGE, LARGE, ByteStream, PlainStream
 from readplan.records._walk import gather_u32, good_headers, leading_matches, walk_frames
+from readplan.storage import Handle, size_of
 
 __all__ = ["FrameParser"]
 
@@ -52,6 +54,15 @@ _LARGE_BATCH = 1 << 20
 _JUMP_BATCH = 4096
 # Short reads fall back to the careful path, which loops; so the bare call is enough here.
 _pread_fast = getattr(os, "pread", pread)
+
+
+def _positioned(fd: Handle) -> Callable[[int, int], bytes]:
+    """``read(size, offset)`` on a descriptor (the bare system call) or a remote handle."""
+    if isinstance(fd, int):
+        return functools.partial(_pread_fast, fd)
+    return fd.pread
+
+
 _NEGATIVE_READ = 2**63 - 4
 _TOO_LARGE = 2**64 - 5
 
@@ -165,7 +176,7 @@ class FrameParser:
         """
         # mask() is written out inline in this loop and in _jump_frames: they run once per
         # frame, where a Python call is a measurable part of the cost.
-        fd, end, maximum, verify = stream.fd, stream.end, self._max, self._verify
+        read, end, maximum, verify = _positioned(stream.fd), stream.end, self._max, self._verify
         data, off = stream.data, stream.off
         pos = stream.base + off
         batch: list[bytes] = []
@@ -179,8 +190,8 @@ class FrameParser:
             crc = crc32c(data[off : off + 8])
             if (((crc >> 15) | (crc << 17)) + MASK_DELTA) & 0xFFFFFFFF != stored:
                 break
-            payload = _pread_fast(fd, length, pos + 12)
-            tail = _pread_fast(fd, 16 if after + 12 <= end else end - after + 4, after - 4)
+            payload = read(length, pos + 12)
+            tail = read(16 if after + 12 <= end else end - after + 4, after - 4)
             if len(payload) < length or len(tail) < 4:
                 break
             if verify:
@@ -290,7 +301,7 @@ class FrameParser:
 
         Any frame that is not a sound large frame ends the batch for the careful path.
         """
-        fd, end, maximum = stream.fd, stream.end, self._max
+        read, end, maximum = _positioned(stream.fd), stream.end, self._max
         data, off = stream.data, stream.off
         pos = stream.base + off
         starts: list[int] = []
@@ -304,7 +315,7 @@ class FrameParser:
                 break
             starts.append(pos)
             pos = after
-            data, off = _pread_fast(fd, min(12, end - after), after), 0
+            data, off = read(min(12, end - after), after), 0
         if not starts:
             return None
         found = np.array(starts, dtype=np.int64)
@@ -540,7 +551,7 @@ class FrameParser:
         stream = self._stream
         if isinstance(stream, PlainStream):
             return ""
-        size = os.fstat(stream.fd).st_size
+        size = size_of(stream.fd)
         return (
             f"; reading stops here: inflating past damage can produce records that were "
             f"never written, so nothing after stream offset {stream.pos} (compressed offset "

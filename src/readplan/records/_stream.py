@@ -12,13 +12,13 @@ chunks; a record of ``LARGE`` bytes or more is read straight into its own ``byte
 from __future__ import annotations
 
 import io
-import os
 import struct
 from abc import ABC, abstractmethod
 
 from readplan.records._compression import Inflater, pread
 from readplan.records._crc import crc32c
 from readplan.records._damage import StreamDamageError
+from readplan.storage import Handle, StorageOptions, close, open_read
 
 __all__ = [
     "AFTER_LARGE",
@@ -46,15 +46,19 @@ VERIFY_FIRST = 1 << 20
 _U32 = struct.Struct("<I")
 
 
-def open_fd(path: str) -> int:
-    """Open ``path`` for binary reading; a missing file raises FileNotFoundError naming it."""
-    return os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+def open_fd(path: str, storage_options: StorageOptions = None) -> Handle:
+    """Open ``path`` (a local path or a URL) for positioned reads.
+
+    A missing local file raises FileNotFoundError naming it, a missing object
+    :class:`~readplan.errors.ObjectNotFoundError`.
+    """
+    return open_read(path, storage_options=storage_options)
 
 
 class ByteStream(ABC):
     """Buffer bookkeeping shared by both stream kinds; subclasses supply :meth:`_more`."""
 
-    def __init__(self, fd: int, *, start: int, owns_fd: bool) -> None:
+    def __init__(self, fd: Handle, *, start: int, owns_fd: bool) -> None:
         self.fd = fd
         self._owns_fd = owns_fd
         self.data = b""
@@ -81,8 +85,8 @@ class ByteStream(ABC):
 
     def close(self) -> None:
         """Close the file if this stream opened it (idempotent)."""
-        if self._owns_fd and self.fd >= 0:
-            os.close(self.fd)
+        if self._owns_fd and (not isinstance(self.fd, int) or self.fd >= 0):
+            close(self.fd)
         self.fd = -1
 
     def __del__(self) -> None:
@@ -183,7 +187,7 @@ class ByteStream(ABC):
 class PlainStream(ByteStream):
     """An uncompressed file, read with positioned reads between ``start`` and ``end``."""
 
-    def __init__(self, fd: int, *, start: int, end: int, owns_fd: bool) -> None:
+    def __init__(self, fd: Handle, *, start: int, end: int, owns_fd: bool) -> None:
         super().__init__(fd, start=start, owns_fd=owns_fd)
         self.end = end
 
@@ -223,7 +227,7 @@ class PlainStream(ByteStream):
 class InflateStream(ByteStream):
     """The decompressed stream of a GZIP or ZLIB file."""
 
-    def __init__(self, fd: int, compression: str, *, owns_fd: bool) -> None:
+    def __init__(self, fd: Handle, compression: str, *, owns_fd: bool) -> None:
         super().__init__(fd, start=0, owns_fd=owns_fd)
         self._inflater = Inflater(fd, compression)
 

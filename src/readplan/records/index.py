@@ -40,6 +40,8 @@ from readplan.records._damage import KIND_HEADER_CRC
 from readplan.records._expected import ExpectedFrames
 from readplan.records._framing import FrameParser
 from readplan.records._stream import ByteStream, InflateStream, PlainStream, open_fd
+from readplan.storage import Handle, StorageOptions, basename, join, size_of, to_str, write_bytes
+from readplan.storage import close as close_handle
 
 __all__ = [
     "HEADER_SIZE",
@@ -80,12 +82,16 @@ _ARANGE12 = np.arange(12, dtype=np.int64)
 Int64Array = npt.NDArray[np.int64]
 
 
-def index_path_for(data_path: str | os.PathLike[str]) -> str:
-    """Where the sidecar of ``data_path`` lives: the same name plus ``.index``."""
-    return os.fspath(data_path) + INDEX_SUFFIX
+def index_path_for(
+    data_path: str | os.PathLike[str], index_dir: str | os.PathLike[str] | None = None
+) -> str:
+    """Where the sidecar of ``data_path`` lives: the same name plus ``.index``, beside the
+    data file or, with ``index_dir`` (for datasets that are read-only), in that folder."""
+    name = to_str(data_path) + INDEX_SUFFIX
+    return name if index_dir is None else join(index_dir, basename(name))
 
 
-def resolve_compression(fd: int, compression: object) -> str | None:
+def resolve_compression(fd: Handle, compression: object) -> str | None:
     """The compression of the open file ``fd``: as given, or detected for ``"auto"``."""
     checked = check_compression(compression, allow_auto=True)
     if checked == AUTO:
@@ -159,22 +165,22 @@ def _offsets_problem(offsets: Int64Array, stream_size: int) -> str | None:
     return None
 
 
-def _binding(fd: int) -> tuple[int, int]:
+def _binding(fd: Handle) -> tuple[int, int]:
     """Size of the data file and the CRC32C of its first and last 64 KiB."""
-    size = os.fstat(fd).st_size
+    size = size_of(fd)
     head = pread(fd, min(size, _BINDING_SPAN), 0)
     tail = pread(fd, min(size, _BINDING_SPAN), max(0, size - _BINDING_SPAN))
     return size, crc32c(tail, crc32c(head))
 
 
-def _open_stream(fd: int, compression: str | None) -> ByteStream:
+def _open_stream(fd: Handle, compression: str | None) -> ByteStream:
     if compression is None:
-        return PlainStream(fd, start=0, end=os.fstat(fd).st_size, owns_fd=False)
+        return PlainStream(fd, start=0, end=size_of(fd), owns_fd=False)
     return InflateStream(fd, compression, owns_fd=False)
 
 
 def walk_offsets(
-    fd: int,
+    fd: Handle,
     path: str,
     compression: str | None,
     *,
@@ -207,7 +213,7 @@ def walk_offsets(
             progress(done - reported)
             reported = done
     if progress is not None:
-        progress(os.fstat(fd).st_size - reported)
+        progress(size_of(fd) - reported)
     offsets = np.concatenate(batches) if batches else np.zeros(0, dtype=np.int64)
     return offsets, stream.pos
 
@@ -230,16 +236,21 @@ def build_index(
     max_record_bytes: int | None = None,
     progress: Callable[[int], None] | None = None,
     verify: bool = True,
+    index_dir: str | os.PathLike[str] | None = None,
+    storage_options: StorageOptions = None,
 ) -> str:
-    """Read ``path`` and write its sidecar; returns the sidecar's path.
+    """Read ``path`` (a local path or a URL) and write its sidecar; returns its path.
+
+    The sidecar goes to ``index_path``, else into ``index_dir`` (for a dataset that may
+    not be written to), else beside the data file.
 
     Damage raises :class:`~readplan.errors.CorruptRecordError` and writes nothing: with
     ``verify`` (the default) every record's data CRC is checked, so a damaged file never
     gets an index; ``verify=False`` walks the headers only, skipping payloads.
     ``progress`` is called with the number of data-file bytes processed since its last call.
     """
-    data_path = os.fspath(path)
-    fd = open_fd(data_path)
+    data_path = to_str(path)
+    fd = open_fd(data_path, storage_options)
     try:
         resolved = resolve_compression(fd, compression)
         offsets, stream_size = walk_offsets(
@@ -252,15 +263,21 @@ def build_index(
         )
         size, binding = _binding(fd)
     finally:
-        os.close(fd)
+        close_handle(fd)
     index = RecordIndex(data_path, resolved, offsets, stream_size, size, binding)
-    return write_index(index, index_path)
+    if index_path is None:
+        index_path = index_path_for(data_path, index_dir)
+    return write_index(index, index_path, storage_options=storage_options)
 
 
-def write_index(index: RecordIndex, index_path: str | os.PathLike[str] | None = None) -> str:
-    """Write ``index`` atomically and durably (:func:`~readplan._internal.atomic.atomic_write`);
-    returns the path."""
-    target = os.fspath(index_path) if index_path is not None else index_path_for(index.data_path)
+def write_index(
+    index: RecordIndex,
+    index_path: str | os.PathLike[str] | None = None,
+    *,
+    storage_options: StorageOptions = None,
+) -> str:
+    """Write ``index`` whole or not at all (``specs/storage.md``); returns the path."""
+    target = to_str(index_path) if index_path is not None else index_path_for(index.data_path)
     body = np.ascontiguousarray(index.offsets, dtype="<u8").tobytes()
     fields = (
         MAGIC,
@@ -274,7 +291,7 @@ def write_index(index: RecordIndex, index_path: str | os.PathLike[str] | None = 
     )
     partial = _HEADER.pack(*fields, 0, 0)
     header = _HEADER.pack(*fields, crc32c(partial[: _HEADER.size - 8]), 0)
-    atomic_write(target, header + body)
+    write_bytes(target, header + body, storage_options=storage_options)
     return target
 
 
@@ -296,7 +313,7 @@ def _refuse(index_path: str, field: str, why: str) -> IndexFileError:
     )
 
 
-def _read_header(index_fd: int, index_path: str) -> _Header:
+def _read_header(index_fd: Handle, index_path: str) -> _Header:
     raw = pread(index_fd, HEADER_SIZE, 0)
     if len(raw) < HEADER_SIZE:
         raise _refuse(
@@ -314,7 +331,7 @@ def _read_header(index_fd: int, index_path: str) -> _Header:
     if code not in _CODE_NAMES:
         raise _refuse(index_path, "compression", f"unknown compression code {code}")
     expected_size = HEADER_SIZE + 8 * count
-    actual_size = os.fstat(index_fd).st_size
+    actual_size = size_of(index_fd)
     if actual_size != expected_size:
         raise _refuse(
             index_path,
@@ -326,7 +343,7 @@ def _read_header(index_fd: int, index_path: str) -> _Header:
 
 
 def _check_binding(
-    header: _Header, index_path: str, data_fd: int, data_path: str, compression: str | None
+    header: _Header, index_path: str, data_fd: Handle, data_path: str, compression: str | None
 ) -> None:
     if header.compression != compression:
         raise _refuse(
@@ -352,7 +369,7 @@ def _check_binding(
         )
 
 
-def check_offsets(fd: int, index: RecordIndex, *, max_record_bytes: int | None = None) -> None:
+def check_offsets(fd: Handle, index: RecordIndex, *, max_record_bytes: int | None = None) -> None:
     """Check that the open data file ``fd`` holds exactly the frames ``index`` describes.
 
     Uncompressed: the 12-byte header at every indexed offset must verify and declare the
@@ -448,34 +465,35 @@ def load_index(
         resolved = resolve_compression(data_fd, compression)
         return _load(open_fd(target), target, data_fd, path, resolved)
     finally:
-        os.close(data_fd)
+        close_handle(data_fd)
 
 
 def load_index_for(
-    data_fd: int,
+    data_fd: Handle,
     data_path: str,
     compression: str | None,
     *,
     index_path: str | os.PathLike[str] | None = None,
+    storage_options: StorageOptions = None,
 ) -> RecordIndex | None:
     """:func:`load_index` for an open data file; ``None`` when there is no sidecar."""
-    target = os.fspath(index_path) if index_path is not None else index_path_for(data_path)
+    target = to_str(index_path) if index_path is not None else index_path_for(data_path)
     try:
-        index_fd = open_fd(target)
+        index_fd = open_fd(target, storage_options)
     except FileNotFoundError:
         return None
     return _load(index_fd, target, data_fd, data_path, compression)
 
 
 def _load(
-    index_fd: int, target: str, data_fd: int, data_path: str, compression: str | None
+    index_fd: Handle, target: str, data_fd: Handle, data_path: str, compression: str | None
 ) -> RecordIndex:
     """Validate and read the open index ``index_fd`` (closed on return)."""
     try:
         header = _read_header(index_fd, target)
         body = pread(index_fd, 8 * header.record_count, HEADER_SIZE)
     finally:
-        os.close(index_fd)
+        close_handle(index_fd)
     _check_binding(header, target, data_fd, data_path, compression)
     if crc32c(body) != header.offsets_crc:
         raise _refuse(target, "offsets_crc", "the CRC of the offsets does not match them")
@@ -546,7 +564,7 @@ def import_text(
             raise _refuse(source, "offsets", problem)
         _spot_check(fd, source, offsets, sizes)
     finally:
-        os.close(fd)
+        close_handle(fd)
     return write_index(RecordIndex(target, None, offsets, size, size, binding), index_path)
 
 
@@ -580,7 +598,7 @@ def _parse_text(source: str) -> tuple[Int64Array, Int64Array]:
     return starts, lengths
 
 
-def _spot_check(fd: int, source: str, offsets: Int64Array, sizes: Int64Array) -> None:
+def _spot_check(fd: Handle, source: str, offsets: Int64Array, sizes: Int64Array) -> None:
     picks = np.unique(np.linspace(0, len(offsets) - 1, num=min(len(offsets), _SPOT_CHECKS)))
     for pick in picks.astype(np.int64).tolist():
         offset = int(offsets[pick])

@@ -59,6 +59,9 @@ from readplan.records._expected import ExpectedFrames
 from readplan.records._framing import FrameParser
 from readplan.records._headerwalk import HeaderWalk
 from readplan.records._stream import LARGE, ByteStream, InflateStream, PlainStream, open_fd
+from readplan.storage import Handle, StorageOptions, size_of, to_str
+from readplan.storage import close as close_handle
+from readplan.storage import dup as dup_handle
 
 __all__ = [
     "DEFAULT_MAX_COMPRESSED_RECORD_BYTES",
@@ -183,7 +186,7 @@ def _check_read_options(
 
 
 def _stream_for(
-    fd: int, compression: str | None, *, start: int, end: int, owns_fd: bool
+    fd: Handle, compression: str | None, *, start: int, end: int, owns_fd: bool
 ) -> ByteStream:
     """A stream from ``start``; a compressed one starts at 0 and the parser skips ahead."""
     if compression is None:
@@ -206,8 +209,9 @@ def read(
     on_corruption: OnCorruption = "raise",
     report: CorruptionReport | None = None,
     max_record_bytes: int | None = None,
+    storage_options: StorageOptions = None,
 ) -> Iterator[bytes]:
-    """Every record of ``path``, in order.
+    """Every record of ``path`` (a local path or a URL, ``specs/storage.md``), in order.
 
     ``compression``: ``None``, ``"GZIP"``, ``"ZLIB"`` or ``"auto"`` (detected from the first
     bytes).  ``verify`` checks data CRCs (header CRCs are always checked: the framing depends
@@ -225,13 +229,13 @@ def read(
     exhausted or garbage-collected.
     """
     _check_read_options(on_corruption, max_record_bytes, report)
-    name = os.fspath(path)
-    fd = open_fd(name)
+    name = to_str(path)
+    fd = open_fd(name, storage_options)
     try:
         resolved = _index.resolve_compression(fd, compression)
-        stream = _stream_for(fd, resolved, start=0, end=os.fstat(fd).st_size, owns_fd=True)
+        stream = _stream_for(fd, resolved, start=0, end=size_of(fd), owns_fd=True)
     except BaseException:
-        os.close(fd)
+        close_handle(fd)
         raise
     parser = FrameParser(
         stream,
@@ -285,30 +289,38 @@ def count(
     compression: object = None,
     use_index: bool = True,
     max_record_bytes: int | None = None,
+    index_dir: PathLike | None = None,
+    storage_options: StorageOptions = None,
 ) -> int:
-    """Number of records in ``path``.
+    """Number of records in ``path`` (a local path or a URL).
 
-    With a sidecar (``path + ".index"``) the count is the sidecar's once every indexed
-    offset is checked to hold a header of the indexed length (12-byte reads, no payloads;
-    a compressed file is inflated); a sidecar that is stale or malformed raises
+    With a sidecar (``path + ".index"``, or in ``index_dir``) the count is the sidecar's
+    once every indexed offset is checked to hold a header of the indexed length (12-byte
+    reads, no payloads; a compressed file is inflated); a sidecar that is stale or malformed raises
     :class:`~readplan.errors.IndexFileError`.  Otherwise the 12-byte headers are walked
     and verified, payloads skipped; damage raises :class:`CorruptRecordError`.
     """
     _check_read_options("raise", max_record_bytes)
-    name = os.fspath(path)
-    fd = open_fd(name)
+    name = to_str(path)
+    fd = open_fd(name, storage_options)
     try:
         resolved = _index.resolve_compression(fd, compression)
         cap = record_cap(max_record_bytes, resolved)
         if use_index:
-            loaded = _index.load_index_for(fd, name, resolved)
+            loaded = _index.load_index_for(
+                fd,
+                name,
+                resolved,
+                index_path=_index.index_path_for(name, index_dir),
+                storage_options=storage_options,
+            )
             if loaded is not None:
                 _index.check_offsets(fd, loaded, max_record_bytes=cap)
                 return len(loaded)
         offsets, _ = _index.walk_offsets(fd, name, resolved, max_record_bytes=cap)
         return len(offsets)
     finally:
-        os.close(fd)
+        close_handle(fd)
 
 
 # ---------------------------------------------------------------------- random access
@@ -323,6 +335,10 @@ class RecordFile(Closing):
     in large buffered pieces, and ``gather(indices)`` reads records that lie close together
     with one positioned read.  GZIP/ZLIB files have no random access: every ``rf[i]`` and
     ``read`` decompresses from the start of the file (see specs/tfrecord.md).
+
+    ``path`` may be a URL (``specs/storage.md``): each ``read(skip, take)`` then fetches
+    exactly the bytes of those records, in as few ranged requests as its size allows.
+    ``index_dir`` is where the sidecar is looked up instead of beside the file.
     """
 
     def __init__(
@@ -334,31 +350,40 @@ class RecordFile(Closing):
         use_index: bool = True,
         index_path: PathLike | None = None,
         max_record_bytes: int | None = None,
+        index_dir: PathLike | None = None,
+        storage_options: StorageOptions = None,
     ) -> None:
-        self._fd = -1  # first, so that close() works whatever fails below
+        # First, so that close() works whatever fails below.
+        self._fd: Handle | None = None
         self._closer: Callable[[], object] | None = None
         _check_read_options("raise", max_record_bytes)
-        self.path = os.fspath(path)
+        self.path = to_str(path)
         self._index_path = (
-            _index.index_path_for(self.path) if index_path is None else os.fspath(index_path)
+            _index.index_path_for(self.path, index_dir)
+            if index_path is None
+            else to_str(index_path)
         )
         self._verify = verify
-        fd = open_fd(self.path)
+        fd = open_fd(self.path, storage_options)
         try:
             self.compression = _index.resolve_compression(fd, compression)
             self._max = record_cap(max_record_bytes, self.compression)
-            loaded = (
-                _index.load_index_for(fd, self.path, self.compression, index_path=index_path)
-                if use_index
-                else None
-            )
+            loaded = None
+            if use_index:
+                loaded = _index.load_index_for(
+                    fd,
+                    self.path,
+                    self.compression,
+                    index_path=self._index_path,
+                    storage_options=storage_options,
+                )
         except BaseException:
-            os.close(fd)
+            close_handle(fd)
             raise
         self._fd = fd
         # A finalizer, not __del__: it runs before interpreter shutdown tears down module
         # globals (such as ``os``), so a file left open to the end closes without noise.
-        self._closer = weakref.finalize(self, os.close, fd)
+        self._closer = weakref.finalize(self, close_handle, fd)
         self.indexed = loaded is not None
         self._offsets: npt.NDArray[np.int64] | None = None
         self._stream_size = 0
@@ -422,7 +447,8 @@ class RecordFile(Closing):
         stop = int(offsets[skip + take]) if skip + take < len(offsets) else end
         # The iterator owns a duplicate descriptor: it stays valid after this RecordFile is
         # closed, and can never read a file that reused the descriptor number.
-        fd = os.dup(self._open_fd())
+        # A remote handle for one span never reads ahead past it.
+        fd = dup_handle(self._open_fd(), limit=stop if self.compression is None else None)
         stream = _stream_for(fd, self.compression, start=start, end=stop, owns_fd=True)
         expected = None
         if self.indexed:
@@ -563,8 +589,8 @@ class RecordFile(Closing):
             kind=kind,
         )
 
-    def _open_fd(self) -> int:
-        if self._fd < 0:
+    def _open_fd(self) -> Handle:
+        if self._fd is None:
             raise ClosedError(f"{self.path}: the RecordFile is closed", path=self.path)
         return self._fd
 
@@ -572,7 +598,7 @@ class RecordFile(Closing):
         """Release the file; idempotent."""
         if self._closer is not None:
             self._closer()
-        self._fd = -1
+        self._fd = None
 
     def __repr__(self) -> str:
         source = "index" if self.indexed else "header walk"

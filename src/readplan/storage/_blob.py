@@ -13,11 +13,13 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from readplan.errors import ObjectChangedError, ObjectNotFoundError, StorageError
 from readplan.storage._fs import filesystem
+from readplan.storage._prefetch import Prefetcher, prefetcher
 from readplan.storage._retry import DEFAULT_RETRY, RetryPolicy, with_retries
 
 __all__ = ["DEFAULT_BLOCK", "ObjectInfo", "RemoteBlob", "local_info", "remote_info"]
@@ -73,8 +75,34 @@ def remote_info(
     return ObjectInfo(url, int(info["size"]), _version(info)), info
 
 
+class _Pending(NamedTuple):
+    """A block being fetched ahead: bytes ``[start, stop)``, counted by ``owner``."""
+
+    start: int
+    stop: int
+    future: Future[bytes]
+    owner: Prefetcher
+
+    def drop(self) -> None:
+        if self.future.cancel():
+            self.owner.release(self.stop - self.start)
+        else:
+            size = self.stop - self.start
+            self.future.add_done_callback(lambda _: self.owner.release(size))
+
+    def take(self) -> bytes:
+        try:
+            return self.future.result()
+        finally:
+            self.owner.release(self.stop - self.start)
+
+
 class RemoteBlob:
-    """A read handle on one object at a URL; cheap to :meth:`dup`, safe across threads."""
+    """A read handle on one object at a URL; cheap to :meth:`dup`, safe across threads.
+
+    ``limit`` (default: the object's size) is where read-ahead stops: a handle made to
+    read one span never fetches past it.
+    """
 
     def __init__(
         self,
@@ -83,6 +111,7 @@ class RemoteBlob:
         storage_options: Mapping[str, Any] | None = None,
         retry: RetryPolicy = DEFAULT_RETRY,
         block_size: int = DEFAULT_BLOCK,
+        limit: int | None = None,
         _opened: tuple[Any, str, ObjectInfo, dict[str, Any]] | None = None,
     ) -> None:
         self.url = url
@@ -93,9 +122,11 @@ class RemoteBlob:
             opened, info = remote_info(fs, path, url, retry)
             _opened = fs, path, opened, _pin(fs, info)
         self._fs, self._path, self.info, self._pin = _opened
+        self.limit = self.info.size if limit is None else min(limit, self.info.size)
         self._lock = threading.Lock()
         self._block_start = 0
         self._block = b""
+        self._pending: _Pending | None = None
 
     @property
     def size(self) -> int:
@@ -104,19 +135,28 @@ class RemoteBlob:
     def __repr__(self) -> str:
         return f"RemoteBlob({self.url!r}, size={self.size}, {self.info.version})"
 
-    def dup(self) -> RemoteBlob:
+    def dup(self, limit: int | None = None) -> RemoteBlob:
         """A second handle on the same version of the object, with its own read-ahead."""
         return RemoteBlob(
             self.url,
             retry=self.retry,
             block_size=self.block_size,
+            limit=limit,
             _opened=(self._fs, self._path, self.info, self._pin),
         )
 
     def close(self) -> None:
-        """Drop the read-ahead block; the handle stays usable."""
+        """Drop the read-ahead; the handle stays usable."""
         with self._lock:
             self._block_start, self._block = 0, b""
+            pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.drop()
+
+    def __del__(self) -> None:
+        pending = getattr(self, "_pending", None)
+        if pending is not None:
+            pending.drop()
 
     def fetch(self, start: int, stop: int) -> bytes:
         """Bytes ``[start, stop)`` of the object in one ranged request (``stop <= size``)."""
@@ -148,17 +188,47 @@ class RemoteBlob:
         return bytes(data)
 
     def pread(self, size: int, offset: int) -> bytes:
-        """Up to ``size`` bytes at ``offset``; shorter only at the end of the object."""
+        """Up to ``size`` bytes at ``offset``; shorter only at the end of the object.
+
+        Served from the current block; a read past it fetches a new block of at least
+        ``block_size`` bytes (up to ``limit``), using the block fetched ahead when the read
+        continues where the current block ends, and then asks for the next one.
+        """
         stop = min(offset + size, self.size)
         if offset >= stop:
             return b""
         with self._lock:
-            begin = offset - self._block_start
-            if begin >= 0 and stop - self._block_start <= len(self._block):
-                return self._block[begin : stop - self._block_start]
-            ahead = min(self.size, offset + max(size, self.block_size))
-            self._block_start, self._block = offset, self.fetch(offset, ahead)
-            return self._block[: stop - offset]
+            start = self._block_start
+            if not (start <= offset and stop <= start + len(self._block)):
+                self._advance(offset, stop)
+                start = self._block_start
+            return self._block[offset - start : stop - start]
+
+    def _advance(self, offset: int, stop: int) -> None:
+        block_end = self._block_start + len(self._block)
+        forward = self._block_start <= offset <= block_end
+        pending, self._pending = self._pending, None
+        if pending is not None and forward and pending.start == block_end and stop <= pending.stop:
+            head = self._block[offset - self._block_start :]
+            data = pending.take()
+            self._block_start, self._block = offset, head + data if head else data
+            fetched_to = pending.stop
+        else:
+            if pending is not None:
+                pending.drop()
+            fetched_to = max(stop, min(self.limit, offset + self.block_size))
+            self._block_start, self._block = offset, self.fetch(offset, fetched_to)
+        if forward:
+            self._fetch_ahead(fetched_to)
+
+    def _fetch_ahead(self, start: int) -> None:
+        stop = min(self.limit, start + self.block_size)
+        if stop <= start:
+            return
+        owner = prefetcher()
+        future = owner.submit(stop - start, lambda: self.fetch(start, stop))
+        if future is not None:
+            self._pending = _Pending(start, stop, future, owner)
 
     def check_unchanged(self) -> None:
         """Raise :class:`ObjectChangedError` if the object is not the version opened."""

@@ -21,12 +21,15 @@ from readplan.storage._retry import DEFAULT_RETRY, RetryPolicy, with_retries
 __all__ = [
     "Handle",
     "StorageOptions",
+    "close",
+    "dup",
     "exists",
     "isdir",
     "isfile",
     "listdir",
     "open_read",
     "read_bytes",
+    "size_of",
     "stat",
     "write_bytes",
 ]
@@ -44,6 +47,31 @@ def open_read(
     if not is_remote(text):
         return os.open(text, os.O_RDONLY | getattr(os, "O_BINARY", 0))
     return RemoteBlob(text, storage_options=storage_options, retry=retry)
+
+
+def size_of(handle: Handle) -> int:
+    """The size of the open file or object."""
+    if isinstance(handle, int):
+        return os.fstat(handle).st_size
+    return handle.size
+
+
+def dup(handle: Handle, *, limit: int | None = None) -> Handle:
+    """An independent handle on the same file or object version.
+
+    ``limit``: a remote handle made to read up to that offset never reads ahead past it.
+    """
+    if isinstance(handle, int):
+        return os.dup(handle)
+    return handle.dup(limit)
+
+
+def close(handle: Handle) -> None:
+    """Close a handle from :func:`open_read` or :func:`dup`."""
+    if isinstance(handle, int):
+        os.close(handle)
+    else:
+        handle.close()
 
 
 def stat(

@@ -1,0 +1,92 @@
+"""Background fetching of the blocks remote readers will need next (``specs/storage.md``).
+
+One pool per process, shared by every remote handle: each handle that reads sequentially
+asks for its next block as soon as it starts on one, so every file an interleave has open
+is fetched concurrently (as tf.data's parallel interleave does).  The bytes fetched ahead
+and not yet consumed never exceed ``max_bytes``; a request that does not fit is simply
+not made, and the reader fetches that block itself when it gets there.  Prefetching only
+fills caches: which bytes are read, and in what order records are delivered, is the same.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from readplan._internal.validate import check_int
+
+__all__ = [
+    "DEFAULT_PREFETCH_BYTES",
+    "DEFAULT_PREFETCH_WORKERS",
+    "Prefetcher",
+    "prefetcher",
+    "set_prefetch",
+]
+
+DEFAULT_PREFETCH_BYTES = 256 << 20
+DEFAULT_PREFETCH_WORKERS = 16
+
+
+class Prefetcher:
+    """A bounded thread pool with a budget of bytes fetched ahead and not yet consumed."""
+
+    def __init__(
+        self,
+        max_bytes: int = DEFAULT_PREFETCH_BYTES,
+        workers: int = DEFAULT_PREFETCH_WORKERS,
+    ) -> None:
+        self.max_bytes = check_int(max_bytes, "max_bytes", minimum=0, what="a number of bytes")
+        self.workers = check_int(workers, "workers", minimum=1, what="a number of threads >= 1")
+        self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+        self.held = 0
+        self.peak = 0
+        self.requests = 0
+
+    def submit(self, size: int, fetch: Callable[[], bytes]) -> Future[bytes] | None:
+        """Run ``fetch`` in the background if ``size`` more bytes fit the budget."""
+        with self._lock:
+            if self.held + size > self.max_bytes:
+                return None
+            self.held += size
+            self.peak = max(self.peak, self.held)
+            self.requests += 1
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="readplan-fetch")
+            pool = self._pool
+        return pool.submit(fetch)
+
+    def release(self, size: int) -> None:
+        """``size`` bytes fetched ahead were consumed or dropped."""
+        with self._lock:
+            self.held -= size
+
+    def shutdown(self) -> None:
+        """Stop the threads once the fetches under way are done."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False)
+
+    def reset_peak(self) -> None:
+        with self._lock:
+            self.peak = self.held
+
+
+_shared = Prefetcher()
+
+
+def prefetcher() -> Prefetcher:
+    """The process-wide prefetcher every remote handle uses."""
+    return _shared
+
+
+def set_prefetch(
+    max_bytes: int = DEFAULT_PREFETCH_BYTES, workers: int = DEFAULT_PREFETCH_WORKERS
+) -> Prefetcher:
+    """Replace the process-wide prefetcher (``max_bytes=0`` turns prefetching off)."""
+    global _shared
+    previous, _shared = _shared, Prefetcher(max_bytes, workers)
+    previous.shutdown()
+    return _shared

@@ -14,13 +14,13 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
 import re
 import sys
 from typing import Any
 
 import numpy as np
 
+from readplan import storage
 from readplan._internal.progress import Progress
 from readplan.cli.tbl import format_tbl_summary, inspect_tbl, is_tbl
 from readplan.errors import CorruptRecordError, ReadplanError
@@ -89,6 +89,13 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         "status 1).",
     )
     build.add_argument("files", nargs="+", metavar="FILE")
+    build.add_argument(
+        "--index-dir",
+        default=None,
+        metavar="DIR",
+        help="write the sidecars into DIR (a local path or a URL) instead of beside the files, "
+        "for datasets that may not be written to; read them with Reader(index_dir=DIR)",
+    )
     build.add_argument(
         "--text",
         action="store_true",
@@ -175,11 +182,14 @@ def _inspect_file(
         )
         head = list(itertools.islice(records, examples))
         tail = np.fromiter(map(len, records), dtype=np.int64)
-        with open(path, "rb") as handle:
-            detected = _index.resolve_compression(handle.fileno(), compression)
-            looks_like = _index.resolve_compression(handle.fileno(), "auto")
-            first_bytes = handle.read(16)
-        file_bytes = os.path.getsize(path)
+        handle = storage.open_read(path)
+        try:
+            detected = _index.resolve_compression(handle, compression)
+            looks_like = _index.resolve_compression(handle, "auto")
+            first_bytes = storage.read_span(handle, 16, 0)
+            file_bytes = storage.size_of(handle)
+        finally:
+            storage.close(handle)
     except OSError as err:
         return {"path": path, "error": str(err.strerror or err)}
     except ReadplanError as err:
@@ -389,6 +399,7 @@ def _index_file(
             compression=compression,
             progress=bar.advance,
             max_record_bytes=args.max_record_bytes,
+            index_dir=args.index_dir,
         )
     except CorruptRecordError as err:
         message = f"{as_flags(str(err))} (no index written)"
@@ -406,6 +417,6 @@ def _index_file(
 
 def _size_or_zero(path: str) -> int:
     try:
-        return os.path.getsize(path)
+        return storage.stat(path).size
     except OSError:
         return 0

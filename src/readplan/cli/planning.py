@@ -28,6 +28,7 @@ from readplan.reading.options import read_state
 from readplan.reading.ranks import STATE_KEY
 from readplan.state.checkpoint import Checkpoint, ExpandedCheckpoint
 from readplan.state.codec import parse_json
+from readplan.storage import is_remote
 
 _EMPTY_MESSAGE = "Instruction [] corresponds to no data!"
 
@@ -45,13 +46,14 @@ def add_dataset_argument(parser: argparse.ArgumentParser) -> None:
         "dataset",
         metavar="DATASET",
         help="a TFDS dataset directory (the folder holding dataset_info.json and the shard "
-        f"files) or a catalog name ({', '.join(catalog_names())})",
+        "files; a local path or a URL such as gs://bucket/tensorflow_datasets/mnist/3.0.1) "
+        f"or a catalog name ({', '.join(catalog_names())})",
     )
 
 
 def load_dataset(arg: str) -> DatasetInfo:
-    """DATASET as given on the command line: an existing path, else a catalog name."""
-    if os.path.exists(arg):
+    """DATASET as given on the command line: a URL or an existing path, else a catalog name."""
+    if is_remote(arg) or os.path.exists(arg):
         return DatasetInfo.load(arg)
     if arg in catalog_names():
         return DatasetInfo.from_catalog(arg)

@@ -22,6 +22,7 @@ from readplan.metadata.features import FeaturesDict, load_features
 from readplan.metadata.loader import load_info
 from readplan.metadata.naming import DEFAULT_FILEPATH_TEMPLATE, format_shard_name, shard_lengths
 from readplan.metadata.split_info import SplitInfo, split_table
+from readplan.storage import StorageOptions, join, to_str
 
 __all__ = [
     "DEFAULT_FILEPATH_TEMPLATE",
@@ -141,7 +142,7 @@ class DatasetInfo:
     def shard_path(self, split: str, shard_index: int) -> str:
         """``shard_filename`` joined to ``data_dir`` (the bare basename without data_dir)."""
         filename = self.shard_filename(split, shard_index)
-        return filename if self.data_dir is None else os.path.join(self.data_dir, filename)
+        return filename if self.data_dir is None else join(self.data_dir, filename)
 
     def shard_paths(self, split: str) -> list[str]:
         """Every shard path of ``split``, in shard-index order."""
@@ -159,13 +160,24 @@ class DatasetInfo:
 
     @classmethod
     def load(
-        cls, dataset_dir: str | os.PathLike[str], *, verify_files: bool = False
+        cls,
+        dataset_dir: str | os.PathLike[str],
+        *,
+        verify_files: bool = False,
+        storage_options: StorageOptions = None,
     ) -> DatasetInfo:
         """Read ``<dataset_dir>/dataset_info.json`` (the folder holding the shard files).
 
+        ``dataset_dir`` may be a URL (``gs://``, ``s3://``, any fsspec protocol; see
+        ``specs/storage.md``), reached with fsspec's configuration and ``storage_options``.
         With ``verify_files``, every shard file named by the splits must exist.
         """
-        return load_info(os.fspath(dataset_dir), verify_files=verify_files, build=cls)
+        return load_info(
+            to_str(dataset_dir),
+            verify_files=verify_files,
+            build=cls,
+            storage_options=storage_options,
+        )
 
     @classmethod
     def from_catalog(cls, name: str) -> DatasetInfo:

@@ -9,15 +9,23 @@ below the class it feeds.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from readplan._internal.jsonfields import JsonFields
 from readplan._internal.validate import INT64_MAX, INT64_MIN, is_int
-from readplan.errors import DatasetInfoError
+from readplan.errors import DatasetInfoError, StorageError
 from readplan.metadata.split_info import SplitInfo
+from readplan.storage import (
+    StorageOptions,
+    basename,
+    isfile,
+    join,
+    listdir,
+    parent,
+    read_bytes,
+)
 
 if TYPE_CHECKING:
     from readplan.metadata.dataset_info import DatasetInfo
@@ -31,30 +39,40 @@ _I = TypeVar("_I")
 Build = Callable[..., _I]
 
 
-def load_info(directory: str, *, verify_files: bool, build: Build[_I]) -> _I:
+def load_info(
+    directory: str,
+    *,
+    verify_files: bool,
+    build: Build[_I],
+    storage_options: StorageOptions = None,
+) -> _I:
     """The DatasetInfo (made by ``build``) of ``<directory>/dataset_info.json``.
 
-    ``directory`` may also name the ``dataset_info.json`` file itself.
+    ``directory`` may also name the ``dataset_info.json`` file itself; it may be a URL
+    (``specs/storage.md``).
     """
-    if os.path.basename(directory) == INFO_FILE and os.path.isfile(directory):
-        directory = os.path.dirname(directory)
-    path = os.path.join(directory, INFO_FILE)
-    info = _info_from_json(_read_json(path, directory), path=path, data_dir=directory, build=build)
+    if basename(directory) == INFO_FILE and isfile(directory, storage_options=storage_options):
+        directory = parent(directory)
+    path = join(directory, INFO_FILE)
+    document = _read_json(path, directory, storage_options)
+    info = _info_from_json(document, path=path, data_dir=directory, build=build)
     if verify_files:
-        _verify_files(info, path)  # type: ignore[arg-type]
+        _verify_files(info, path, directory, storage_options)  # type: ignore[arg-type]
     return info
 
 
-def _read_json(path: str, directory: str) -> Any:
+def _read_json(path: str, directory: str, storage_options: StorageOptions) -> Any:
     try:
-        with open(path, encoding="utf-8") as stream:
-            return json.load(stream)
+        return json.loads(read_bytes(path, storage_options=storage_options))
     except FileNotFoundError:
+        hint = _nearby_hint(directory, storage_options)
         raise DatasetInfoError(
             f"{path} does not exist: pass the folder that holds dataset_info.json and the shard "
-            f"files (<data_dir>/<dataset>/[<config>/]<version>){_nearby_hint(directory)}",
+            f"files (<data_dir>/<dataset>/[<config>/]<version>){hint}",
             path=path,
         ) from None
+    except StorageError:
+        raise
     except (OSError, UnicodeDecodeError) as err:
         raise DatasetInfoError(f"cannot read {path}: {err}", path=path) from None
     except json.JSONDecodeError as err:
@@ -66,21 +84,22 @@ def _read_json(path: str, directory: str) -> Any:
         raise DatasetInfoError(f"{path} cannot be read as JSON: {err}", path=path) from None
 
 
-def _nearby_hint(directory: str) -> str:
+def _nearby_hint(directory: str, storage_options: StorageOptions) -> str:
     """Name sub-folders (two levels down at most) that do hold a dataset_info.json."""
     found = []
-    for depth_one in sorted(_subdirs(directory)):
-        for candidate in [depth_one, *sorted(_subdirs(depth_one))]:
-            if os.path.isfile(os.path.join(candidate, INFO_FILE)):
+    for depth_one in sorted(_subdirs(directory, storage_options)):
+        for candidate in [depth_one, *sorted(_subdirs(depth_one, storage_options))]:
+            if isfile(join(candidate, INFO_FILE), storage_options=storage_options):
                 found.append(candidate)
     return f"; found one in: {', '.join(found[:5])}" if found else ""
 
 
-def _subdirs(directory: str) -> list[str]:
+def _subdirs(directory: str, storage_options: StorageOptions) -> list[str]:
     try:
-        return [entry.path for entry in os.scandir(directory) if entry.is_dir()]
+        entries = listdir(directory, storage_options=storage_options)
     except OSError:
         return []
+    return [path for path, is_dir in entries if is_dir]
 
 
 class ProtoFields(JsonFields):
@@ -206,10 +225,14 @@ def _split_from_json(fields: ProtoFields) -> SplitInfo:
         raise fields.fail(_CAMEL.get(err.field or "", "name"), str(err)) from None
 
 
-def _verify_files(info: DatasetInfo, path: str) -> None:
+def _verify_files(
+    info: DatasetInfo, path: str, directory: str, storage_options: StorageOptions
+) -> None:
+    # One listing of the folder, not one request per shard.
+    files = {entry for entry, is_dir in listdir(directory, storage_options=storage_options)}
     for index, (split, split_info) in enumerate(info.splits.items()):
         for shard_path in info.shard_paths(split):
-            if not os.path.isfile(shard_path):
+            if shard_path not in files:
                 raise DatasetInfoError(
                     f"{shard_path} is missing: {path} lists {split_info.num_shards} shards for "
                     f"split {split!r} (field splits[{index}].shardLengths); the dataset "

@@ -61,8 +61,10 @@ class RecordContainer:
     for the data source."""
 
     file_format: str
-    open: Callable[[str], RecordSource]
-    stream: Callable[[str], Iterator[bytes]]
+    # Each takes the path, and the keyword options the reader passes (storage_options,
+    # index_dir) when it has them.
+    open: Callable[..., RecordSource]
+    stream: Callable[..., Iterator[bytes]]
     salvage: Callable[..., SalvageSource]
     # (open file, descriptor, increasing nearby indices) -> their records, or None when
     # one of them is damaged (the caller then reads them one by one).

@@ -10,7 +10,6 @@ reader does not deliver is never reported by it.
 
 from __future__ import annotations
 
-import os
 import struct
 
 import numpy as np
@@ -20,6 +19,7 @@ from readplan.records._cap import DEFAULT_MAX_RECORD_BYTES
 from readplan.records._compression import pread
 from readplan.records._crc import MASK_DELTA, crc32c
 from readplan.records.tfrecord import RecordFile
+from readplan.storage import Handle, size_of
 
 __all__ = ["gather"]
 
@@ -28,7 +28,7 @@ _HEADER = struct.Struct("<QI")
 _U32 = struct.Struct("<I")
 
 
-def gather(records: RecordFile, fd: int, indices: IntArray) -> list[bytes] | None:
+def gather(records: RecordFile, fd: Handle, indices: IntArray) -> list[bytes] | None:
     """The payloads of records ``indices`` (increasing) of an uncompressed file.
 
     ``None`` when any of them fails a check: the caller then reads them one by one, which
@@ -39,7 +39,7 @@ def gather(records: RecordFile, fd: int, indices: IntArray) -> list[bytes] | Non
     wanted = indices.tolist()
     last = wanted[-1]
     base = int(offsets[wanted[0]])
-    stop = int(offsets[last + 1]) if last + 1 < total else os.fstat(fd).st_size
+    stop = int(offsets[last + 1]) if last + 1 < total else size_of(fd)
     data = pread(fd, stop - base, base)
     if len(data) != stop - base:
         return None

@@ -11,6 +11,7 @@ from readplan._internal.validate import is_int
 from readplan.errors import CheckpointError, ConfigError
 from readplan.records._damage import CorruptionReport
 from readplan.records.tfrecord import OnCorruption
+from readplan.storage import read_bytes
 
 __all__ = [
     "ON_CORRUPTION",
@@ -82,12 +83,11 @@ def check_batching(batch_size: object, drop_remainder: object) -> None:
         )
 
 
-def read_state(path: str) -> Mapping[str, Any]:
-    """A state written by :meth:`Reader.save` (or ``Checkpoint.save``), as a mapping."""
-    with open(path, "rb") as handle:
-        text = handle.read()
+def read_state(path: str, storage_options: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
+    """A state written by :meth:`Reader.save` (or ``Checkpoint.save``), as a mapping; ``path``
+    may be a URL (``specs/storage.md``)."""
     try:
-        state = json.loads(text)
+        state = json.loads(read_bytes(path, storage_options=storage_options))
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise CheckpointError(
             f"{path}: not a saved reader state (Reader.save writes JSON): {err}", field="$"

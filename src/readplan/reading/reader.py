@@ -26,7 +26,6 @@ from typing import Any, Literal, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
-from readplan._internal.atomic import atomic_write
 from readplan._internal.closing import Closing
 from readplan.errors import (
     CheckpointError,
@@ -58,6 +57,7 @@ from readplan.records.tfrecord import OnCorruption
 from readplan.state.binding import ReaderBinding
 from readplan.state.checkpoint import Checkpoint
 from readplan.state.resume import held_files
+from readplan.storage import basename, join, to_str, write_bytes
 
 __all__ = ["Reader", "Start"]
 
@@ -78,9 +78,10 @@ class Reader(Closing):
 
     Args:
         plan: the read plan.
-        data_dir: the folder holding the shard files; by default the instructions' file
-            names are used as they are (full paths when the DatasetInfo was loaded from a
-            directory).
+        data_dir: the folder holding the shard files, a local path or a URL (``gs://``,
+            ``s3://``, any fsspec protocol: ``specs/storage.md``); by default the
+            instructions' file names are used as they are (full paths or URLs when the
+            DatasetInfo was loaded from a directory).
         epochs: read epochs ``0 .. epochs - 1`` (a start state skips what it delivered);
             ``None`` reads forever.
         decode: ``"tfds"`` delivers each record as ``tfds.as_numpy`` yields it, decoded with
@@ -98,6 +99,10 @@ class Reader(Closing):
         on_corruption: ``"raise"`` stops at the first damaged record; ``"skip"`` delivers
             every undamaged record in plan order and lists each lost one in ``report``.
         report: a :class:`~readplan.tfrecord.CorruptionReport` collecting the damage met.
+        index_dir: where the shards' index sidecars are looked up instead of beside them
+            (for datasets that may not be written to; ``readplan index --index-dir``).
+        storage_options: fsspec options for URLs (shards, sidecars, saved states), added
+            to fsspec's own configuration.
 
     Iterating yields :class:`Item` objects; :meth:`batches` yields the same deliveries as
     :class:`Batch` objects, with less overhead per record.  A new iteration continues from
@@ -118,6 +123,8 @@ class Reader(Closing):
         world_size: int = 1,
         on_corruption: OnCorruption = "raise",
         report: CorruptionReport | None = None,
+        index_dir: str | os.PathLike[str] | None = None,
+        storage_options: Mapping[str, Any] | None = None,
     ) -> None:
         if not isinstance(plan, ReadPlan):
             raise ConfigError(
@@ -129,7 +136,9 @@ class Reader(Closing):
         check_rank(rank, world_size)
         check_damage_options(on_corruption, report)
         self.plan = plan
-        self.data_dir = None if data_dir is None else os.fspath(data_dir)
+        self.data_dir = None if data_dir is None else to_str(data_dir)
+        self.index_dir = None if index_dir is None else to_str(index_dir)
+        self.storage_options = storage_options
         self.epochs = epochs
         self.rank = rank
         self.world_size = world_size
@@ -266,8 +275,10 @@ class Reader(Closing):
         return checkpoint.to_dict(extra={STATE_KEY: section})
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write :meth:`state_dict` to ``path`` as JSON, atomically; ``start=path`` resumes."""
-        atomic_write(path, json.dumps(self.state_dict(), indent=1).encode())
+        """Write :meth:`state_dict` to ``path`` (a local path or a URL) as JSON, atomically;
+        ``start=path`` resumes."""
+        state = json.dumps(self.state_dict(), indent=1).encode()
+        write_bytes(path, state, storage_options=self.storage_options)
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Continue from ``state``: a state of this rank, a merged state, or a checkpoint."""
@@ -288,7 +299,7 @@ class Reader(Closing):
         elif isinstance(start, Mapping):
             self.load_state_dict(start)
         elif isinstance(start, (str, os.PathLike)):
-            self.load_state_dict(read_state(os.fspath(start)))
+            self.load_state_dict(read_state(to_str(start), self.storage_options))
         else:
             raise ConfigError(
                 f"start must be a state (from state_dict()), a readplan Checkpoint or the "
@@ -515,9 +526,11 @@ class Reader(Closing):
             report=self.report if self.on_corruption == "skip" else None,
             skip=self.on_corruption == "skip",
             container=self._container,
+            index_dir=self.index_dir,
+            storage_options=self.storage_options,
         )
 
     def _path(self, filename: str) -> str:
         if self.data_dir is None:
             return filename
-        return os.path.join(self.data_dir, os.path.basename(filename))
+        return join(self.data_dir, basename(filename))

@@ -3,7 +3,6 @@ file, and the open shard files they are read from (``specs/reader.md``, "Reading
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import chain, islice, pairwise
@@ -17,7 +16,9 @@ from readplan.plan import EpochOrder
 from readplan.reading.containers import RecordContainer, RecordSource, SalvageSource
 from readplan.reading.salvage import Lost
 from readplan.records._damage import KIND_DATA_CRC, CorruptionReport
-from readplan.records._stream import open_fd
+from readplan.records._stream import open_handle
+from readplan.storage import Handle, StorageOptions
+from readplan.storage import close as close_handle
 
 __all__ = ["Runs", "Shard", "close_shard"]
 
@@ -120,9 +121,18 @@ class Shard:
         skip: bool,
         report: CorruptionReport | None,
         container: RecordContainer,
+        index_dir: str | None = None,
+        storage_options: StorageOptions = None,
     ) -> None:
         self.path = path
         self._container = container
+        # Passed to the container's openers only when set (URLs: ``specs/storage.md``).
+        self._options: dict[str, Any] = {}
+        if storage_options is not None:
+            self._options["storage_options"] = storage_options
+        self._open_options = dict(self._options)
+        if index_dir is not None:
+            self._open_options["index_dir"] = index_dir
         self._end = end
         self._planned = planned
         self._sequential = sequential
@@ -131,7 +141,7 @@ class Shard:
         self._file: RecordSource | None = None
         self._stream: Iterator[bytes] | None = None
         self._salvage: SalvageSource | None = None
-        self._gather_fd = -1
+        self._gather_fd: Handle | None = None
 
     def take_into(self, out: list[Any], first: int, count: int) -> int:
         """Append records ``first .. first + count - 1`` to ``out``; return how many are lost."""
@@ -144,7 +154,9 @@ class Shard:
             if not self._skip:
                 raise
             got = len(out) - before
-            self._salvage = self._container.salvage(self.path, planned=self._planned)
+            self._salvage = self._container.salvage(
+                self.path, planned=self._planned, **self._options
+            )
             self._close_reading()
             if self._report is not None:
                 for event in self._salvage.events:
@@ -187,9 +199,9 @@ class Shard:
         # reports exactly the damage of the delivered records.
         return sum(self.take_into(out, int(index), 1) for index in indices.tolist())
 
-    def _fd(self) -> int:
-        if self._gather_fd < 0:
-            self._gather_fd = open_fd(self.path)
+    def _fd(self) -> Handle:
+        if self._gather_fd is None:
+            self._gather_fd = open_handle(self.path, self._options.get("storage_options"))
         return self._gather_fd
 
     def _check_stream_end(self, out: list[Any]) -> None:
@@ -223,7 +235,7 @@ class Shard:
     def _open_stream(self, first: int, count: int) -> Iterator[bytes]:
         if first == 0:
             # From the start a stream needs no offsets: no index, no header walk.
-            return self._container.stream(self.path)
+            return self._container.stream(self.path, **self._options)
         return chain.from_iterable(self._windows(first, count))
 
     def _windows(self, first: int, count: int) -> Iterator[Iterator[bytes]]:
@@ -242,7 +254,7 @@ class Shard:
 
     def _records(self, needed: int, to_end: bool) -> RecordSource:
         if self._file is None:
-            self._file = self._container.open(self.path)
+            self._file = self._container.open(self.path, **self._open_options)
         # Offsets come from a header walk to the file's end or from a sidecar bound to the
         # file's size: a file read to its end is checked to end there.
         found = len(self._file)
@@ -280,9 +292,9 @@ class Shard:
     def _close_reading(self) -> None:
         self._stream = None
         self._close_file()
-        if self._gather_fd >= 0:
-            os.close(self._gather_fd)
-            self._gather_fd = -1
+        if self._gather_fd is not None:
+            close_handle(self._gather_fd)
+            self._gather_fd = None
 
     def _close_file(self) -> None:
         if self._file is not None:

@@ -24,7 +24,7 @@ from readplan.records._compression import pread
 from readplan.records._crc import crc32c, mask
 from readplan.records._damage import KIND_DATA_CRC, CorruptionEvent, CorruptionReport
 from readplan.records._framing import FrameParser
-from readplan.records._stream import PlainStream, open_fd
+from readplan.records._stream import PlainStream, open_handle
 from readplan.storage import Handle, StorageOptions, size_of
 from readplan.storage import close as close_handle
 
@@ -52,7 +52,7 @@ class Salvage:
 
     def __init__(self, path: str, *, planned: int, storage_options: StorageOptions = None) -> None:
         self.path = path
-        fd = open_fd(path, storage_options)
+        fd = open_handle(path, storage_options)
         try:
             offsets, self.events = _walk(fd, path)
             self._offsets = _place(path, offsets, self.events, planned)

@@ -12,6 +12,7 @@ chunks; a record of ``LARGE`` bytes or more is read straight into its own ``byte
 from __future__ import annotations
 
 import io
+import os
 import struct
 from abc import ABC, abstractmethod
 
@@ -46,7 +47,13 @@ VERIFY_FIRST = 1 << 20
 _U32 = struct.Struct("<I")
 
 
-def open_fd(path: str, storage_options: StorageOptions = None) -> Handle:
+def open_fd(path: str) -> int:
+    """Open the local file ``path`` for binary reading; a missing file raises
+    FileNotFoundError naming it."""
+    return os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+
+
+def open_handle(path: str, storage_options: StorageOptions = None) -> Handle:
     """Open ``path`` (a local path or a URL) for positioned reads.
 
     A missing local file raises FileNotFoundError naming it, a missing object

@@ -24,7 +24,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from readplan._internal.atomic import atomic_write
+from readplan import storage
 from readplan.errors import ConfigError, CorruptRecordError, IndexFileError
 from readplan.records._cap import record_cap
 from readplan.records._compression import (
@@ -39,9 +39,8 @@ from readplan.records._crc import crc32c, length_crcs, mask, mask_array
 from readplan.records._damage import KIND_HEADER_CRC
 from readplan.records._expected import ExpectedFrames
 from readplan.records._framing import FrameParser
-from readplan.records._stream import ByteStream, InflateStream, PlainStream, open_fd
-from readplan.storage import Handle, StorageOptions, basename, join, size_of, to_str, write_bytes
-from readplan.storage import close as close_handle
+from readplan.records._stream import ByteStream, InflateStream, PlainStream, open_handle
+from readplan.storage import Handle, PathLike, StorageOptions, size_of, to_str
 
 __all__ = [
     "HEADER_SIZE",
@@ -82,13 +81,10 @@ _ARANGE12 = np.arange(12, dtype=np.int64)
 Int64Array = npt.NDArray[np.int64]
 
 
-def index_path_for(
-    data_path: str | os.PathLike[str], index_dir: str | os.PathLike[str] | None = None
-) -> str:
-    """Where the sidecar of ``data_path`` lives: the same name plus ``.index``, beside the
-    data file or, with ``index_dir`` (for datasets that are read-only), in that folder."""
+def index_path_for(data_path: PathLike, index_dir: PathLike | None = None) -> str:
+    """The sidecar of ``data_path``: its name plus ``.index``, beside it or in ``index_dir``."""
     name = to_str(data_path) + INDEX_SUFFIX
-    return name if index_dir is None else join(index_dir, basename(name))
+    return name if index_dir is None else storage.join(index_dir, storage.basename(name))
 
 
 def resolve_compression(fd: Handle, compression: object) -> str | None:
@@ -239,18 +235,15 @@ def build_index(
     index_dir: str | os.PathLike[str] | None = None,
     storage_options: StorageOptions = None,
 ) -> str:
-    """Read ``path`` (a local path or a URL) and write its sidecar; returns its path.
-
-    The sidecar goes to ``index_path``, else into ``index_dir`` (for a dataset that may
-    not be written to), else beside the data file.
-
-    Damage raises :class:`~readplan.errors.CorruptRecordError` and writes nothing: with
-    ``verify`` (the default) every record's data CRC is checked, so a damaged file never
-    gets an index; ``verify=False`` walks the headers only, skipping payloads.
-    ``progress`` is called with the number of data-file bytes processed since its last call.
+    """Read ``path`` (a path or URL), write its sidecar (to ``index_path``, else into
+    ``index_dir``, else beside the data); returns the sidecar's path.  Damage raises
+    :class:`~readplan.errors.CorruptRecordError` and writes nothing: with ``verify`` (the
+    default) every record's data CRC is checked, so a damaged file never gets an index;
+    ``verify=False`` walks the headers only, skipping payloads.  ``progress`` is called
+    with the number of data-file bytes processed since its last call.
     """
     data_path = to_str(path)
-    fd = open_fd(data_path, storage_options)
+    fd = open_handle(data_path, storage_options)
     try:
         resolved = resolve_compression(fd, compression)
         offsets, stream_size = walk_offsets(
@@ -263,16 +256,15 @@ def build_index(
         )
         size, binding = _binding(fd)
     finally:
-        close_handle(fd)
+        storage.close(fd)
     index = RecordIndex(data_path, resolved, offsets, stream_size, size, binding)
-    if index_path is None:
-        index_path = index_path_for(data_path, index_dir)
-    return write_index(index, index_path, storage_options=storage_options)
+    target = index_path_for(data_path, index_dir) if index_path is None else index_path
+    return write_index(index, target, storage_options=storage_options)
 
 
 def write_index(
     index: RecordIndex,
-    index_path: str | os.PathLike[str] | None = None,
+    index_path: PathLike | None = None,
     *,
     storage_options: StorageOptions = None,
 ) -> str:
@@ -291,7 +283,7 @@ def write_index(
     )
     partial = _HEADER.pack(*fields, 0, 0)
     header = _HEADER.pack(*fields, crc32c(partial[: _HEADER.size - 8]), 0)
-    write_bytes(target, header + body, storage_options=storage_options)
+    storage.write_bytes(target, header + body, storage_options=storage_options)
     return target
 
 
@@ -460,12 +452,12 @@ def load_index(
     """Read and fully validate the sidecar of ``data_path`` (FileNotFoundError if absent)."""
     path = os.fspath(data_path)
     target = os.fspath(index_path) if index_path is not None else index_path_for(path)
-    data_fd = open_fd(path)
+    data_fd = open_handle(path)
     try:
         resolved = resolve_compression(data_fd, compression)
-        return _load(open_fd(target), target, data_fd, path, resolved)
+        return _load(open_handle(target), target, data_fd, path, resolved)
     finally:
-        close_handle(data_fd)
+        storage.close(data_fd)
 
 
 def load_index_for(
@@ -479,7 +471,7 @@ def load_index_for(
     """:func:`load_index` for an open data file; ``None`` when there is no sidecar."""
     target = to_str(index_path) if index_path is not None else index_path_for(data_path)
     try:
-        index_fd = open_fd(target, storage_options)
+        index_fd = open_handle(target, storage_options)
     except FileNotFoundError:
         return None
     return _load(index_fd, target, data_fd, data_path, compression)
@@ -493,7 +485,7 @@ def _load(
         header = _read_header(index_fd, target)
         body = pread(index_fd, 8 * header.record_count, HEADER_SIZE)
     finally:
-        close_handle(index_fd)
+        storage.close(index_fd)
     _check_binding(header, target, data_fd, data_path, compression)
     if crc32c(body) != header.offsets_crc:
         raise _refuse(target, "offsets_crc", "the CRC of the offsets does not match them")
@@ -545,7 +537,7 @@ def import_text(
     source = os.fspath(text_path)
     target = os.fspath(data_path)
     offsets, sizes = _parse_text(source)
-    fd = open_fd(target)
+    fd = open_handle(target)
     try:
         if detect_compression(pread(fd, 12, 0)) is not None:
             raise ConfigError(
@@ -564,7 +556,7 @@ def import_text(
             raise _refuse(source, "offsets", problem)
         _spot_check(fd, source, offsets, sizes)
     finally:
-        close_handle(fd)
+        storage.close(fd)
     return write_index(RecordIndex(target, None, offsets, size, size, binding), index_path)
 
 

@@ -58,7 +58,7 @@ from readplan.records._damage import (
 from readplan.records._expected import ExpectedFrames
 from readplan.records._framing import FrameParser
 from readplan.records._headerwalk import HeaderWalk
-from readplan.records._stream import LARGE, ByteStream, InflateStream, PlainStream, open_fd
+from readplan.records._stream import LARGE, ByteStream, InflateStream, PlainStream, open_handle
 from readplan.storage import Handle, StorageOptions, size_of, to_str
 from readplan.storage import close as close_handle
 from readplan.storage import dup as dup_handle
@@ -230,7 +230,7 @@ def read(
     """
     _check_read_options(on_corruption, max_record_bytes, report)
     name = to_str(path)
-    fd = open_fd(name, storage_options)
+    fd = open_handle(name, storage_options)
     try:
         resolved = _index.resolve_compression(fd, compression)
         stream = _stream_for(fd, resolved, start=0, end=size_of(fd), owns_fd=True)
@@ -274,7 +274,7 @@ def frame_offsets(
             f"stop={stop!r} must be a non-negative int or None", field="stop", value=stop
         )
     name = os.fspath(path)
-    fd = open_fd(name)
+    fd = open_handle(name)
     try:
         resolved = _index.resolve_compression(fd, compression)
         walk = HeaderWalk(fd, name, resolved, record_cap(max_record_bytes, resolved))
@@ -302,7 +302,7 @@ def count(
     """
     _check_read_options("raise", max_record_bytes)
     name = to_str(path)
-    fd = open_fd(name, storage_options)
+    fd = open_handle(name, storage_options)
     try:
         resolved = _index.resolve_compression(fd, compression)
         cap = record_cap(max_record_bytes, resolved)
@@ -364,7 +364,7 @@ class RecordFile(Closing):
             else to_str(index_path)
         )
         self._verify = verify
-        fd = open_fd(self.path, storage_options)
+        fd = open_handle(self.path, storage_options)
         try:
             self.compression = _index.resolve_compression(fd, compression)
             self._max = record_cap(max_record_bytes, self.compression)

@@ -14,10 +14,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, Protocol
 
-from readplan._internal.atomic import atomic_write
 from readplan._internal.validate import INT64_MAX
 from readplan.errors import CheckpointError
 from readplan.planning.instructions import FileInstruction
@@ -25,6 +23,7 @@ from readplan.planning.shuffle import ShuffleBufferState
 from readplan.state import codec
 from readplan.state.bridge import continuation, never_empty, saved_instructions, unread
 from readplan.state.fingerprint import digest
+from readplan.storage import StorageOptions, read_bytes, to_str, write_bytes
 
 __all__ = ["Checkpoint", "ExpandedCheckpoint", "Expander"]
 
@@ -126,17 +125,24 @@ class Checkpoint:
         state = ExpandedCheckpoint(checkpoint=checkpoint, **parsed.state)
         return replace(checkpoint, source=state)
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write atomically: a killed job leaves the old checkpoint or the new, never half."""
-        atomic_write(path, self.to_json().encode("utf-8"))
+    def save(self, path: str | os.PathLike[str], *, storage_options: StorageOptions = None) -> None:
+        """Write atomically: a killed job leaves the old checkpoint or the new, never half.
+
+        ``path`` may be a URL (``gs://bucket/run/step_1000.json``): one upload replaces the
+        object whole (``specs/storage.md``).
+        """
+        write_bytes(path, self.to_json().encode("utf-8"), storage_options=storage_options)
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> Checkpoint:
-        data = Path(path).read_bytes()
+    def load(
+        cls, path: str | os.PathLike[str], *, storage_options: StorageOptions = None
+    ) -> Checkpoint:
+        """The checkpoint saved at ``path`` (a local path or a URL)."""
+        data = read_bytes(path, storage_options=storage_options)
         try:
             return cls.from_json(data)
         except CheckpointError as err:
-            raise CheckpointError(f"{os.fspath(path)}: {err}", field=err.field) from err
+            raise CheckpointError(f"{to_str(path)}: {err}", field=err.field) from err
 
     # -- the expanded state ---------------------------------------------------------
 

@@ -11,7 +11,6 @@ decompression bomb can make it allocate more than it is asked for.
 
 from __future__ import annotations
 
-import os
 import re
 import struct
 import zlib
@@ -25,7 +24,7 @@ from readplan.records._damage import (
     KIND_TRUNCATED_STREAM,
     StreamDamageError,
 )
-from readplan.storage import Handle, size_of
+from readplan.storage import Handle, read_span, size_of
 
 __all__ = [
     "AUTO",
@@ -91,33 +90,12 @@ def detect_compression(head: bytes) -> str | None:
 
 
 def pread(fd: Handle, size: int, offset: int) -> bytes:
-    """Up to ``size`` bytes at ``offset``; shorter only at end of file."""
+    """Up to ``size`` bytes at ``offset``; shorter only at end of file.
+
+    A remote handle serves it from its read-ahead block (a parse walks forward)."""
     if not isinstance(fd, int):
         return fd.pread(size, offset)
-    first = _pread_once(fd, size, offset)
-    if len(first) == size or not first:
-        return first
-    pieces = [first]
-    got = len(first)
-    while got < size:
-        more = _pread_once(fd, size - got, offset + got)
-        if not more:
-            break
-        pieces.append(more)
-        got += len(more)
-    return b"".join(pieces)
-
-
-def _pread_once(fd: int, size: int, offset: int) -> bytes:
-    if _OS_PREAD is not None:
-        data: bytes = _OS_PREAD(fd, size, offset)
-        return data
-    os.lseek(fd, offset, os.SEEK_SET)
-    return os.read(fd, size)
-
-
-# Windows has no os.pread; there the reader seeks before every read instead.
-_OS_PREAD = getattr(os, "pread", None)
+    return read_span(fd, size, offset)
 
 
 class Deflater:

@@ -40,7 +40,7 @@ from readplan.records._damage import KIND_HEADER_CRC
 from readplan.records._expected import ExpectedFrames
 from readplan.records._framing import FrameParser
 from readplan.records._stream import ByteStream, InflateStream, PlainStream, open_handle
-from readplan.storage import Handle, PathLike, StorageOptions, size_of, to_str
+from readplan.storage import Handle, PathLike, StorageOptions, read_span, size_of, to_str
 
 __all__ = [
     "HEADER_SIZE",
@@ -164,8 +164,8 @@ def _offsets_problem(offsets: Int64Array, stream_size: int) -> str | None:
 def _binding(fd: Handle) -> tuple[int, int]:
     """Size of the data file and the CRC32C of its first and last 64 KiB."""
     size = size_of(fd)
-    head = pread(fd, min(size, _BINDING_SPAN), 0)
-    tail = pread(fd, min(size, _BINDING_SPAN), max(0, size - _BINDING_SPAN))
+    head = read_span(fd, min(size, _BINDING_SPAN), 0)
+    tail = read_span(fd, min(size, _BINDING_SPAN), max(0, size - _BINDING_SPAN))
     return size, crc32c(tail, crc32c(head))
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "listdir",
     "open_read",
     "read_bytes",
+    "read_span",
     "size_of",
     "stat",
     "write_bytes",
@@ -54,6 +55,37 @@ def size_of(handle: Handle) -> int:
     if isinstance(handle, int):
         return os.fstat(handle).st_size
     return handle.size
+
+
+def read_span(handle: Handle, size: int, offset: int) -> bytes:
+    """Up to ``size`` bytes at ``offset``, without reading ahead (a remote handle makes
+    exactly one ranged request); shorter only at the end."""
+    if not isinstance(handle, int):
+        return handle.fetch(min(offset, handle.size), min(offset + size, handle.size))
+    first = _pread_once(handle, size, offset)
+    if len(first) == size or not first:
+        return first
+    pieces = [first]
+    got = len(first)
+    while got < size:
+        more = _pread_once(handle, size - got, offset + got)
+        if not more:
+            break
+        pieces.append(more)
+        got += len(more)
+    return b"".join(pieces)
+
+
+def _pread_once(fd: int, size: int, offset: int) -> bytes:
+    if _OS_PREAD is not None:
+        data: bytes = _OS_PREAD(fd, size, offset)
+        return data
+    os.lseek(fd, offset, os.SEEK_SET)
+    return os.read(fd, size)
+
+
+# Windows has no os.pread; there the reader seeks before every read instead.
+_OS_PREAD = getattr(os, "pread", None)
 
 
 def dup(handle: Handle, *, limit: int | None = None) -> Handle:

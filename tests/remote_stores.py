@@ -154,13 +154,30 @@ class ServiceUnavailableError(Exception):
     code = 503
 
 
+class _Shared:
+    """Counters and injected failures of every instance with one ``tag``.
+
+    fsspec caches one instance per thread, and prefetching threads open objects too, so
+    the counts live here, not on an instance.
+    """
+
+    def __init__(self, failures: int) -> None:
+        self.lock = threading.Lock()
+        self.failures_left = failures
+        self.requests: collections.Counter[str] = collections.Counter()
+        self.ranges: list[tuple[str, int | None, int | None]] = []
+
+
+_SHARED: dict[object, _Shared] = {}
+
+
 class WrappedFileSystem(AbstractFileSystem):  # type: ignore[misc]
     """``wrapped://bucket/key`` -> ``bucket/key`` of the ``target_protocol`` filesystem.
 
     Options: ``target_options`` for the target, ``latency`` seconds added to every
     request, ``failures``: the first that many requests fail transiently (alternating a
-    reset connection and a 503), ``tag``: any value, to get a fresh instance (and fresh
-    counters) from fsspec's instance cache.
+    reset connection and a 503), ``tag``: any value naming the counters (``requests``,
+    ``ranges``) that the instances made with it share.
     """
 
     protocol = "wrapped"
@@ -177,18 +194,26 @@ class WrappedFileSystem(AbstractFileSystem):  # type: ignore[misc]
         super().__init__(**kwargs)
         self.target = fsspec.filesystem(target_protocol, **dict(target_options or {}))
         self.latency = latency
-        self.failures_left = failures
-        self.requests: collections.Counter[str] = collections.Counter()
-        self.ranges: list[tuple[str, int | None, int | None]] = []
-        self._lock = threading.Lock()
+        self.shared = _SHARED.setdefault(tag, _Shared(failures))
+        self.requests = self.shared.requests
+        self.ranges = self.shared.ranges
+
+    @property
+    def failures_left(self) -> int:
+        return self.shared.failures_left
+
+    @failures_left.setter
+    def failures_left(self, value: int) -> None:
+        self.shared.failures_left = value
 
     def _request(self, kind: str) -> None:
-        with self._lock:
-            self.requests[kind] += 1
-            fail = self.failures_left > 0
+        shared = self.shared
+        with shared.lock:
+            shared.requests[kind] += 1
+            fail = shared.failures_left > 0
             if fail:
-                self.failures_left -= 1
-                odd = self.failures_left % 2
+                shared.failures_left -= 1
+                odd = shared.failures_left % 2
         if self.latency:
             time.sleep(self.latency)
         if fail:
@@ -211,7 +236,7 @@ class WrappedFileSystem(AbstractFileSystem):  # type: ignore[misc]
         self, path: str, start: int | None = None, end: int | None = None, **kwargs: Any
     ) -> bytes:
         self._request("get")
-        with self._lock:
+        with self.shared.lock:
             self.ranges.append((path, start, end))
         return bytes(self.target.cat_file(self._strip_protocol(path), start=start, end=end))
 

@@ -325,3 +325,34 @@ def test_gcs_reads_pin_the_generation_opened(
     monkeypatch.setattr(fs, "cat_file", recording)
     assert blob.fetch(0, 8) == b"a" * 8
     assert seen == [{"start": 0, "end": 8, "generation": generation}]
+
+
+def test_warm_opens_ahead_and_open_read_takes_it() -> None:
+    url, options, fs = _wrapped(0)
+    storage.write_bytes(url, bytes(range(200)), storage_options=options)
+    storage.warm(url, storage_options=options)
+    blob = storage.open_read(url, storage_options=options)
+    assert isinstance(blob, storage.RemoteBlob)
+    requests = dict(fs.requests)
+    assert requests["info"] >= 1
+    assert requests["get"] == 1  # the first block, fetched by the warm-up
+    assert blob.pread(10, 5) == bytes(range(5, 15))
+    assert dict(fs.requests) == requests  # served from the warmed block
+    assert storage.prefetcher().held == 0
+
+
+def test_prefetch_budget_is_never_exceeded() -> None:
+    url, options, _fs = _wrapped(0)
+    data = bytes(range(256)) * 4096 * 5  # 5 MiB: two read-ahead blocks
+    storage.write_bytes(url, data, storage_options=options)
+    for bound in (0, 1 << 20, 8 << 20):
+        prefetcher = storage.set_prefetch(max_bytes=bound)
+        try:
+            blob = storage.open_read(url, storage_options=options)
+            assert isinstance(blob, storage.RemoteBlob)
+            got = b"".join(blob.pread(1 << 16, offset) for offset in range(0, len(data), 1 << 16))
+        finally:
+            storage.set_prefetch()
+        assert got == data
+        assert prefetcher.peak <= bound
+        assert (prefetcher.requests > 0) == (bound > 0)

@@ -49,6 +49,7 @@ from readplan.reading.options import (
     check_rank,
     read_state,
 )
+from readplan.reading.prefetch import ShardWarmer
 from readplan.reading.ranks import STATE_KEY, count_below, owner, reader_bindings
 from readplan.reading.runs import Runs, Shard, close_shard
 from readplan.reading.salvage import Lost
@@ -147,6 +148,7 @@ class Reader(Closing):
         self._decode = record_decoder(decode, decoders, plan, self.data_dir)
         self._container = container_for(plan.info.file_format)
         self._paths = tuple(self._path(fi.filename) for fi in plan.instructions)
+        self._warmer = ShardWarmer(self._paths, storage_options)
         self._ends = tuple(fi.skip + fi.num_records for fi in plan.instructions)
         self._last_records = np.array(self._ends, dtype=np.int64) - 1
         self._sequential = world_size == 1 and plan.config.example_shuffle is None
@@ -405,6 +407,7 @@ class Reader(Closing):
         self, chunk: EpochOrder, is_last: npt.NDArray[np.bool_], shards: dict[int, Shard]
     ) -> Iterator[Batch]:
         runs = Runs.of(chunk, is_last, self.rank, self.world_size, _BATCH)
+        self._warmer.start_chunk(runs.file, shards)
         closes = iter(zip(runs.close_before, runs.close_files))
         pending = next(closes, None)
         for first_run, stop_run in runs.batches(_BATCH):
@@ -424,6 +427,7 @@ class Reader(Closing):
                         pending = next(closes, None)
                     shard = shards.get(file_index)
                     if shard is None:
+                        self._warmer.opening()
                         shard = shards[file_index] = self._open(file_index)
                     if span == count:
                         lost += shard.take_into(records, first, count)

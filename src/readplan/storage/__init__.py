@@ -25,6 +25,7 @@ from readplan.storage._ops import (
     read_span,
     size_of,
     stat,
+    warm,
     write_bytes,
 )
 from readplan.storage._paths import PathLike, basename, is_remote, join, parent, protocol, to_str
@@ -70,6 +71,7 @@ __all__ = [
     "size_of",
     "stat",
     "to_str",
+    "warm",
     "with_retries",
     "write_bytes",
 ]

@@ -8,14 +8,18 @@ through fsspec with bounded retries, and their failures are
 from __future__ import annotations
 
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from typing import Any
+from concurrent.futures import Future
+from typing import Any, NamedTuple
 
 from readplan._internal.atomic import atomic_write
 from readplan.errors import ObjectNotFoundError
-from readplan.storage._blob import ObjectInfo, RemoteBlob, local_info, remote_info
+from readplan.storage._blob import DEFAULT_BLOCK, ObjectInfo, RemoteBlob, local_info, remote_info
 from readplan.storage._fs import filesystem
 from readplan.storage._paths import PathLike, is_remote, to_str
+from readplan.storage._prefetch import Prefetcher, prefetcher
 from readplan.storage._retry import DEFAULT_RETRY, RetryPolicy, with_retries
 
 __all__ = [
@@ -32,6 +36,7 @@ __all__ = [
     "read_span",
     "size_of",
     "stat",
+    "warm",
     "write_bytes",
 ]
 
@@ -47,6 +52,9 @@ def open_read(
     text = to_str(path)
     if not is_remote(text):
         return os.open(text, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    warmed = _take_warm(text, storage_options)
+    if warmed is not None:
+        return warmed
     return RemoteBlob(text, storage_options=storage_options, retry=retry)
 
 
@@ -207,3 +215,81 @@ def write_bytes(
     fs, inner = filesystem(text, storage_options)
     with_retries("write", text, lambda: fs.pipe_file(inner, data), retry)
     fs.invalidate_cache(inner)
+
+
+# -- opening objects ahead of their first read -----------------------------------------------
+
+_WARM_LIMIT = 64
+
+
+class _Warm(NamedTuple):
+    future: Future[RemoteBlob]
+    owner: Prefetcher
+    reserved: int
+
+
+_warm: OrderedDict[tuple[str, str], _Warm] = OrderedDict()
+_warm_lock = threading.Lock()
+
+
+def _forget_warm_after_fork() -> None:
+    # The handles being opened belong to the parent's threads, which a child lacks.
+    global _warm_lock
+    _warm_lock = threading.Lock()
+    _warm.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_warm_after_fork)
+
+
+def _warm_key(url: str, storage_options: StorageOptions) -> tuple[str, str]:
+    return url, repr(sorted((storage_options or {}).items()))
+
+
+def warm(path: PathLike, *, storage_options: StorageOptions = None) -> None:
+    """Start opening the object at ``path`` and fetching its first block in the background.
+
+    The next :func:`open_read` of the same path (and options) takes the opened handle
+    instead of waiting for the store.  Local paths, and requests that do not fit the
+    prefetch budget, are ignored; at most 64 objects are held open ahead.
+    """
+    url = to_str(path)
+    if not is_remote(url):
+        return
+    key = _warm_key(url, storage_options)
+    owner = prefetcher()
+    with _warm_lock:
+        if key in _warm:
+            return
+        future = owner.submit(DEFAULT_BLOCK, lambda: _opened(url, storage_options))
+        if future is None:
+            return
+        _warm[key] = _Warm(future, owner, DEFAULT_BLOCK)
+        dropped = _warm.popitem(last=False)[1] if len(_warm) > _WARM_LIMIT else None
+    if dropped is not None:
+        _release(dropped)
+
+
+def _opened(url: str, storage_options: StorageOptions) -> RemoteBlob:
+    blob = RemoteBlob(url, storage_options=storage_options)
+    blob.pread(1, 0)  # the first block, and the next one fetched ahead
+    return blob
+
+
+def _take_warm(url: str, storage_options: StorageOptions) -> RemoteBlob | None:
+    with _warm_lock:
+        entry = _warm.pop(_warm_key(url, storage_options), None)
+    if entry is None:
+        return None
+    try:
+        return entry.future.result()
+    finally:
+        entry.owner.release(entry.reserved)
+
+
+def _release(entry: _Warm) -> None:
+    if entry.future.cancel():
+        entry.owner.release(entry.reserved)
+    else:
+        entry.future.add_done_callback(lambda _: entry.owner.release(entry.reserved))

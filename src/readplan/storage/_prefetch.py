@@ -10,11 +10,15 @@ fills caches: which bytes are read, and in what order records are delivered, is 
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TypeVar
 
 from readplan._internal.validate import check_int
+
+_T = TypeVar("_T")
 
 __all__ = [
     "DEFAULT_PREFETCH_BYTES",
@@ -44,7 +48,7 @@ class Prefetcher:
         self.peak = 0
         self.requests = 0
 
-    def submit(self, size: int, fetch: Callable[[], bytes]) -> Future[bytes] | None:
+    def submit(self, size: int, fetch: Callable[[], _T]) -> Future[_T] | None:
         """Run ``fetch`` in the background if ``size`` more bytes fit the budget."""
         with self._lock:
             if self.held + size > self.max_bytes:
@@ -90,3 +94,14 @@ def set_prefetch(
     previous, _shared = _shared, Prefetcher(max_bytes, workers)
     previous.shutdown()
     return _shared
+
+
+def _after_fork_in_child() -> None:
+    # A forked child (a DataLoader worker) has none of the parent's threads: a fresh pool
+    # and budget with the same bounds, so no fetch waits on a thread that does not exist.
+    global _shared
+    _shared = Prefetcher(_shared.max_bytes, _shared.workers)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -1,0 +1,161 @@
+"""Reading a dataset in plan order from local disk, a GCS emulator and a slow store.
+
+One command: ``PYTHONPATH=src python benchmarks/bench_remote.py``.  It writes two 256-shard
+datasets (100-byte and 100-KiB records), starts the GCS emulator on a loopback port, and
+reads each dataset in plan order (interleave 16/16, shuffled files) from
+
+* ``local``: the files on disk (the anchor),
+* ``gcs``: the GCS emulator (``gs://``), through a request-counting wrapper,
+* ``slow``: an in-process fsspec store that adds 20 ms to every request, standing in for
+  a real region's time to first byte.
+
+It prints records/s, bytes/s, the ratio to local, requests per epoch against the runs of
+consecutive records in the plan, and the peak of the bytes held by the prefetcher against
+its bound.  Nothing leaves 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import fsspec
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.remote_stores import gcs_emulator, pin_clients_to_loopback, upload_tree
+
+pin_clients_to_loopback()  # before gcsfs is imported
+
+from readplan import storage, tfrecord  # noqa: E402
+from readplan.metadata.dataset_info import DatasetInfo  # noqa: E402
+from readplan.plan import ReadConfig, ReadPlan  # noqa: E402
+from readplan.reading.reader import Reader  # noqa: E402
+
+SHARDS = 256
+LATENCY = 0.020
+CONFIG = ReadConfig(
+    interleave_cycle_length=16, interleave_block_length=16, shuffle_files=True, shuffle_seed=0
+)
+
+
+def write_dataset(root: Path, name: str, per_shard: int, size: int) -> Path:
+    folder = root / name / "1.0.0"
+    folder.mkdir(parents=True)
+    payload = bytes(range(256)) * (size // 256 + 1)
+    for shard in range(SHARDS):
+        records = (payload[k % 256 : k % 256 + size] for k in range(per_shard))
+        tfrecord.write(folder / f"{name}-train.tfrecord-{shard:05d}-of-{SHARDS:05d}", records)
+    info = {"name": name, "splits": [{"name": "train", "shardLengths": [per_shard] * SHARDS}]}
+    (folder / "dataset_info.json").write_text(json.dumps(info))
+    return folder
+
+
+def runs_in_plan(plan: ReadPlan) -> int:
+    order = plan.epoch(0)
+    files, records = order.file_index, order.record_index
+    cuts = (files[1:] != files[:-1]) | (records[1:] != records[:-1] + 1)
+    return int(np.count_nonzero(cuts)) + 1
+
+
+def read_epoch(url: str, options: dict[str, Any] | None) -> tuple[float, int, int]:
+    info = DatasetInfo.load(url, storage_options=options)
+    plan = ReadPlan(info, "train", CONFIG)
+    start = time.perf_counter()
+    count = size = 0
+    for batch in Reader(plan, storage_options=options).batches():
+        count += len(batch)
+        size += sum(map(len, batch.records))
+    return time.perf_counter() - start, count, size
+
+
+def wrapped(target: str, target_options: dict[str, Any], latency: float) -> dict[str, Any]:
+    return {
+        "target_protocol": target,
+        "target_options": target_options,
+        "latency": latency,
+        "tag": uuid.uuid4().hex,
+    }
+
+
+def measure(url: str, options: dict[str, Any] | None, repeats: int) -> dict[str, Any]:
+    times = []
+    requests: dict[str, float] = {}
+    peak = 0
+    for _ in range(repeats):
+        fs = fsspec.filesystem("wrapped", **options) if options else None
+        if fs is not None:
+            fs.requests.clear()
+        storage.prefetcher().reset_peak()
+        elapsed, count, size = read_epoch(url, options)
+        times.append(elapsed)
+        peak = max(peak, storage.prefetcher().peak)
+        if fs is not None:
+            requests = {kind: float(n) for kind, n in fs.requests.items()}
+    seconds = statistics.median(times)
+    return {
+        "seconds": seconds,
+        "records_per_s": count / seconds,
+        "bytes_per_s": size / seconds,
+        "requests": requests,
+        "peak_prefetch_bytes": peak,
+    }
+
+
+def copy_to_memory(folder: Path, bucket: str) -> str:
+    fs = fsspec.filesystem("memory")
+    for path in sorted(folder.iterdir()):
+        fs.pipe_file(f"/{bucket}/{path.name}", path.read_bytes())
+    return f"wrapped://{bucket}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    results = []
+    with tempfile.TemporaryDirectory() as tmp, gcs_emulator() as gcs:
+        root = Path(tmp)
+        for name, per_shard, size in (("small", 400, 100), ("large", 8, 100 << 10)):
+            folder = write_dataset(root, name, per_shard, size)
+            plan = ReadPlan(DatasetInfo.load(folder), "train", CONFIG)
+            runs = runs_in_plan(plan)
+            bucket = f"bench-{name}-{uuid.uuid4().hex[:6]}"
+            gcs_path = upload_tree(gcs, folder, bucket, "data").removeprefix("gs://")
+            cases = {
+                "local": (str(folder), None),
+                "gcs": (f"wrapped://{gcs_path}", wrapped("gs", dict(gcs.storage_options), 0.0)),
+                "slow": (copy_to_memory(folder, bucket), wrapped("memory", {}, LATENCY)),
+            }
+            for case, (url, options) in cases.items():
+                row = measure(url, options, args.repeats)
+                row.update(dataset=name, case=case, runs=runs, record_bytes=size)
+                results.append(row)
+    anchor = {r["dataset"]: r for r in results if r["case"] == "local"}
+    print(
+        f"{'dataset':8} {'case':6} {'records/s':>12} {'MB/s':>9} {'x local':>8} "
+        f"{'GETs':>6} {'stats':>6} {'runs':>6} {'peak prefetch':>14}"
+    )
+    for row in results:
+        ratio = row["records_per_s"] / anchor[row["dataset"]]["records_per_s"]
+        row["ratio_to_local"] = ratio
+        gets = int(row["requests"].get("get", 0))
+        stats = int(row["requests"].get("info", 0))
+        print(
+            f"{row['dataset']:8} {row['case']:6} {row['records_per_s']:12,.0f} "
+            f"{row['bytes_per_s'] / 1e6:9.1f} {ratio:8.2f} {gets:6} {stats:6} {row['runs']:6} "
+            f"{row['peak_prefetch_bytes'] / 2**20:10.1f} MiB"
+        )
+    print(f"prefetch bound: {storage.prefetcher().max_bytes / 2**20:.0f} MiB")
+    print(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()

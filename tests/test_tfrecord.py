@@ -662,8 +662,8 @@ def test_record_file_index_out_of_range(tmp_path: Path, i: int) -> None:
 def test_record_file_read_touches_only_the_requested_records(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import readplan.records._compression as compression_module
     import readplan.records._framing as framing_module
+    import readplan.storage._ops as storage_module
 
     path = tmp_path / "f"
     records = make_mixed_file(path, None)
@@ -673,7 +673,7 @@ def test_record_file_read_touches_only_the_requested_records(
         reads.append((offset, offset + size))
         return os.pread(fd, size, offset)
 
-    monkeypatch.setattr(compression_module, "_OS_PREAD", recording_pread)
+    monkeypatch.setattr(storage_module, "_OS_PREAD", recording_pread)
     monkeypatch.setattr(framing_module, "_pread_fast", recording_pread)
     with RecordFile(path) as rf:
         offsets = [*rf.offsets.tolist(), path.stat().st_size]

@@ -33,15 +33,23 @@ class ShardWarmer:
         self._options = storage_options
         self._ahead = ahead
         self.enabled = any(is_remote(path) for path in paths)
-        self._order: list[int] = []
+        self._order: list[tuple[int, bool]] = []
         self._warmed = 0
         self._opened = 0
 
-    def start_chunk(self, files: Sequence[int], open_now: Collection[int]) -> None:
-        """The files of a chunk's runs, in run order; ``open_now`` are open already."""
+    def start_chunk(
+        self, files: Sequence[int], firsts: Sequence[int], open_now: Collection[int]
+    ) -> None:
+        """The file and first record of each of a chunk's runs, in run order; the files in
+        ``open_now`` are open already.  A file whose first read starts at its record 0 has
+        its first block fetched too; the others (a restore, a scattered read) only their
+        identity."""
         if not self.enabled:
             return
-        self._order = [f for f in dict.fromkeys(files) if f not in open_now]
+        starts: dict[int, int] = {}
+        for file, first in zip(files, firsts):
+            starts.setdefault(file, first)
+        self._order = [(f, first == 0) for f, first in starts.items() if f not in open_now]
         self._warmed = self._opened = 0
         self._fill()
 
@@ -54,5 +62,6 @@ class ShardWarmer:
     def _fill(self) -> None:
         limit = min(len(self._order), self._opened + self._ahead)
         while self._warmed < limit:
-            warm(self._paths[self._order[self._warmed]], storage_options=self._options)
+            file, head = self._order[self._warmed]
+            warm(self._paths[file], storage_options=self._options, head=head)
             self._warmed += 1

@@ -407,7 +407,7 @@ class Reader(Closing):
         self, chunk: EpochOrder, is_last: npt.NDArray[np.bool_], shards: dict[int, Shard]
     ) -> Iterator[Batch]:
         runs = Runs.of(chunk, is_last, self.rank, self.world_size, _BATCH)
-        self._warmer.start_chunk(runs.file, shards)
+        self._warmer.start_chunk(runs.file, runs.first, shards)
         closes = iter(zip(runs.close_before, runs.close_files))
         pending = next(closes, None)
         for first_run, stop_run in runs.batches(_BATCH):

@@ -247,8 +247,9 @@ def _warm_key(url: str, storage_options: StorageOptions) -> tuple[str, str]:
     return url, repr(sorted((storage_options or {}).items()))
 
 
-def warm(path: PathLike, *, storage_options: StorageOptions = None) -> None:
-    """Start opening the object at ``path`` and fetching its first block in the background.
+def warm(path: PathLike, *, storage_options: StorageOptions = None, head: bool = True) -> None:
+    """Start opening the object at ``path`` in the background, and with ``head`` fetching
+    its first block (for a read that starts at the beginning).
 
     The next :func:`open_read` of the same path (and options) takes the opened handle
     instead of waiting for the store.  Local paths, and requests that do not fit the
@@ -262,18 +263,20 @@ def warm(path: PathLike, *, storage_options: StorageOptions = None) -> None:
     with _warm_lock:
         if key in _warm:
             return
-        future = owner.submit(DEFAULT_BLOCK, lambda: _opened(url, storage_options))
+        reserved = DEFAULT_BLOCK if head else 0
+        future = owner.submit(reserved, lambda: _opened(url, storage_options, head))
         if future is None:
             return
-        _warm[key] = _Warm(future, owner, DEFAULT_BLOCK)
+        _warm[key] = _Warm(future, owner, reserved)
         dropped = _warm.popitem(last=False)[1] if len(_warm) > _WARM_LIMIT else None
     if dropped is not None:
         _release(dropped)
 
 
-def _opened(url: str, storage_options: StorageOptions) -> RemoteBlob:
+def _opened(url: str, storage_options: StorageOptions, head: bool) -> RemoteBlob:
     blob = RemoteBlob(url, storage_options=storage_options)
-    blob.pread(1, 0)  # the first block, and the next one fetched ahead
+    if head:
+        blob.pread(1, 0)  # the first block, and the next one fetched ahead
     return blob
 
 

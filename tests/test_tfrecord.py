@@ -662,7 +662,6 @@ def test_record_file_index_out_of_range(tmp_path: Path, i: int) -> None:
 def test_record_file_read_touches_only_the_requested_records(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import readplan.records._framing as framing_module
     import readplan.storage._ops as storage_module
 
     path = tmp_path / "f"
@@ -674,7 +673,6 @@ def test_record_file_read_touches_only_the_requested_records(
         return os.pread(fd, size, offset)
 
     monkeypatch.setattr(storage_module, "_OS_PREAD", recording_pread)
-    monkeypatch.setattr(framing_module, "_pread_fast", recording_pread)
     with RecordFile(path) as rf:
         offsets = [*rf.offsets.tolist(), path.stat().st_size]
         for skip, take in [(0, 1), (2, 3), (4, 1), (5, 9), (14, 3), (1, 16)]:

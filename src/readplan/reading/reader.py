@@ -79,10 +79,8 @@ class Reader(Closing):
 
     Args:
         plan: the read plan.
-        data_dir: the folder holding the shard files, a local path or a URL (``gs://``,
-            ``s3://``, any fsspec protocol: ``specs/storage.md``); by default the
-            instructions' file names are used as they are (full paths or URLs when the
-            DatasetInfo was loaded from a directory).
+        data_dir: the folder of the shard files (a path or a URL); by default the file
+            names of the instructions (full paths when the DatasetInfo was loaded).
         epochs: read epochs ``0 .. epochs - 1`` (a start state skips what it delivered);
             ``None`` reads forever.
         decode: ``"tfds"`` delivers each record as ``tfds.as_numpy`` yields it, decoded with
@@ -100,10 +98,8 @@ class Reader(Closing):
         on_corruption: ``"raise"`` stops at the first damaged record; ``"skip"`` delivers
             every undamaged record in plan order and lists each lost one in ``report``.
         report: a :class:`~readplan.tfrecord.CorruptionReport` collecting the damage met.
-        index_dir: where the shards' index sidecars are looked up instead of beside them
-            (for datasets that may not be written to; ``readplan index --index-dir``).
-        storage_options: fsspec options for URLs (shards, sidecars, saved states), added
-            to fsspec's own configuration.
+        index_dir: where index sidecars are looked up instead of beside the shards.
+        storage_options: fsspec options for URLs (``specs/storage.md``).
 
     Iterating yields :class:`Item` objects; :meth:`batches` yields the same deliveries as
     :class:`Batch` objects, with less overhead per record.  A new iteration continues from
@@ -277,8 +273,7 @@ class Reader(Closing):
         return checkpoint.to_dict(extra={STATE_KEY: section})
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write :meth:`state_dict` to ``path`` (a local path or a URL) as JSON, atomically;
-        ``start=path`` resumes."""
+        """Write :meth:`state_dict` to ``path`` as JSON, atomically; ``start=path`` resumes."""
         state = json.dumps(self.state_dict(), indent=1).encode()
         write_bytes(path, state, storage_options=self.storage_options)
 

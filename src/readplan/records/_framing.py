@@ -12,8 +12,6 @@ Two paths share one :class:`~readplan._stream.ByteStream`:
 
 from __future__ import annotations
 
-import functools
-import os
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -23,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from readplan.errors import CorruptRecordError
-from readplan.records._compression import detect_compression, pread
+from readplan.records._compression import detect_compression
 from readplan.records._crc import MASK_DELTA, crc32c, mask, mask_array
 from readplan.records._damage import (
     KIND_ABSURD_LENGTH,
@@ -42,7 +40,7 @@ from readplan.records._expected import ExpectedFrames
 from readplan.records._resync import resync
 from readplan.records._stream import AFTER_LARGE, LARGE, ByteStream, PlainStream
 from readplan.records._walk import gather_u32, good_headers, leading_matches, walk_frames
-from readplan.storage import Handle, size_of
+from readplan.storage import positioned, size_of
 
 __all__ = ["FrameParser"]
 
@@ -52,15 +50,6 @@ _U32 = struct.Struct("<I")
 _MIN_BATCH = 8
 _LARGE_BATCH = 1 << 20
 _JUMP_BATCH = 4096
-# Short reads fall back to the careful path, which loops; so the bare call is enough here.
-_pread_fast = getattr(os, "pread", pread)
-
-
-def _positioned(fd: Handle) -> Callable[[int, int], bytes]:
-    """``read(size, offset)`` on a descriptor (the bare system call) or a remote handle."""
-    if isinstance(fd, int):
-        return functools.partial(_pread_fast, fd)
-    return fd.pread
 
 
 _NEGATIVE_READ = 2**63 - 4
@@ -176,7 +165,7 @@ class FrameParser:
         """
         # mask() is written out inline in this loop and in _jump_frames: they run once per
         # frame, where a Python call is a measurable part of the cost.
-        read, end, maximum, verify = _positioned(stream.fd), stream.end, self._max, self._verify
+        read, end, maximum, verify = positioned(stream.fd), stream.end, self._max, self._verify
         data, off = stream.data, stream.off
         pos = stream.base + off
         batch: list[bytes] = []
@@ -301,7 +290,7 @@ class FrameParser:
 
         Any frame that is not a sound large frame ends the batch for the careful path.
         """
-        read, end, maximum = _positioned(stream.fd), stream.end, self._max
+        read, end, maximum = positioned(stream.fd), stream.end, self._max
         data, off = stream.data, stream.off
         pos = stream.base + off
         starts: list[int] = []

@@ -7,13 +7,12 @@ whole walk (specs/tfrecord.md, section 7).
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import numpy.typing as npt
 
 from readplan.records._framing import FrameParser
 from readplan.records._stream import ByteStream, InflateStream, PlainStream
+from readplan.storage import Handle, size_of
 
 __all__ = ["HeaderWalk"]
 
@@ -26,10 +25,12 @@ class HeaderWalk:
     Damage met on the way raises :class:`~readplan.errors.CorruptRecordError`.
     """
 
-    def __init__(self, fd: int, path: str, compression: str | None, max_record_bytes: int) -> None:
+    def __init__(
+        self, fd: Handle, path: str, compression: str | None, max_record_bytes: int
+    ) -> None:
         self._stream: ByteStream
         if compression is None:
-            self._stream = PlainStream(fd, start=0, end=os.fstat(fd).st_size, owns_fd=False)
+            self._stream = PlainStream(fd, start=0, end=size_of(fd), owns_fd=False)
         else:
             self._stream = InflateStream(fd, compression, owns_fd=False)
         self._parser = FrameParser(

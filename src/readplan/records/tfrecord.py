@@ -19,7 +19,7 @@ import operator
 import os
 import struct
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Literal, SupportsIndex, get_args
 
 import numpy as np
@@ -39,7 +39,7 @@ from readplan.records._cap import (
     DEFAULT_MAX_RECORD_BYTES,
     record_cap,
 )
-from readplan.records._compression import Deflater, check_compression, pread
+from readplan.records._compression import pread
 from readplan.records._crc import crc32c, mask
 from readplan.records._damage import (
     KIND_ABSURD_LENGTH,
@@ -59,6 +59,7 @@ from readplan.records._expected import ExpectedFrames
 from readplan.records._framing import FrameParser
 from readplan.records._headerwalk import HeaderWalk
 from readplan.records._stream import LARGE, ByteStream, InflateStream, PlainStream, open_handle
+from readplan.records.writer import TFRecordWriter, write
 from readplan.storage import Handle, StorageOptions, size_of, to_str
 from readplan.storage import close as close_handle
 from readplan.storage import dup as dup_handle
@@ -87,7 +88,6 @@ __all__ = [
     "write",
 ]
 
-_LENGTH = struct.Struct("<Q")
 _U32 = struct.Struct("<I")
 _HEADER = struct.Struct("<QI")
 OnCorruption = Literal["raise", "skip"]
@@ -95,73 +95,6 @@ OnCorruption = Literal["raise", "skip"]
 _ON_CORRUPTION: tuple[OnCorruption, ...] = get_args(OnCorruption)
 
 PathLike = str | os.PathLike[str]
-
-
-# ---------------------------------------------------------------------------- writing
-class TFRecordWriter(Closing):
-    """Writes records to ``path`` (truncating it) in TensorFlow's exact byte format.
-
-    ``compression`` is ``None`` (or ``""``), ``"GZIP"`` or ``"ZLIB"``; names are
-    case-sensitive.  :meth:`flush` makes everything written so far readable (a partial
-    flush for compressed files, as TensorFlow does); :meth:`close` ends the stream.
-    """
-
-    def __init__(self, path: PathLike, *, compression: object = None) -> None:
-        name = check_compression(compression, allow_auto=False)
-        self._deflater = Deflater(name) if name is not None else None
-        self._file = open(path, "wb")  # noqa: SIM115 - closed by close() / __exit__
-        self._closed = False
-        if self._deflater is not None:
-            self._file.write(self._deflater.header())
-
-    def write(self, record: bytes | bytearray | memoryview) -> None:
-        """Append one record (any bytes-like object)."""
-        if self._closed:
-            raise ClosedError(f"{self._file.name}: the writer is closed", path=self._file.name)
-        data = record if isinstance(record, bytes) else memoryview(record).tobytes()
-        length = _LENGTH.pack(len(data))
-        header = length + _U32.pack(mask(crc32c(length)))
-        footer = _U32.pack(mask(crc32c(data)))
-        if self._deflater is None:
-            self._file.write(header)
-            self._file.write(data)
-            self._file.write(footer)
-            return
-        deflater = self._deflater
-        self._file.write(deflater.compress(header))
-        self._file.write(deflater.compress(data))
-        self._file.write(deflater.compress(footer))
-
-    def flush(self) -> None:
-        """Push everything written so far to the file."""
-        if self._closed:
-            return
-        if self._deflater is not None:
-            self._file.write(self._deflater.flush())
-        self._file.flush()
-
-    def close(self) -> None:
-        """End the compressed stream (if any) and close the file; idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            if self._deflater is not None:
-                self._file.write(self._deflater.finish())
-        finally:
-            self._file.close()
-
-
-def write(
-    path: PathLike, records: Iterable[bytes | bytearray | memoryview], *, compression: object = None
-) -> int:
-    """Write ``records`` to ``path`` as one TFRecord file; returns how many were written."""
-    written = 0
-    with TFRecordWriter(path, compression=compression) as writer:
-        for record in records:
-            writer.write(record)
-            written += 1
-    return written
 
 
 # ---------------------------------------------------------------------------- reading
@@ -254,6 +187,7 @@ def frame_offsets(
     stop: int | None = None,
     compression: object = None,
     max_record_bytes: int | None = None,
+    storage_options: StorageOptions = None,
 ) -> tuple[npt.NDArray[np.int64], int]:
     """Where the first ``stop`` records of ``path`` start, by a header walk that stops there.
 
@@ -273,14 +207,14 @@ def frame_offsets(
         raise ConfigError(
             f"stop={stop!r} must be a non-negative int or None", field="stop", value=stop
         )
-    name = os.fspath(path)
-    fd = open_handle(name)
+    name = to_str(path)
+    fd = open_handle(name, storage_options)
     try:
         resolved = _index.resolve_compression(fd, compression)
         walk = HeaderWalk(fd, name, resolved, record_cap(max_record_bytes, resolved))
         return walk.through(stop)
     finally:
-        os.close(fd)
+        close_handle(fd)
 
 
 def count(

@@ -7,6 +7,7 @@ through fsspec with bounded retries, and their failures are
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections import OrderedDict
@@ -32,6 +33,7 @@ __all__ = [
     "isfile",
     "listdir",
     "open_read",
+    "positioned",
     "read_bytes",
     "read_span",
     "size_of",
@@ -82,6 +84,14 @@ def read_span(handle: Handle, size: int, offset: int) -> bytes:
         pieces.append(more)
         got += len(more)
     return b"".join(pieces)
+
+
+def positioned(handle: Handle) -> Callable[[int, int], bytes]:
+    """``read(size, offset)`` for hot loops: one bare system call on a descriptor (it may
+    return fewer bytes; callers check and fall back), the read-ahead of a remote handle."""
+    if isinstance(handle, int):
+        return functools.partial(_pread_once, handle)
+    return handle.pread
 
 
 def _pread_once(fd: int, size: int, offset: int) -> bytes:

@@ -236,11 +236,9 @@ def build_index(
     storage_options: StorageOptions = None,
 ) -> str:
     """Read ``path`` (a path or URL), write its sidecar (to ``index_path``, else into
-    ``index_dir``, else beside the data); returns the sidecar's path.  Damage raises
-    :class:`~readplan.errors.CorruptRecordError` and writes nothing: with ``verify`` (the
-    default) every record's data CRC is checked, so a damaged file never gets an index;
-    ``verify=False`` walks the headers only, skipping payloads.  ``progress`` is called
-    with the number of data-file bytes processed since its last call.
+    ``index_dir``, else beside it); return the sidecar's path.  Damage raises
+    :class:`~readplan.errors.CorruptRecordError`, writing nothing: ``verify`` checks every
+    data CRC, ``False`` only the headers.  ``progress`` gets the bytes done since its last call.
     """
     data_path = to_str(path)
     fd = open_handle(data_path, storage_options)
@@ -263,10 +261,7 @@ def build_index(
 
 
 def write_index(
-    index: RecordIndex,
-    index_path: PathLike | None = None,
-    *,
-    storage_options: StorageOptions = None,
+    index: RecordIndex, index_path: PathLike | None = None, storage_options: StorageOptions = None
 ) -> str:
     """Write ``index`` whole or not at all (``specs/storage.md``); returns the path."""
     target = to_str(index_path) if index_path is not None else index_path_for(index.data_path)

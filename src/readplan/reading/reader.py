@@ -98,8 +98,8 @@ class Reader(Closing):
         on_corruption: ``"raise"`` stops at the first damaged record; ``"skip"`` delivers
             every undamaged record in plan order and lists each lost one in ``report``.
         report: a :class:`~readplan.tfrecord.CorruptionReport` collecting the damage met.
-        index_dir: where index sidecars are looked up instead of beside the shards.
-        storage_options: fsspec options for URLs (``specs/storage.md``).
+        index_dir, storage_options: the sidecars' folder if not beside the shards; fsspec
+            options for URLs (``specs/storage.md``).
 
     Iterating yields :class:`Item` objects; :meth:`batches` yields the same deliveries as
     :class:`Batch` objects, with less overhead per record.  A new iteration continues from
@@ -152,7 +152,7 @@ class Reader(Closing):
         self._next = self._first_share(0)
         self._current: tuple[list[Item], Iterator[Item]] | None = None
         self._active: Generator[Any, None, None] | None = None
-        self._binding = ReaderBinding(self._paths)
+        self._binding = ReaderBinding(self._paths, storage_options)
         if start is not None:
             self._start_from(start)
 
@@ -530,6 +530,4 @@ class Reader(Closing):
         )
 
     def _path(self, filename: str) -> str:
-        if self.data_dir is None:
-            return filename
-        return join(self.data_dir, basename(filename))
+        return filename if self.data_dir is None else join(self.data_dir, basename(filename))

@@ -10,7 +10,6 @@ was rewritten in the meantime (a regenerated dataset) is a
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +17,7 @@ from typing import Any
 from readplan._internal.validate import INT64_MAX
 from readplan.errors import CheckpointError, CheckpointMismatchError
 from readplan.records._crc import crc32c
-from readplan.storage import open_read
+from readplan.storage import StorageOptions, close, open_read, read_span, size_of
 
 __all__ = ["SPAN", "FileBinding", "ReaderBinding", "bind", "bindings_from_json", "to_json"]
 
@@ -36,9 +35,9 @@ class FileBinding:
     def to_json(self) -> list[int]:
         return [self.file_index, self.size, self.checksum]
 
-    def check(self, path: str) -> None:
+    def check(self, path: str, storage_options: StorageOptions = None) -> None:
         """Refuse ``path`` if it is no longer the file this binding describes."""
-        now = bind(path, self.file_index)
+        now = bind(path, self.file_index, storage_options)
         differences = {
             f"reader.files[{self.file_index}].{name}": (getattr(self, name), getattr(now, name))
             for name in ("size", "checksum")
@@ -58,24 +57,19 @@ class FileBinding:
             )
 
 
-def bind(path: str, file_index: int) -> FileBinding:
+def bind(path: str, file_index: int, storage_options: StorageOptions = None) -> FileBinding:
     """The binding of the file at ``path`` now: its size and the CRC32C of its ends.
 
-    ``path`` is a local path or a storage URL (:mod:`readplan.storage`).
+    ``path`` is a local path or a storage URL (:mod:`readplan.storage`); each end is one
+    exact read (one ranged request for a URL).
     """
-    handle = open_read(path)
-    if isinstance(handle, int):
-        try:
-            size = os.fstat(handle).st_size
-            head = os.pread(handle, min(size, SPAN), 0)
-            tail = os.pread(handle, min(size, SPAN), max(0, size - SPAN))
-        finally:
-            os.close(handle)
-    else:
-        size = handle.size
-        head = handle.pread(min(size, SPAN), 0)
-        tail = handle.pread(min(size, SPAN), max(0, size - SPAN))
-        handle.close()
+    handle = open_read(path, storage_options=storage_options)
+    try:
+        size = size_of(handle)
+        head = read_span(handle, min(size, SPAN), 0)
+        tail = read_span(handle, min(size, SPAN), max(0, size - SPAN))
+    finally:
+        close(handle)
     return FileBinding(file_index, size, crc32c(tail, crc32c(head)))
 
 
@@ -117,8 +111,9 @@ class ReaderBinding:
     reader first opens it, and the bindings its own states give (``specs/checkpoint.md``
     §4).  ``paths[file_index]`` is where the reader opens a file."""
 
-    def __init__(self, paths: Sequence[str]) -> None:
+    def __init__(self, paths: Sequence[str], storage_options: StorageOptions = None) -> None:
         self._paths = paths
+        self._options = storage_options
         self._expected: dict[int, FileBinding] = {}
         self._bound: dict[int, FileBinding] = {}
 
@@ -130,7 +125,7 @@ class ReaderBinding:
         """Refuse to open a file the restored state names if it changed since."""
         expected = self._expected.pop(file_index, None)
         if expected is not None:
-            expected.check(self._paths[file_index])
+            expected.check(self._paths[file_index], self._options)
 
     def to_json(self, held: Iterable[int]) -> list[list[int]]:
         """The ``reader.files`` list for a state holding the files ``held``: a file still to
@@ -138,7 +133,7 @@ class ReaderBinding:
         self._bound = {
             index: self._expected.get(index)
             or self._bound.get(index)
-            or bind(self._paths[index], index)
+            or bind(self._paths[index], index, self._options)
             for index in held
         }
         return to_json(self._bound.values())

@@ -79,8 +79,7 @@ class Reader(Closing):
 
     Args:
         plan: the read plan.
-        data_dir: the folder of the shard files (a path or a URL); by default the file
-            names of the instructions (full paths when the DatasetInfo was loaded).
+        data_dir: the shard files' folder (a path or URL); default: the instructions' names.
         epochs: read epochs ``0 .. epochs - 1`` (a start state skips what it delivered);
             ``None`` reads forever.
         decode: ``"tfds"`` delivers each record as ``tfds.as_numpy`` yields it, decoded with

@@ -97,8 +97,7 @@ class Reader(Closing):
         on_corruption: ``"raise"`` stops at the first damaged record; ``"skip"`` delivers
             every undamaged record in plan order and lists each lost one in ``report``.
         report: a :class:`~readplan.tfrecord.CorruptionReport` collecting the damage met.
-        index_dir, storage_options: the sidecars' folder if not beside the shards; fsspec
-            options for URLs (``specs/storage.md``).
+        index_dir, storage_options: sidecar folder; fsspec options (``specs/storage.md``).
 
     Iterating yields :class:`Item` objects; :meth:`batches` yields the same deliveries as
     :class:`Batch` objects, with less overhead per record.  A new iteration continues from
@@ -133,8 +132,7 @@ class Reader(Closing):
         check_damage_options(on_corruption, report)
         self.plan = plan
         self.data_dir = None if data_dir is None else to_str(data_dir)
-        self.index_dir = None if index_dir is None else to_str(index_dir)
-        self.storage_options = storage_options
+        self.index_dir, self.storage_options = index_dir, storage_options
         self.epochs = epochs
         self.rank = rank
         self.world_size = world_size

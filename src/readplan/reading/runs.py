@@ -17,7 +17,7 @@ from readplan.reading.containers import RecordContainer, RecordSource, SalvageSo
 from readplan.reading.salvage import Lost
 from readplan.records._damage import KIND_DATA_CRC, CorruptionReport
 from readplan.records._stream import open_handle
-from readplan.storage import Handle, StorageOptions
+from readplan.storage import Handle, PathLike, StorageOptions
 from readplan.storage import close as close_handle
 
 __all__ = ["Runs", "Shard", "close_shard"]
@@ -121,7 +121,7 @@ class Shard:
         skip: bool,
         report: CorruptionReport | None,
         container: RecordContainer,
-        index_dir: str | None = None,
+        index_dir: PathLike | None = None,
         storage_options: StorageOptions = None,
     ) -> None:
         self.path = path

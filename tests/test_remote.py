@@ -291,6 +291,7 @@ def test_prefetch_keeps_order_and_its_memory_bound(large_dataset: tuple[Path, li
     folder, _ = large_dataset
     config = ReadConfig(shuffle_files=True, shuffle_seed=11, interleave_cycle_length=4)
     results = {}
+    states = {}
     for bound in (0, 6 << 20, storage.DEFAULT_PREFETCH_BYTES):
         url, options, _fs = _wrapped_copy(folder, latency=0.002)
         prefetcher = storage.set_prefetch(max_bytes=bound)
@@ -307,8 +308,10 @@ def test_prefetch_keeps_order_and_its_memory_bound(large_dataset: tuple[Path, li
             storage.set_prefetch()
         assert prefetcher.peak <= bound
         assert (prefetcher.requests > 0) == (bound > 0)
-        assert state == plan.checkpoint(0, 5000).to_dict() | {"reader": state["reader"]}
+        states[bound] = state
+        assert (state["epoch"], state["position"]) == (0, 5000)
     assert results[0] == results[6 << 20] == results[storage.DEFAULT_PREFETCH_BYTES]
+    assert states[0] == states[6 << 20] == states[storage.DEFAULT_PREFETCH_BYTES]
 
 
 def test_transient_failures_are_retried_by_the_reader(toy_urls: dict[str, tuple[str, Any]]) -> None:

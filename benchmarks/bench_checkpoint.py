@@ -14,20 +14,28 @@ Measures, in one run:
 * at 10^4 / 10^5 / 10^6 files (``--max-files``): the compact checkpoint on a cached and on
   a fresh epoch, its size, ``Checkpoint.from_json`` + ``plan.verify`` and ``plan.resume``
   to the first position, each as a ratio to the anchor ``np.random.permutation(files)``
-  (the inherent work of shuffling the files) measured in the same run.
+  (the inherent work of shuffling the files) measured in the same run;
+* at 10^5 files, a restore: ``Checkpoint.load(path)`` + ``Reader(plan, data_dir=...,
+  start=checkpoint)`` + its first record, in CPU time against the same anchor, with a plan
+  already used in the process (epoch cached) and with a fresh plan (the epoch's schedule
+  computed by the restore). Only the shards the restored interleave reads first exist on
+  disk.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+from _scale import cpu_ms, permutation_ms, scale_plan
 from _timing import median_ms
 
-from readplan import Checkpoint, ReadConfig, ReadPlan
+from readplan import Checkpoint, ReadConfig, Reader, ReadPlan, tfrecord
 from readplan.metadata.dataset_info import DatasetInfo, shard_lengths
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -78,6 +86,8 @@ def main() -> None:
     for num_files in (10_000, 100_000, 1_000_000):
         if num_files <= args.max_files:
             _scale(num_files, args.repeats)
+    if args.max_files >= 100_000:
+        _restore(100_000, args.repeats)
 
 
 def _scale(num_files: int, repeats: int) -> None:
@@ -104,6 +114,45 @@ def _scale(num_files: int, repeats: int) -> None:
         f"({fresh / anchor:.3f}x); {len(text):,} bytes; load + verify {load:.3f} ms "
         f"({load / anchor:.2f}x); iter_from to the first position {first:.1f} ms "
         f"({first / anchor:.1f}x)"
+    )
+
+
+def _restore(num_files: int, repeats: int) -> None:
+    """A restored reader's first record at ``num_files`` shards, a third into epoch 1."""
+    plan = scale_plan(num_files)
+    position = plan.num_examples // 3
+    # The files the reader opens first: those of the positions its first read covers.
+    head = next(plan.iter_epoch(1, chunk_size=4_096, start=position))
+    with tempfile.TemporaryDirectory(prefix="readplan-bench-") as scratch:
+        directory = Path(scratch)
+        for file_index in np.unique(head.file_index).tolist():
+            instruction = plan.instructions[file_index]
+            records = (k.to_bytes(8, "little") for k in range(instruction.examples_in_shard))
+            tfrecord.write(directory / Path(instruction.filename).name, records)
+        path = directory / "checkpoint.json"
+        plan.checkpoint(1, position).save(path)
+
+        def first_record(restored: ReadPlan) -> object:
+            reader = Reader(restored, data_dir=directory, start=Checkpoint.load(path), epochs=2)
+            with reader:
+                return next(iter(reader))
+
+        cached = cpu_ms(lambda: first_record(plan), repeats)
+        fresh = []
+        for _ in range(max(3, repeats // 5)):
+            new = scale_plan(num_files)
+            new.summary  # noqa: B018 - built with the plan, as a new process would
+            start = time.process_time()
+            first_record(new)
+            fresh.append((time.process_time() - start) * 1e3)
+        anchor = permutation_ms(num_files, repeats)
+        files = len(np.unique(head.file_index))
+    fresh_ms = statistics.median(fresh)
+    print(
+        f"restore at {num_files:,} files ({files} shard files on disk): Checkpoint.load + "
+        f"Reader(start=...) + first record {cached:.2f} ms with the plan used before "
+        f"({cached / anchor:.1f}x), {fresh_ms:.2f} ms with a fresh plan ({fresh_ms / anchor:.1f}x; "
+        f"target <= 30x); anchor permutation {anchor:.3f} ms (CPU time)"
     )
 
 

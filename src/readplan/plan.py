@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -30,6 +30,7 @@ from readplan.planning.instructions import (
     instruction_table,
 )
 from readplan.planning.interleave import InterleaveSchedule
+from readplan.planning.record_ids import RecordIds
 from readplan.planning.schedule import EpochSchedule, check_epoch
 from readplan.planning.seeds import epoch_seed_pair, seed_pair
 from readplan.planning.shuffle import buffer_shuffle, permutation
@@ -193,14 +194,23 @@ class ReadPlan:
         return offsets
 
     @cached_property
+    def _record_ids(self) -> RecordIds:
+        sorted_by_user = self.config.experimental_interleave_sort_fn is not None
+        return RecordIds(self.instructions, shard_names=not sorted_by_user)
+
+    @property
     def tfds_id_prefixes(self) -> tuple[str, ...]:
         """TFDS's ``tfds_id`` prefix per instruction (``specs/order.md``, "Record ids")."""
-        return tuple(_tfds_id_prefixes([fi.filename for fi in self.instructions]))
+        return self._record_ids.all
+
+    def tfds_id_prefixes_of(self, file_index: IntArray) -> list[str]:
+        """``tfds_id_prefixes[f]`` for each ``f`` of ``file_index``, named on demand."""
+        return self._record_ids.of(file_index)
 
     def tfds_ids(self, file_index: IntArray, record_index: IntArray) -> list[str]:
         """TFDS's ``tfds_id`` strings, ``{file}__{index}``, of records of this plan."""
-        prefixes = self.tfds_id_prefixes
-        return [f"{prefixes[f]}__{r}" for f, r in zip(file_index.tolist(), record_index.tolist())]
+        prefixes = self._record_ids.of(file_index)
+        return [f"{p}__{r}" for p, r in zip(prefixes, record_index.tolist())]
 
     # -- per epoch ------------------------------------------------------------------
 
@@ -581,18 +591,3 @@ def _slices(
     for first in range(start, positions.size, chunk_size):
         chosen = positions[first : first + chunk_size]
         yield order[0][chosen], order[1][chosen]
-
-
-def _tfds_id_prefixes(filenames: Sequence[str]) -> list[str]:
-    """The shortest path tail that tells files apart once their common part is removed."""
-    dirs = [os.path.dirname(name) for name in filenames]
-    if len(set(dirs)) <= 1:
-        return [os.path.basename(name) for name in filenames]
-    # A character-level suffix on purpose: TFDS compares directory strings, not paths.
-    common = os.path.commonprefix([d[::-1] for d in dirs])[::-1]  # noqa: RUF071
-    prefixes = []
-    for directory, name in zip(dirs, filenames):
-        head = directory[: len(directory) - len(common)]
-        run = head.rsplit("/", 1)[-1]
-        prefixes.append(f"{run}{common}/{os.path.basename(name)}" if run else name)
-    return prefixes

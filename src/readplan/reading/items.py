@@ -162,10 +162,9 @@ class Batch:
 
     def items(self) -> list[Item]:
         """The batch as :class:`Item` objects."""
-        prefixes = np.asarray(self.plan.tfds_id_prefixes, dtype=object)
         return new_items(
             self.records,
-            prefixes[self.file_index].tolist(),
+            self.plan.tfds_id_prefixes_of(self.file_index),
             self.epoch,
             self.positions.tolist(),
             self.file_index.tolist(),

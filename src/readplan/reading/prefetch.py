@@ -10,10 +10,10 @@ a warmed handle is the one the reader would have opened.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
-from readplan.storage import is_remote, warm
+from readplan.storage import warm
 
 __all__ = ["DEFAULT_AHEAD", "ShardWarmer"]
 
@@ -21,18 +21,20 @@ DEFAULT_AHEAD = 16
 
 
 class ShardWarmer:
-    """Warms ``paths[f]`` for the next files ``f`` a chunk opens; a no-op for local paths."""
+    """Warms ``path(f)`` for the next files ``f`` a chunk opens; a no-op unless ``remote``
+    (some file is a storage URL)."""
 
     def __init__(
         self,
-        paths: Sequence[str],
+        path: Callable[[int], str],
+        remote: bool,
         storage_options: Mapping[str, Any] | None,
         ahead: int = DEFAULT_AHEAD,
     ) -> None:
-        self._paths = paths
+        self._path = path
         self._options = storage_options
         self._ahead = ahead
-        self.enabled = any(is_remote(path) for path in paths)
+        self.enabled = remote
         self._order: list[tuple[int, bool]] = []
         self._warmed = 0
         self._opened = 0
@@ -63,5 +65,5 @@ class ShardWarmer:
         limit = min(len(self._order), self._opened + self._ahead)
         while self._warmed < limit:
             file, head = self._order[self._warmed]
-            warm(self._paths[file], storage_options=self._options, head=head)
+            warm(self._path(file), storage_options=self._options, head=head)
             self._warmed += 1

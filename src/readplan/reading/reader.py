@@ -58,7 +58,7 @@ from readplan.records.tfrecord import OnCorruption
 from readplan.state.binding import ReaderBinding
 from readplan.state.checkpoint import Checkpoint
 from readplan.state.resume import held_files
-from readplan.storage import basename, join, to_str, write_bytes
+from readplan.storage import basename, is_remote, join, to_str, write_bytes
 
 __all__ = ["Reader", "Start"]
 
@@ -140,16 +140,17 @@ class Reader(Closing):
         self.report = report
         self._decode = record_decoder(decode, decoders, plan, self.data_dir)
         self._container = container_for(plan.info.file_format)
-        self._paths = tuple(self._path(fi.filename) for fi in plan.instructions)
-        self._warmer = ShardWarmer(self._paths, storage_options)
-        self._ends = tuple(fi.skip + fi.num_records for fi in plan.instructions)
-        self._last_records = np.array(self._ends, dtype=np.int64) - 1
+        # From the instruction columns: no step per file, whatever the number of files.
+        table = plan.instructions
+        self._ends = table.skip + table.num_records
+        self._last_records = self._ends - 1
+        self._warmer = ShardWarmer(self._path, self._any_remote(), storage_options)
         self._sequential = world_size == 1 and plan.config.example_shuffle is None
         self._epoch = 0
         self._next = self._first_share(0)
         self._current: tuple[list[Item], Iterator[Item]] | None = None
         self._active: Generator[Any, None, None] | None = None
-        self._binding = ReaderBinding(self._paths, storage_options)
+        self._binding = ReaderBinding(self._path, storage_options)
         if start is not None:
             self._start_from(start)
 
@@ -470,7 +471,7 @@ class Reader(Closing):
                         position=int(runs.positions[at]),
                         file_index=file_index,
                         record_index=lost.record_index,
-                        path=self._paths[file_index],
+                        path=self._path(file_index),
                         offset=lost.offset,
                         kind=lost.kind,
                     )
@@ -496,7 +497,7 @@ class Reader(Closing):
         file_index = int(runs.file_index[at])
         where = (
             f"position {position} of epoch {epoch} (file {file_index}: "
-            f"{self._paths[file_index]}, record {int(runs.record_index[at])})"
+            f"{self._path(file_index)}, record {int(runs.record_index[at])})"
         )
         if isinstance(failure, CorruptRecordError):
             return failure.with_context(
@@ -513,11 +514,10 @@ class Reader(Closing):
 
     def _open(self, file_index: int) -> Shard:
         self._binding.check_open(file_index)
-        instruction = self.plan.instructions[file_index]
         return Shard(
-            self._paths[file_index],
-            end=self._ends[file_index],
-            planned=instruction.examples_in_shard,
+            self._path(file_index),
+            end=int(self._ends[file_index]),
+            planned=int(self.plan.instructions.examples_in_shard[file_index]),
             sequential=self._sequential,
             report=self.report if self.on_corruption == "skip" else None,
             skip=self.on_corruption == "skip",
@@ -526,5 +526,16 @@ class Reader(Closing):
             storage_options=self.storage_options,
         )
 
-    def _path(self, filename: str) -> str:
+    def _path(self, file_index: int) -> str:
+        """Where the reader opens file ``file_index`` (named on demand, never all at once)."""
+        filename = self.plan.instructions.filename(file_index)
         return filename if self.data_dir is None else join(self.data_dir, basename(filename))
+
+    def _any_remote(self) -> bool:
+        """Whether any file is a storage URL.  The files share one directory (``data_dir``,
+        or the dataset's when the names are its shard names), so one of them tells; names
+        from a sort function are each looked at."""
+        sorted_by_user = self.plan.config.experimental_interleave_sort_fn is not None
+        shared = self.data_dir is not None or not sorted_by_user
+        files = range(1 if shared else len(self.plan.instructions))
+        return any(is_remote(self._path(k)) for k in files)

@@ -10,7 +10,7 @@ was rewritten in the meantime (a regenerated dataset) is a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,10 +109,10 @@ def _is_count(value: object) -> bool:
 class ReaderBinding:
     """A reader's data binding: the files a restored state names, each checked when the
     reader first opens it, and the bindings its own states give (``specs/checkpoint.md``
-    §4).  ``paths[file_index]`` is where the reader opens a file."""
+    §4).  ``path(file_index)`` is where the reader opens a file."""
 
-    def __init__(self, paths: Sequence[str], storage_options: StorageOptions = None) -> None:
-        self._paths = paths
+    def __init__(self, path: Callable[[int], str], storage_options: StorageOptions = None) -> None:
+        self._path = path
         self._options = storage_options
         self._expected: dict[int, FileBinding] = {}
         self._bound: dict[int, FileBinding] = {}
@@ -125,7 +125,7 @@ class ReaderBinding:
         """Refuse to open a file the restored state names if it changed since."""
         expected = self._expected.pop(file_index, None)
         if expected is not None:
-            expected.check(self._paths[file_index], self._options)
+            expected.check(self._path(file_index), self._options)
 
     def to_json(self, held: Iterable[int]) -> list[list[int]]:
         """The ``reader.files`` list for a state holding the files ``held``: a file still to
@@ -133,7 +133,7 @@ class ReaderBinding:
         self._bound = {
             index: self._expected.get(index)
             or self._bound.get(index)
-            or bind(self._paths[index], index, self._options)
+            or bind(self._path(index), index, self._options)
             for index in held
         }
         return to_json(self._bound.values())

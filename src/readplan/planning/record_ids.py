@@ -1,0 +1,63 @@
+"""The file part of TFDS's ``tfds_id`` (``specs/order.md`` §5, "Record ids").
+
+A record's ``tfds_id`` is ``<prefix>__<record index>``.  When every file lies in one
+directory the prefix is the file's base name and is named on demand, so a plan of 10^5 or
+10^6 files never formats every file name to identify the records it delivers.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from functools import cached_property
+
+import numpy as np
+import numpy.typing as npt
+
+from readplan.planning.instructions import InstructionTable
+
+__all__ = ["RecordIds", "tfds_id_prefixes"]
+
+
+class RecordIds:
+    """The ``tfds_id`` prefixes of ``table``'s files.
+
+    ``shard_names`` says the table's file names are its dataset's shard names: those sit
+    directly in the dataset's directory (their templates and names hold no "/",
+    :mod:`readplan.metadata.naming`), so every prefix is a base name.  File names from
+    elsewhere (a sort function) are compared all together.
+    """
+
+    def __init__(self, table: InstructionTable, *, shard_names: bool) -> None:
+        self._table = table
+        self._one_directory = shard_names
+
+    @cached_property
+    def all(self) -> tuple[str, ...]:
+        """Every file's prefix, in instruction order."""
+        return tuple(tfds_id_prefixes([fi.filename for fi in self._table]))
+
+    def of(self, file_index: npt.NDArray[np.int64]) -> list[str]:
+        """The prefix of each of the files ``file_index``."""
+        indices = file_index.tolist()
+        if not self._one_directory:
+            every = self.all
+            return [every[f] for f in indices]
+        table = self._table
+        names = {f: os.path.basename(table.filename(f)) for f in set(indices)}
+        return [names[f] for f in indices]
+
+
+def tfds_id_prefixes(filenames: Sequence[str]) -> list[str]:
+    """The shortest path tail that tells files apart once their common part is removed."""
+    dirs = [os.path.dirname(name) for name in filenames]
+    if len(set(dirs)) <= 1:
+        return [os.path.basename(name) for name in filenames]
+    # A character-level suffix on purpose: TFDS compares directory strings, not paths.
+    common = os.path.commonprefix([d[::-1] for d in dirs])[::-1]  # noqa: RUF071
+    prefixes = []
+    for directory, name in zip(dirs, filenames):
+        head = directory[: len(directory) - len(common)]
+        run = head.rsplit("/", 1)[-1]
+        prefixes.append(f"{run}{common}/{os.path.basename(name)}" if run else name)
+    return prefixes

@@ -66,7 +66,7 @@ from readplan.records.tfrecord import (
 from readplan.state.checkpoint import Checkpoint
 from readplan.tbl import TblFile, TblWriter
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "AllSplits",

@@ -468,3 +468,16 @@ def test_position_of_refuses_a_non_integer_record() -> None:
     plan = ReadPlan(DatasetInfo(name="d", splits={"train": [2, 3]}), "train")
     with pytest.raises(ConfigError, match="'x'"):
         plan.position_of(0, 1, "x")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("chunk_size", [0, -1, True, 2**63, 1.0])
+@pytest.mark.parametrize("example_shuffle", [None, ExampleShuffle(4, 7)])
+def test_iter_epoch_refuses_a_chunk_size_that_is_not_a_positive_int64(
+    chunk_size: Any, example_shuffle: ExampleShuffle | None
+) -> None:
+    # Both the interleaved and the example-shuffled walk check it, like iter_from.
+    info = DatasetInfo("ds", {"train": [10, 10, 5]})
+    config = ReadConfig(shuffle_files=True, shuffle_seed=3, example_shuffle=example_shuffle)
+    plan = ReadPlan(info, "train", config)
+    with pytest.raises(ConfigError, match="chunk_size"):
+        next(plan.iter_epoch(0, chunk_size=chunk_size))

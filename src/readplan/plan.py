@@ -329,6 +329,7 @@ class ReadPlan:
         large to materialise can be walked (with an example-level shuffle the buffer's
         permutation of the epoch is held as well).
         """
+        check_int(chunk_size, "chunk_size", minimum=1, what="a positive integer")
         schedule = self.epoch_schedule(epoch)
         schedule.check_position(start, allow_end=True)
         shuffled = self._example_order(epoch)

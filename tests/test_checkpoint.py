@@ -643,3 +643,17 @@ def test_iter_from_checks_its_arguments_at_once(shuffled_plan: ReadPlan) -> None
 def test_pathological_json_is_a_checkpoint_error(text: str) -> None:
     with pytest.raises(CheckpointError):
         Checkpoint.from_json(text)
+
+
+@pytest.mark.parametrize("text", [0, None, ["{}"], {"format": "x"}])
+def test_checkpoint_text_that_is_not_a_string_is_a_checkpoint_error(text: object) -> None:
+    with pytest.raises(CheckpointError) as raised:
+        Checkpoint.from_json(text)  # type: ignore[arg-type]
+    assert raised.value.field == "$"
+
+
+@pytest.mark.parametrize("indent", [2**63, -1, 1.5, True])
+def test_to_json_refuses_an_absurd_indent(indent: object) -> None:
+    plan = ReadPlan(DatasetInfo(name="d", splits={"train": [3, 4]}), "train")
+    with pytest.raises(ConfigError):
+        plan.checkpoint(0, 2).to_json(indent=indent)  # type: ignore[arg-type]

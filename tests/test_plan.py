@@ -481,3 +481,25 @@ def test_iter_epoch_refuses_a_chunk_size_that_is_not_a_positive_int64(
     plan = ReadPlan(info, "train", config)
     with pytest.raises(ConfigError, match="chunk_size"):
         next(plan.iter_epoch(0, chunk_size=chunk_size))
+
+
+@pytest.mark.parametrize(
+    ("files", "records"),
+    [(0, 0), ([0, 1], [0]), ([[0]], [[0]]), ([0.5], [0]), ([0], ["a"]), ([99], [0]), ([-1], [0])],
+)
+def test_tfds_ids_refuses_what_is_not_a_pair_of_index_sequences(
+    files: object, records: object
+) -> None:
+    """Scalars, unequal lengths (which zip would cut silently), floats and file indices
+    outside the plan are ConfigErrors, not foreign exceptions or shortened lists."""
+    plan = ReadPlan(DatasetInfo(name="d", splits={"train": [3, 4]}), "train")
+    with pytest.raises(ConfigError):
+        plan.tfds_ids(files, records)  # type: ignore[arg-type]
+
+
+def test_tfds_ids_accepts_lists_and_arrays_alike() -> None:
+    plan = ReadPlan(DatasetInfo(name="d", splits={"train": [3, 4]}), "train")
+    expected = ["d-train.tfrecord-00001-of-00002__2", "d-train.tfrecord-00000-of-00002__0"]
+    assert plan.tfds_ids([1, 0], [2, 0]) == expected
+    assert plan.tfds_ids(np.array([1, 0]), np.array([2, 0])) == expected
+    assert plan.tfds_ids([], []) == []

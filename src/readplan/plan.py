@@ -207,10 +207,10 @@ class ReadPlan:
         """``tfds_id_prefixes[f]`` for each ``f`` of ``file_index``, named on demand."""
         return self._record_ids.of(file_index)
 
-    def tfds_ids(self, file_index: IntArray, record_index: IntArray) -> list[str]:
-        """TFDS's ``tfds_id`` strings, ``{file}__{index}``, of records of this plan."""
-        prefixes = self._record_ids.of(file_index)
-        return [f"{p}__{r}" for p, r in zip(prefixes, record_index.tolist())]
+    def tfds_ids(self, file_index: npt.ArrayLike, record_index: npt.ArrayLike) -> list[str]:
+        """TFDS's ``tfds_id`` strings, ``{file}__{index}``, of records of this plan
+        (1-D integer sequences of one length, as in an :class:`EpochOrder`)."""
+        return self._record_ids.ids(file_index, record_index)
 
     # -- per epoch ------------------------------------------------------------------
 

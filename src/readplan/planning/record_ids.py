@@ -14,6 +14,7 @@ from functools import cached_property
 import numpy as np
 import numpy.typing as npt
 
+from readplan.errors import ConfigError, ConfigTypeError
 from readplan.planning.instructions import InstructionTable
 
 __all__ = ["RecordIds", "tfds_id_prefixes"]
@@ -36,6 +37,28 @@ class RecordIds:
     def all(self) -> tuple[str, ...]:
         """Every file's prefix, in instruction order."""
         return tuple(tfds_id_prefixes([fi.filename for fi in self._table]))
+
+    def ids(self, file_index: npt.ArrayLike, record_index: npt.ArrayLike) -> list[str]:
+        """``<prefix>__<record index>`` of each record; the two sequences are 1-D integers
+        of one length and every file index names one of the table's files."""
+        files = _index_array(file_index, "file_index")
+        records = _index_array(record_index, "record_index")
+        if files.shape != records.shape:
+            raise ConfigError(
+                f"file_index and record_index must have one length, got {files.size} and "
+                f"{records.size}",
+                field="record_index",
+                value=records.size,
+            )
+        outside = (files < 0) | (files >= len(self._table))
+        if outside.any():
+            raise ConfigError(
+                f"file_index {int(files[outside][0])} names no file: the plan has "
+                f"{len(self._table)} (valid: 0..{len(self._table) - 1})",
+                field="file_index",
+                value=int(files[outside][0]),
+            )
+        return [f"{p}__{r}" for p, r in zip(self.of(files), records.tolist())]
 
     def of(self, file_index: npt.NDArray[np.int64]) -> list[str]:
         """The prefix of each of the files ``file_index``."""
@@ -61,3 +84,15 @@ def tfds_id_prefixes(filenames: Sequence[str]) -> list[str]:
         run = head.rsplit("/", 1)[-1]
         prefixes.append(f"{run}{common}/{os.path.basename(name)}" if run else name)
     return prefixes
+
+
+def _index_array(values: npt.ArrayLike, field: str) -> npt.NDArray[np.int64]:
+    """``values`` as a 1-D int64 array, or a ConfigError naming ``field``."""
+    array = np.asarray(values)
+    if array.ndim != 1 or not (array.size == 0 or np.issubdtype(array.dtype, np.integer)):
+        raise ConfigTypeError(
+            f"{field} must be a 1-D sequence of integers, got {values!r:.80}",
+            field=field,
+            value=values,
+        )
+    return array.astype(np.int64, copy=False)

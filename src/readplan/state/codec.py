@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from readplan._internal.jsonfields import MISSING, JsonFields
-from readplan._internal.validate import INT64_MAX, INT64_MIN
+from readplan._internal.validate import INT64_MAX, INT64_MIN, check_int
 from readplan.errors import CheckpointError
 from readplan.planning.shuffle import ShuffleBufferState
 from readplan.state.fingerprint import FORMAT_VERSION, digest, expanded_disagreement
@@ -58,8 +58,14 @@ class Parsed:
     state: dict[str, Any] | None
 
 
+# More spaces per level than this is no indentation anyone reads.
+_MAX_INDENT = 64
+
+
 def dumps(document: Mapping[str, Any], indent: int | None) -> str:
     """A document as JSON text (no whitespace unless indented)."""
+    if indent is not None:
+        check_int(indent, "indent", minimum=0, maximum=_MAX_INDENT, what="a number of spaces")
     separators = (",", ":") if indent is None else None
     return json.dumps(document, indent=indent, separators=separators)
 
@@ -142,6 +148,10 @@ _RESERVED = (
 
 def parse_json(text: str | bytes) -> Any:
     """The JSON value of ``text``, or a CheckpointError saying it is not JSON."""
+    if not isinstance(text, (str, bytes, bytearray)):
+        raise CheckpointError(
+            f"a checkpoint is JSON text (str or bytes), got {type(text).__name__}", field="$"
+        )
     try:
         return json.loads(text)
     except (ValueError, RecursionError) as err:  # incl. decode and digit-limit errors

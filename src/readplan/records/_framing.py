@@ -13,7 +13,7 @@ Two paths share one :class:`~readplan._stream.ByteStream`:
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sized
 from dataclasses import replace
 from typing import TypeVar
 
@@ -64,6 +64,8 @@ _SKIPPED = _Skipped()
 # Damage kinds after which a compressed stream still has bytes that are not read.
 _STOPS_MID_STREAM = frozenset({KIND_HEADER_CRC, KIND_ABSURD_LENGTH, KIND_DATA_CRC, KIND_INFLATE})
 _T = TypeVar("_T")
+_I = TypeVar("_I")
+_B = TypeVar("_B", bound=Sized)
 
 
 class FrameParser:
@@ -107,25 +109,10 @@ class FrameParser:
     # ----------------------------------------------------------------- records
     def records(self, limit: int | None = None) -> Iterator[list[bytes]]:
         """Batches of records, ``limit`` records at most; damage raises or is skipped."""
-        left = -1 if limit is None else limit
         if self._stream.pos < self._start:
             self._careful_or_damage(lambda: self._stream.skip(self._start - self._stream.pos))
-        while left != 0:
-            batch = self._fast_records(left)
-            if not batch and isinstance(self._stream, PlainStream):
-                batch = self._large_records(self._stream, left)
-            if batch:
-                left -= len(batch)
-                yield batch
-                continue
-            record = self._careful_or_damage(self._careful_record)
-            if record is None:
-                self._check_end()
-                return
-            if isinstance(record, bytes):
-                left -= 1
-                yield [record]
-        self._check_end()
+        fast, bulk, careful = self._fast_records, self._large_records, self._careful_record
+        yield from self._walk(limit, fast, bulk, careful, lambda r: [r], check_end_at_limit=True)
 
     def _fast_records(self, left: int) -> list[bytes]:
         stream = self._stream
@@ -244,22 +231,8 @@ class FrameParser:
     def frames(self, limit: int | None = None) -> Iterator[npt.NDArray[np.int64]]:
         """Start offsets of the frames, in batches, ``limit`` frames at most, reading headers
         only.  Damage raises (or is skipped and reported, in skip mode)."""
-        left = -1 if limit is None else limit
-        while left != 0:
-            batch = self._fast_frames(left)
-            if batch is None and isinstance(self._stream, PlainStream):
-                batch = self._jump_frames(self._stream, left)
-            if batch is not None:
-                left -= len(batch)
-                yield batch
-                continue
-            start = self._careful_or_damage(self._careful_frame)
-            if start is None:
-                self._check_end()
-                return
-            if isinstance(start, int):
-                left -= 1
-                yield np.array([start], dtype=np.int64)
+        fast, bulk, careful = self._fast_frames, self._jump_frames, self._careful_frame
+        yield from self._walk(limit, fast, bulk, careful, _one_frame, check_end_at_limit=False)
 
     def _fast_frames(self, left: int) -> npt.NDArray[np.int64] | None:
         stream = self._stream
@@ -336,6 +309,38 @@ class FrameParser:
     def _check_end(self) -> None:
         if self._expected is not None:
             self._expected.check_end(self._stream.pos)
+
+    # ------------------------------------------------------------ shared walk
+    def _walk(
+        self,
+        limit: int | None,
+        fast: Callable[[int], _B | None],
+        bulk: Callable[[PlainStream, int], _B | None],
+        careful: Callable[[], _I | _Skipped | None],
+        single: Callable[[_I], _B],
+        *,
+        check_end_at_limit: bool,
+    ) -> Iterator[_B]:
+        """Batches from buffered bytes (``fast``), a plain file's large frames (``bulk``), else
+        one frame at a time (``careful``: the only path that finds damage); ``limit`` caps them."""
+        left = -1 if limit is None else limit
+        while left != 0:
+            batch = fast(left)
+            if (batch is None or not len(batch)) and isinstance(self._stream, PlainStream):
+                batch = bulk(self._stream, left)
+            if batch is not None and len(batch):
+                left -= len(batch)
+                yield batch
+                continue
+            item = self._careful_or_damage(careful)
+            if item is None:
+                self._check_end()
+                return
+            if not isinstance(item, _Skipped):
+                left -= 1
+                yield single(item)
+        if check_end_at_limit:
+            self._check_end()
 
     # ------------------------------------------------------------ shared checks
     def _careful_or_damage(self, step: Callable[[], _T]) -> _T | None:
@@ -588,3 +593,7 @@ def _first_header_hint(head: bytes) -> str:
 def _truncated_tf_message(start: int, *, compressed: bool) -> str:
     reason = "EOF reached" if compressed else "Read less bytes than requested"
     return f"truncated record at {start}' failed with {reason}"
+
+
+def _one_frame(start: int) -> npt.NDArray[np.int64]:
+    return np.array([start], dtype=np.int64)

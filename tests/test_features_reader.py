@@ -65,6 +65,7 @@ def test_reader_yields_what_tfds_yields_in_tfds_order(split: str, skip: bool) ->
 
 
 def test_torch_dataset_decodes_like_the_reader() -> None:
+    pytest.importorskip("torch")
     torch_module = pytest.importorskip("readplan.torch")
     plan = ReadPlan(DatasetInfo.load(DATASET_DIR), "test")
     dataset = torch_module.ReadplanIterableDataset(plan, decode="tfds", decoders=SKIP)

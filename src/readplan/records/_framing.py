@@ -159,13 +159,10 @@ class FrameParser:
         starts: list[int] = []
         size = 0
         while len(batch) != left and len(data) - off >= 12 and size < _LARGE_BATCH:
-            length, stored = _HEADER.unpack_from(data, off)
+            length = _large_frame_length(data, off, pos, end, maximum)
+            if length is None:
+                break
             after = pos + length + 16
-            if length < LARGE or length > maximum or after > end:
-                break
-            crc = crc32c(data[off : off + 8])
-            if (((crc >> 15) | (crc << 17)) + MASK_DELTA) & 0xFFFFFFFF != stored:
-                break
             payload = read(length, pos + 12)
             tail = read(16 if after + 12 <= end else end - after + 4, after - 4)
             if len(payload) < length or len(tail) < 4:
@@ -268,13 +265,10 @@ class FrameParser:
         pos = stream.base + off
         starts: list[int] = []
         while len(data) - off >= 12 and len(starts) not in (_JUMP_BATCH, left):
-            length, stored = _HEADER.unpack_from(data, off)
+            length = _large_frame_length(data, off, pos, end, maximum)
+            if length is None:
+                break
             after = pos + length + 16
-            if length < LARGE or length > maximum or after > end:
-                break
-            crc = crc32c(data[off : off + 8])
-            if (((crc >> 15) | (crc << 17)) + MASK_DELTA) & 0xFFFFFFFF != stored:
-                break
             starts.append(pos)
             pos = after
             data, off = read(min(12, end - after), after), 0
@@ -597,3 +591,10 @@ def _truncated_tf_message(start: int, *, compressed: bool) -> str:
 
 def _one_frame(start: int) -> npt.NDArray[np.int64]:
     return np.array([start], dtype=np.int64)
+
+
+def _large_frame_length(data: bytes, off: int, pos: int, end: int, maximum: int) -> int | None:
+    """Length of the whole, soundly headed large frame at ``data[off:]`` (file offset ``pos``)."""
+    length, stored = _HEADER.unpack_from(data, off)
+    whole = LARGE <= length <= maximum and pos + length + 16 <= end
+    return int(length) if whole and mask(crc32c(data[off : off + 8])) == stored else None

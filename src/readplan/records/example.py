@@ -80,7 +80,9 @@ def decode(raw: bytes) -> dict[str, FeatureValue]:
     it as absent. Duplicate names: the last entry wins. Malformed input raises
     :class:`~readplan.errors.ExampleError`. See ``specs/example.md`` §2.
     """
-    features = _parse_message(raw).features.feature
+    # The message is held while its sub-messages are read: they live in its arena.
+    message = _parse_message(raw)
+    features = message.features.feature
     decoded: dict[str, FeatureValue] = {}
     for key, feature in sorted(features.items()):
         found = _read_feature(feature)
@@ -450,7 +452,8 @@ def parse(raw: bytes, schema: Mapping[str, FixedLen | VarLen]) -> dict[str, Pars
                 field=str(key),
                 value=spec,
             )
-    features = _parse_message(raw).features.feature
+    message = _parse_message(raw)  # held while its sub-messages are read
+    features = message.features.feature
     parsed: dict[str, ParsedValue] = {}
     for key, spec in schema.items():
         found = _read_feature(features[key]) if key in features else None

@@ -164,6 +164,43 @@ def test_records_of_one_layout_are_read_without_the_runtime(records: list[bytes]
     _assert_rows_match(decode_columns(records, _refuse), records)
 
 
+@st.composite
+def long_name_batches(draw: st.DrawFn) -> list[bytes]:
+    """Records of one layout of long names (one bytes value each, all of one length, NULs
+    included), where one record's name may differ from the others' in a single byte."""
+    names = draw(st.lists(st.text("ab", max_size=20), min_size=1, max_size=4, unique=True))
+    size = draw(st.integers(0, 9))
+    rows = draw(
+        st.lists(
+            st.lists(
+                st.binary(min_size=size, max_size=size), min_size=len(names), max_size=len(names)
+            ),
+            min_size=1,
+            max_size=5,
+        )
+    )
+    records = [
+        _example(*(_entry(n, _bytes_feature(v)) for n, v in zip(names, row))) for row in rows
+    ]
+    changed = draw(st.integers(0, len(names) - 1))
+    if names[changed] and draw(st.booleans()):
+        name = names[changed]
+        at = draw(st.integers(0, len(name) - 1))
+        other = [*names]
+        other[changed] = name[:at] + ("b" if name[at] == "a" else "a") + name[at + 1 :]
+        record = draw(st.integers(0, len(rows) - 1))
+        entries = (_entry(n, _bytes_feature(v)) for n, v in zip(other, rows[record]))
+        records[record] = _example(*entries)
+    return records
+
+
+@given(long_name_batches())
+def test_records_differing_in_one_byte_of_a_long_name_keep_their_names(
+    records: list[bytes],
+) -> None:
+    _assert_like_one_by_one(records)
+
+
 @given(
     st.lists(st.dictionaries(NAMES, st.sampled_from([np.int64(3), np.float32(0.5)])), max_size=4)
 )

@@ -24,6 +24,7 @@ __all__ = [
     "length_delimited",
     "packed_varints",
     "repeated",
+    "same_spans",
     "varints",
 ]
 
@@ -38,6 +39,7 @@ _LENGTH_BYTES = 5  # enough for the largest length the runtime accepts
 _MAX_LENGTH = 2**31 - 1  # the runtime refuses longer length-delimited fields
 _MAX_VARINT_BYTES = 10
 _WIRE_TYPE_LEN = 2
+_SHIFTS = 7 * np.arange(_MAX_VARINT_BYTES, dtype=np.uint64)  # of a varint's 7-bit digits
 
 
 class NotCanonicalError(Exception):
@@ -110,6 +112,10 @@ def repeated(buf: Bytes, start: Ints, end: Ints, tag: int) -> tuple[Ints, Ints, 
     if not steps:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, empty
+    if len(steps) > 1 and steps[-1][0].size == steps[0][0].size:
+        # Every span held as many fields: the steps are the columns of a table.
+        _, starts, ends = (np.stack(part, axis=1).reshape(-1) for part in zip(*steps))
+        return np.repeat(steps[0][0], len(steps)), starts, ends
     owners, starts, ends = (np.concatenate(part) for part in zip(*steps))
     if len(steps) > 1:
         # Each step holds the next field of every span still open; regroup by span.
@@ -133,14 +139,47 @@ def key_words(buf: Bytes, start: Ints, lengths: Ints) -> Words:
     return selected
 
 
+def same_spans(buf: Bytes, start: npt.NDArray[np.int64], lengths: list[int]) -> bool:
+    """Whether every row of spans holds the same bytes as the first row.
+
+    ``start`` has one row per group and one column per span; span ``j`` of every row is
+    ``lengths[j]`` bytes long. The spans are compared as 8-byte words read at any offset (a
+    span's last word may overlap its previous one; a span under 8 bytes is masked), so each
+    row costs a few words per span rather than one step per byte.
+    """
+    columns, offsets, masks = [], [], []
+    for j, length in enumerate(lengths):
+        if length >= 8:
+            starts = [*range(0, length - 7, 8), length - 8]
+            columns += [j] * len(starts)
+            offsets += starts
+            masks += [2**64 - 1] * len(starts)
+        elif length:
+            columns.append(j)
+            offsets.append(0)
+            masks.append((1 << 8 * length) - 1)
+    if not columns:
+        return True
+    # buf ends with PADDING, so a word read at any span start stays inside it.
+    unaligned = np.lib.stride_tricks.as_strided(buf, (buf.size - 7, 8), (1, 1))
+    words = unaligned.view("<u8")[:, 0]
+    found = words[start[:, columns] + np.array(offsets)] & np.array(masks, dtype=np.uint64)
+    return bool((found == found[0]).all())
+
+
 def gather(buf: Bytes, start: Ints, end: Ints) -> Bytes:
     """The spans' bytes, concatenated."""
     lengths = end - start
     if lengths.size and lengths.min() == lengths.max():
         return buf[(start[:, None] + np.arange(lengths[0])).reshape(-1)]
-    total = int(lengths.sum())
-    offsets = np.cumsum(lengths) - lengths
-    return buf[np.repeat(start - offsets, lengths) + np.arange(total)]
+    filled = lengths > 0
+    start, end, lengths = start[filled], end[filled], lengths[filled]
+    # One index array, summed in place: +1 within a span, a jump to the next span's start.
+    index = np.ones(int(lengths.sum()), dtype=np.int64)
+    if start.size:
+        index[0] = start[0]
+        index[(np.cumsum(lengths) - lengths)[1:]] = start[1:] - end[:-1] + 1
+    return buf[np.cumsum(index, out=index)]
 
 
 def packed_varints(data: Bytes, lengths: Ints) -> tuple[Ints, Ints]:
@@ -161,8 +200,13 @@ def packed_varints(data: Bytes, lengths: Ints) -> tuple[Ints, Ints]:
     sizes = stops - firsts + 1
     if sizes.max() > _MAX_VARINT_BYTES:
         raise NotCanonicalError
-    place = np.arange(data.size) - np.repeat(firsts, sizes)
-    digits = (data & 0x7F).astype(np.uint64) << (7 * place).astype(np.uint64)
-    values = np.bitwise_or.reduceat(digits, firsts).view(np.int64)
+    # Varints of one size form a table of digits, one row each (a batch holds few sizes):
+    # its columns' shifts are constants, and disjoint bit fields sum to their union.
+    values = np.empty(stops.size, dtype=np.uint64)
+    count = np.bincount(sizes, minlength=_MAX_VARINT_BYTES + 1)
+    for size in np.flatnonzero(count).tolist():
+        rows = np.flatnonzero(sizes == size) if count[size] < stops.size else slice(None)
+        digits = data[firsts[rows, None] + np.arange(size)] & 0x7F
+        values[rows] = (digits.astype(np.uint64) << _SHIFTS[:size]).sum(axis=1, dtype=np.uint64)
     seen = np.concatenate(([0], np.cumsum(last)))
-    return values, seen[ends] - seen[ends - lengths]
+    return values.view(np.int64), seen[ends] - seen[ends - lengths]

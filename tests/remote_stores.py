@@ -177,7 +177,8 @@ class WrappedFileSystem(AbstractFileSystem):  # type: ignore[misc]
     Options: ``target_options`` for the target, ``latency`` seconds added to every
     request, ``failures``: the first that many requests fail transiently (alternating a
     reset connection and a 503), ``tag``: any value naming the counters (``requests``,
-    ``ranges``) that the instances made with it share.
+    ``ranges``) that the instances made with it share, ``read_only``: writes are refused
+    as a store refuses them without write access.
     """
 
     protocol = "wrapped"
@@ -189,9 +190,11 @@ class WrappedFileSystem(AbstractFileSystem):  # type: ignore[misc]
         latency: float = 0.0,
         failures: int = 0,
         tag: object = None,
+        read_only: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.read_only = read_only
         self.target = fsspec.filesystem(target_protocol, **dict(target_options or {}))
         self.latency = latency
         self.shared = _SHARED.setdefault(tag, _Shared(failures))
@@ -242,6 +245,8 @@ class WrappedFileSystem(AbstractFileSystem):  # type: ignore[misc]
 
     def pipe_file(self, path: str, value: bytes, **kwargs: Any) -> None:
         self._request("put")
+        if self.read_only:
+            raise PermissionError(f"403: no write access to {path} (read_only store)")
         self.target.pipe_file(self._strip_protocol(path), value)
 
     def invalidate_cache(self, path: str | None = None) -> None:

@@ -61,11 +61,13 @@ class _Context:
         )
 
 
-def read_features(directory: str, make_dict: MakeDict) -> Feature | None:
+def read_features(
+    directory: str, make_dict: MakeDict, storage_options: storage.StorageOptions = None
+) -> Feature | None:
     """The features of the dataset in ``directory``, or None without a ``features.json``."""
     file = storage.join(directory, FEATURES_FILE)
     try:
-        raw = storage.read_bytes(file)
+        raw = storage.read_bytes(file, storage_options=storage_options)
     except FileNotFoundError:
         return None
     except OSError as err:
@@ -77,7 +79,7 @@ def read_features(directory: str, make_dict: MakeDict) -> Feature | None:
             f"{file} is not valid JSON ({err}); TFDS writes it next to dataset_info.json",
             path=file,
         ) from err
-    context = _Context(file, lambda stem: _read_labels(directory, stem), make_dict)
+    context = _Context(file, lambda stem: _read_labels(directory, stem, storage_options), make_dict)
     if isinstance(declaration, dict) and "type" in declaration and "content" in declaration:
         raise context.error(
             (),
@@ -89,10 +91,12 @@ def read_features(directory: str, make_dict: MakeDict) -> Feature | None:
     return _feature(declaration, (), (), context)
 
 
-def _read_labels(directory: str, stem: str) -> list[str] | None:
+def _read_labels(
+    directory: str, stem: str, storage_options: storage.StorageOptions
+) -> list[str] | None:
     file = storage.join(directory, f"{stem}.labels.txt")
     try:
-        text = storage.read_bytes(file).decode("utf-8")
+        text = storage.read_bytes(file, storage_options=storage_options).decode("utf-8")
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as err:

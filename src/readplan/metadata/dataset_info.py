@@ -112,9 +112,14 @@ class DatasetInfo:
         Given to the constructor, or read from ``data_dir`` on first use, so that planning
         never depends on it. See ``specs/features.md``.
         """
+        return self.resolve_features()
+
+    def resolve_features(self, storage_options: StorageOptions = None) -> FeaturesDict | None:
+        """:attr:`features`, read (on first use) with ``storage_options`` when ``data_dir``
+        is a URL (``specs/storage.md``)."""
         features: FeaturesDict | None = self.__dict__["_features"]
         if features is None and self.data_dir is not None:
-            features = load_features(self.data_dir)
+            features = load_features(self.data_dir, storage_options=storage_options)
             object.__setattr__(self, "_features", features)
         return features
 

@@ -164,14 +164,17 @@ def _decoder(features: FeaturesDict, decoders: Any, unknown: Unknown) -> Callabl
     return compile_decoder(features, _thaw(decoders), unknown)
 
 
-def load_features(dataset_dir: storage.PathLike) -> FeaturesDict | None:
+def load_features(
+    dataset_dir: storage.PathLike, *, storage_options: storage.StorageOptions = None
+) -> FeaturesDict | None:
     """The features declared in ``<dataset_dir>/features.json``; None when there is none.
 
-    ``dataset_dir`` is a local path or a storage URL (``specs/storage.md``).
+    ``dataset_dir`` is a local path or a storage URL (``specs/storage.md``), reached with
+    ``storage_options``.
     ClassLabel names come from the ``*.labels.txt`` files next to it. A malformed file is a
     :class:`~readplan.errors.FeatureError` naming it; feature types readplan does not model
     load as :class:`UnknownFeature`.
     """
-    loaded = read_features(storage.to_str(dataset_dir), FeaturesDict)
+    loaded = read_features(storage.to_str(dataset_dir), FeaturesDict, storage_options)
     assert loaded is None or isinstance(loaded, FeaturesDict)
     return loaded

@@ -24,6 +24,7 @@ from readplan.reading.salvage import Lost, Salvage
 from readplan.reading.salvage_tbl import TblSalvage
 from readplan.records import tbl, tfrecord
 from readplan.records._damage import CorruptionEvent
+from readplan.storage import StorageOptions
 
 __all__ = ["CONTAINERS", "RecordContainer", "RecordSource", "SalvageSource", "container_for"]
 
@@ -69,9 +70,9 @@ class RecordContainer:
     # (open file, descriptor, increasing nearby indices) -> their records, or None when
     # one of them is damaged (the caller then reads them one by one).
     gather: Callable[..., list[bytes] | None]
-    # (path, index sidecar or None for offsets found without one) -> the file opened for
-    # keyed access; ``sidecars`` is False when the file carries its own index.
-    keyed: Callable[[str, str | None], RecordSource]
+    # (path, index sidecar or None for offsets found without one, storage options) -> the
+    # file opened for keyed access; ``sidecars`` is False when the file carries its own index.
+    keyed: Callable[[str, str | None, StorageOptions], RecordSource]
     sidecars: bool
 
 
@@ -85,11 +86,20 @@ def _gather_tbl(
         return None
 
 
-def _keyed_tfrecord(path: str, sidecar: str | None) -> tfrecord.RecordFile:
-    return tfrecord.RecordFile(path, use_index=sidecar is not None, index_path=sidecar)
+def _keyed_tfrecord(
+    path: str, sidecar: str | None, storage_options: StorageOptions
+) -> tfrecord.RecordFile:
+    """Keys land anywhere in the file: remote records are fetched exactly, not read ahead."""
+    return tfrecord.RecordFile(
+        path,
+        use_index=sidecar is not None,
+        index_path=sidecar,
+        storage_options=storage_options,
+        read_ahead=False,
+    )
 
 
-def _keyed_tbl(path: str, sidecar: str | None) -> tbl.TblFile:
+def _keyed_tbl(path: str, sidecar: str | None, storage_options: StorageOptions) -> tbl.TblFile:
     """A TBL file's own index gives every sample's offset: there is no sidecar."""
     return tbl.TblFile(path)
 

@@ -7,7 +7,9 @@ prepared, and for datasets converted to TBL v2.  Key ``i`` is record
 instructions concatenated in order: exactly what TFDS's ArrayRecord data source does.
 Shards are opened by their dataset's container (:mod:`readplan.reading.containers`):
 TFRecord records are found through index sidecars, built on first use, TBL samples through
-the file's own index; every record read is checked.
+the file's own index; every record read is checked.  A dataset in an object store
+(``gs://``, ``s3://``) is read through :mod:`readplan.storage`: each record, or each cluster
+of nearby records of a batch, is one ranged request.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any, Literal, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
+from readplan import storage
 from readplan._internal.closing import Closing
 from readplan._internal.progress import Progress
 from readplan.errors import (
@@ -31,6 +34,7 @@ from readplan.errors import (
     DatasetInfoError,
     RecordKeyError,
     SplitError,
+    StoragePermissionError,
 )
 from readplan.metadata.dataset_info import DatasetInfo
 from readplan.planning.instructions import FileInstruction, LazySplit, file_instructions
@@ -61,7 +65,8 @@ def data_source(
 
     Args:
         dataset: a :class:`~readplan.DatasetInfo` loaded from its directory, or the
-            directory itself (the folder holding ``dataset_info.json`` and the shards).
+            directory itself (the folder holding ``dataset_info.json`` and the shards): a
+            local path or a URL (``gs://bucket/dataset/config/version``, ``s3://...``).
         split: a TFDS split string (``"train[10%:20%]+test"``), as for
             :func:`~readplan.file_instructions`.
         decode: ``None``/``False`` gives the records' bytes, ``True`` decoded
@@ -70,35 +75,36 @@ def data_source(
             data sources return them (``features.json`` must be present).
         decoders: with ``decode="tfds"``, TFDS-style per-feature decoders
             (:class:`~readplan.SkipDecoding`), shaped like the features.
-        index_dir: where missing index sidecars are written (default: beside the data when
-            that folder is writable; with nothing writable, offsets are kept in memory).
-        storage_options: for remote datasets; only local datasets are supported, so this
-            must be ``None``.
+        index_dir: where index sidecars are looked up and missing ones written (a local
+            path or a URL; default: beside the data when it can be written there; with
+            nothing writable, offsets are kept in memory).
+        storage_options: fsspec options for a dataset or ``index_dir`` given as a URL
+            (``specs/storage.md``).
 
     Missing sidecars of TFRecord shards are built here, with a progress bar on a terminal
     when that takes more than a second; TBL shards carry their own index.  See
     ``specs/data_source.md``.
     """
-    if storage_options is not None:
-        raise ConfigError(
-            "storage_options applies to remote datasets, and data_source reads local "
-            f"directories only; pass storage_options=None (got {storage_options!r:.80})",
-            field="storage_options",
-            value=storage_options,
-        )
-    info = dataset if isinstance(dataset, DatasetInfo) else _load(dataset)
-    return RecordSource(info, split, decode=decode, decoders=decoders, index_dir=index_dir)
+    info = dataset if isinstance(dataset, DatasetInfo) else _load(dataset, storage_options)
+    return RecordSource(
+        info,
+        split,
+        decode=decode,
+        decoders=decoders,
+        index_dir=index_dir,
+        storage_options=storage_options,
+    )
 
 
-def _load(dataset: object) -> DatasetInfo:
+def _load(dataset: object, storage_options: Mapping[str, Any] | None) -> DatasetInfo:
     if not isinstance(dataset, (str, os.PathLike)):
         raise ConfigError(
-            "dataset must be a readplan.DatasetInfo or the path of a dataset directory, got "
-            f"{type(dataset).__name__}",
+            "dataset must be a readplan.DatasetInfo or the path or URL of a dataset "
+            f"directory, got {type(dataset).__name__}",
             field="dataset",
             value=dataset,
         )
-    return DatasetInfo.load(dataset)
+    return DatasetInfo.load(dataset, storage_options=storage_options)
 
 
 class RecordSource(Closing):
@@ -119,6 +125,7 @@ class RecordSource(Closing):
         decode: Decode = None,
         decoders: Mapping[str, Any] | None = None,
         index_dir: str | os.PathLike[str] | None = None,
+        storage_options: Mapping[str, Any] | None = None,
     ) -> None:
         if info.data_dir is None:
             raise ConfigError(
@@ -128,14 +135,18 @@ class RecordSource(Closing):
                 value=info.name,
             )
         self._container = containers.container_for(
-            info.file_format, path=os.path.join(info.data_dir, "dataset_info.json")
+            info.file_format, path=storage.join(info.data_dir, "dataset_info.json")
         )
         self.info = info
         self.split = str(split.resolve(info) if isinstance(split, LazySplit) else split)
         self.decode = decode
         self.decoders = decoders
-        self._decoder = _record_decoder(info, decode, decoders)
-        self.index_dir = None if index_dir is None else os.fspath(index_dir)
+        self.storage_options = storage_options
+        self._decoder = _record_decoder(info, decode, decoders, storage_options)
+        self.index_dir = None if index_dir is None else storage.to_str(index_dir)
+        # A store answers each request after a delay: every batch spanning several files
+        # reads them concurrently, whatever its size.
+        self._remote = storage.is_remote(info.data_dir)
         instructions = file_instructions(info, split)
         _check_takes(instructions, self.split)
         takes = [fi.take for fi in instructions]
@@ -154,31 +165,30 @@ class RecordSource(Closing):
             self._needed[file] = max(self._needed[file], fi.skip + fi.take)
             self._planned[file] = fi.examples_in_shard
         self._index_paths = self._prepare_indexes()
-        sizes = [os.path.getsize(path) for path in paths]
+        # Local batches are read in parallel only when large (the estimate needs the sizes).
+        sizes = [0 if self._remote else os.path.getsize(path) for path in paths]
         self._mean_sizes = [size / max(1, n) for size, n in zip(sizes, self._planned)]
         self._lock = threading.Lock()
         self._files: list[containers.RecordSource | None] = [None] * len(paths)
 
     # -- sidecars ---------------------------------------------------------------------
 
-    def _sidecar_path(self, path: str) -> str:
-        if self.index_dir is None:
-            return _index.index_path_for(path)
-        return os.path.join(self.index_dir, os.path.basename(path) + _index.INDEX_SUFFIX)
-
     def _prepare_indexes(self) -> list[str | None]:
         """Per file: the sidecar to use, building missing ones; ``None``: none is used."""
         if not self._container.sidecars:
             return [None] * len(self.paths)
-        targets = [self._sidecar_path(path) for path in self.paths]
-        missing = [k for k, target in enumerate(targets) if not os.path.exists(target)]
+        options = self.storage_options
+        targets = [_index.index_path_for(path, self.index_dir) for path in self.paths]
+        present = _present(targets, options)
+        missing = [k for k, target in enumerate(targets) if target not in present]
         if not missing:
             return list(targets)
         found: list[str | None] = list(targets)
-        total = sum(os.path.getsize(self.paths[k]) for k in missing)
+        sizes = {k: storage.stat(self.paths[k], storage_options=options).size for k in missing}
+        total = sum(sizes.values())
         with Progress(f"indexing {self.info.name} {self.split}", total=total, unit="B") as bar:
             for k in missing:
-                found[k] = _build(self.paths[k], targets[k], bar)
+                found[k] = _build(self.paths[k], targets[k], sizes[k], bar, options)
         return found
 
     # -- access -----------------------------------------------------------------------
@@ -207,14 +217,16 @@ class RecordSource(Closing):
         for slot, file in enumerate(files):
             by_file.setdefault(file, []).append(slot)
         groups = [(file, [records[k] for k in slots]) for file, slots in by_file.items()]
-        if len(groups) > 1 and self._batch_bytes(files) >= _PARALLEL_BYTES:
+        if len(groups) > 1 and (self._remote or self._batch_bytes(files) >= _PARALLEL_BYTES):
             # Large records: positioned reads and checksums release the GIL, so files are
-            # read in parallel (as ArrayRecord's data source does).
-            shares = [groups[k::_THREADS] for k in range(min(_THREADS, len(groups)))]
+            # read in parallel (as ArrayRecord's data source does); remote files: their
+            # requests wait on the store together.
+            threads = _REMOTE_THREADS if self._remote else _THREADS
+            shares = [groups[k::threads] for k in range(min(threads, len(groups)))]
             done = list(_pool().map(self._read_groups, shares))
             payloads: list[list[bytes]] = [[] for _ in groups]
             for k, share in enumerate(done):
-                payloads[k::_THREADS] = share
+                payloads[k::threads] = share
         else:
             payloads = [self._read_group(group) for group in groups]
         found: list[Any] = [None] * len(files)
@@ -287,7 +299,7 @@ class RecordSource(Closing):
 
     def _open(self, file: int) -> containers.RecordSource:
         path, sidecar = self.paths[file], self._index_paths[file]
-        opened = self._container.keyed(path, sidecar)
+        opened = self._container.keyed(path, sidecar, self.storage_options)
         try:
             found = len(opened)  # walks the headers now when there is no sidecar
             if found < self._needed[file]:
@@ -307,7 +319,8 @@ class RecordSource(Closing):
     # -- life cycle -------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the open files (they reopen on the next access); idempotent."""
+        """Close the open files (they reopen on the next access, remote objects with their
+        identity then); idempotent."""
         with self._lock:
             for opened in self._files:
                 if opened is not None:
@@ -331,7 +344,7 @@ class RecordSource(Closing):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._decoder = _record_decoder(self.info, self.decode, self.decoders)
+        self._decoder = _record_decoder(self.info, self.decode, self.decoders, self.storage_options)
         self._container = containers.container_for(self.info.file_format)
         self._lock = threading.Lock()
         self._files = [None] * len(self.paths)
@@ -339,8 +352,10 @@ class RecordSource(Closing):
 
 # Batches estimated at this many bytes or more read their files in parallel.
 _PARALLEL_BYTES = 1 << 20
-# Reader threads per process; a batch is dealt to them in as many shares.
+# Reader threads per process; a batch is dealt to them in as many shares.  Remote reads
+# spend their time waiting on the store, so more of them are in flight at once.
 _THREADS = 8
+_REMOTE_THREADS = 32
 _POOL: tuple[int, ThreadPoolExecutor] | None = None
 _POOL_LOCK = threading.Lock()
 
@@ -352,7 +367,7 @@ def _pool() -> ThreadPoolExecutor:
         if _POOL is None or _POOL[0] != os.getpid():
             _POOL = (
                 os.getpid(),
-                ThreadPoolExecutor(_THREADS, thread_name_prefix="readplan-source"),
+                ThreadPoolExecutor(_REMOTE_THREADS, thread_name_prefix="readplan-source"),
             )
         return _POOL[1]
 
@@ -368,21 +383,55 @@ def _as_int(key: Any) -> int:
     return operator.index(key)
 
 
-def _build(path: str, target: str, bar: Progress) -> str | None:
-    """Write the sidecar of ``path`` at ``target``; ``None`` when it cannot be written."""
-    folder = os.path.dirname(os.path.abspath(target))
+def _present(targets: Sequence[str], storage_options: Mapping[str, Any] | None) -> set[str]:
+    """The ``targets`` that exist: one listing per folder, not one request per file."""
+    listed: dict[str, set[str]] = {}
+    present = set()
+    for target in targets:
+        folder = storage.parent(target) or os.curdir
+        if folder not in listed:
+            listed[folder] = _names(folder, storage_options)
+        if storage.basename(target) in listed[folder]:
+            present.add(target)
+    return present
+
+
+def _names(folder: str, storage_options: Mapping[str, Any] | None) -> set[str]:
     try:
-        os.makedirs(folder, exist_ok=True)
-    except OSError:
-        folder = ""
-    if folder and os.access(folder, os.W_OK):
-        return _index.build_index(path, index_path=target, progress=bar.advance)
-    bar.advance(os.path.getsize(path))
-    return None
+        entries = storage.listdir(folder, storage_options=storage_options)
+    except (FileNotFoundError, NotADirectoryError):  # ObjectNotFoundError is one
+        return set()
+    return {storage.basename(entry) for entry, is_dir in entries if not is_dir}
+
+
+def _build(
+    path: str, target: str, size: int, bar: Progress, storage_options: Mapping[str, Any] | None
+) -> str | None:
+    """Write the sidecar of ``path`` at ``target``; ``None`` when it cannot be written."""
+    if not storage.is_remote(target):
+        folder = os.path.dirname(os.path.abspath(target))
+        try:
+            os.makedirs(folder, exist_ok=True)
+        except OSError:
+            folder = ""
+        if not (folder and os.access(folder, os.W_OK)):
+            bar.advance(size)
+            return None
+    try:
+        return _index.build_index(
+            path, index_path=target, progress=bar.advance, storage_options=storage_options
+        )
+    except StoragePermissionError:
+        # A read-only store (tried, as a store cannot be asked beforehand): the offsets are
+        # found again by a header walk on first access.
+        return None
 
 
 def _record_decoder(
-    info: DatasetInfo, decode: Decode, decoders: Mapping[str, Any] | None
+    info: DatasetInfo,
+    decode: Decode,
+    decoders: Mapping[str, Any] | None,
+    storage_options: Mapping[str, Any] | None,
 ) -> Callable[[bytes], Any] | None:
     if decode != "tfds":
         if decoders is not None:
@@ -393,7 +442,7 @@ def _record_decoder(
                 value=decoders,
             )
         return example_decoder(decode)
-    features = info.features
+    features = info.resolve_features(storage_options)
     if features is None:
         raise ConfigError(
             f"decode='tfds' needs the dataset's features, but {info.data_dir} has no "

@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from readplan._internal.closing import Closing
+from readplan._internal.validate import check_bool
 from readplan.errors import (
     ClosedError,
     ConfigError,
@@ -60,7 +61,7 @@ from readplan.records._framing import FrameParser
 from readplan.records._headerwalk import HeaderWalk
 from readplan.records._stream import LARGE, ByteStream, InflateStream, PlainStream, open_handle
 from readplan.records.writer import TFRecordWriter, write
-from readplan.storage import Handle, StorageOptions, size_of, to_str
+from readplan.storage import Handle, RemoteBlob, StorageOptions, read_span, size_of, to_str
 from readplan.storage import close as close_handle
 from readplan.storage import dup as dup_handle
 
@@ -272,6 +273,9 @@ class RecordFile(Closing):
 
     ``path`` may be a URL (``specs/storage.md``): each ``read(skip, take)`` then fetches
     exactly the bytes of those records, in as few ranged requests as its size allows.
+    ``rf[i]`` and ``gather`` serve a walk that goes on to the next records from a
+    read-ahead block; with ``read_ahead=False`` (random access) they fetch exactly the
+    frames they return, one ranged request per record or per cluster of nearby records.
     ``index_dir`` is where the sidecar is looked up instead of beside the file.
     """
 
@@ -286,11 +290,13 @@ class RecordFile(Closing):
         max_record_bytes: int | None = None,
         index_dir: PathLike | None = None,
         storage_options: StorageOptions = None,
+        read_ahead: bool = True,
     ) -> None:
         # First, so that close() works whatever fails below.
         self._fd: Handle | None = None
         self._closer: Callable[[], object] | None = None
         _check_read_options("raise", max_record_bytes)
+        exact = not check_bool(read_ahead, "read_ahead")
         self.path = to_str(path)
         self._index_path = (
             _index.index_path_for(self.path, index_dir)
@@ -315,6 +321,12 @@ class RecordFile(Closing):
             close_handle(fd)
             raise
         self._fd = fd
+        remote = not isinstance(fd, int)
+        self._exact = exact
+        # A request to a store costs far more than the bytes of a gap or a split frame:
+        # remote frames are fetched whole, and records further apart share a request.
+        self._whole_frames = remote
+        self._gap = _REMOTE_GAP if remote else _GAP
         # A finalizer, not __del__: it runs before interpreter shutdown tears down module
         # globals (such as ``os``), so a file left open to the end closes without noise.
         self._closer = weakref.finalize(self, close_handle, fd)
@@ -434,12 +446,12 @@ class RecordFile(Closing):
         starts = offsets[unique].tolist()
         ends = [int(offsets[i + 1]) if i < last else self._stream_size for i in unique]
         found: list[bytes] = []
-        for first, stop in _clusters(starts, ends):
+        for first, stop in _clusters(starts, ends, self._gap):
             if stop - first == 1:
                 found.append(self._read_one(unique[first]))
                 continue
             base = starts[first]
-            block = pread(self._open_fd(), ends[stop - 1] - base, base)
+            block = self._read_at(self._open_fd(), ends[stop - 1] - base, base)
             for k in range(first, stop):
                 found.append(
                     self._frame_payload(unique[k], block, starts[k] - base, starts[k], ends[k])
@@ -473,15 +485,20 @@ class RecordFile(Closing):
         start = int(offsets[i])
         length = self._length(i, start, end)
         fd = self._open_fd()
-        if length < LARGE:
-            frame = pread(fd, end - start, start)
+        if length < LARGE or self._whole_frames:
+            frame = self._read_at(fd, end - start, start)
             header, payload, footer = frame[:12], frame[12 : 12 + length], frame[12 + length :]
         else:
-            header = pread(fd, 12, start)
-            payload = pread(fd, length, start + 12)
-            footer = pread(fd, 4, end - 4)
+            header = read_span(fd, 12, start)
+            payload = read_span(fd, length, start + 12)
+            footer = read_span(fd, 4, end - 4)
         self._check_frame(i, start, length, header, payload, footer)
         return payload
+
+    def _read_at(self, fd: Handle, size: int, offset: int) -> bytes:
+        """A remote handle's read-ahead serves a walk that goes on; random access fetches
+        exactly the bytes asked for."""
+        return read_span(fd, size, offset) if self._exact else pread(fd, size, offset)
 
     def _length(self, i: int, start: int, end: int) -> int:
         """The data length of record ``i`` framed in ``[start, end)``, within the limit."""
@@ -504,6 +521,7 @@ class RecordFile(Closing):
         if mask(crc32c(header[:8])) != stored:
             raise self._error(KIND_HEADER_CRC, i, start, "the CRC of its length field is wrong")
         if stored_length != length:
+            self._check_unchanged()
             raise IndexFileError(
                 f"{self.path}: record {i} at offset {start} holds {stored_length} data bytes but "
                 f"the offsets imply {length}: the index does not describe this file; rebuild "
@@ -515,6 +533,7 @@ class RecordFile(Closing):
             raise self._error(KIND_DATA_CRC, i, start, "the CRC of its data is wrong")
 
     def _error(self, kind: str, i: int, start: int, why: str) -> CorruptRecordError:
+        self._check_unchanged()
         return CorruptRecordError(
             f"{self.path}: record {i} at offset {start} is damaged ({kind}): {why}",
             path=self.path,
@@ -522,6 +541,12 @@ class RecordFile(Closing):
             record_index=i,
             kind=kind,
         )
+
+    def _check_unchanged(self) -> None:
+        """Bytes that contradict their frame are damage, unless the object was replaced since
+        it was opened (a store may serve the new version): that is an ObjectChangedError."""
+        if isinstance(self._fd, RemoteBlob):
+            self._fd.check_unchanged()
 
     def _open_fd(self) -> Handle:
         if self._fd is None:
@@ -540,16 +565,17 @@ class RecordFile(Closing):
 
 
 # Records closer than this share one positioned read (reading the gap is cheaper than a
-# second system call), up to a block of _MAX_BLOCK bytes.
+# second system call; in a store, than a second request), up to a block of _MAX_BLOCK bytes.
 _GAP = 1 << 14
+_REMOTE_GAP = 1 << 20
 _MAX_BLOCK = 1 << 22
 
 
-def _clusters(starts: list[int], ends: list[int]) -> Iterator[tuple[int, int]]:
+def _clusters(starts: list[int], ends: list[int], gap: int) -> Iterator[tuple[int, int]]:
     """``[first, stop)`` ranges of the ascending frames ``starts``/``ends`` read together."""
     first = 0
     for k in range(1, len(starts)):
-        if starts[k] - ends[k - 1] > _GAP or ends[k] - starts[first] > _MAX_BLOCK:
+        if starts[k] - ends[k - 1] > gap or ends[k] - starts[first] > _MAX_BLOCK:
             yield first, k
             first = k
     yield first, len(starts)

@@ -1,0 +1,419 @@
+"""readplan.data_source over object stores, against real local emulators.
+
+The GCS and S3 emulators run as separate processes on loopback ports (session fixtures in
+``conftest.py``); ``wrapped://`` (``tests/remote_stores.py``) counts requests and ranges,
+refuses writes, and forwards to an in-process memory store or to an emulator.  Records
+name their own shard and index, so the expected record of a key comes from the split's
+bounds, not from readplan; the local source over the same files is read alongside.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import pickle
+import uuid
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from readplan import tfrecord
+from readplan.errors import (
+    CorruptRecordError,
+    IndexFileError,
+    ObjectChangedError,
+    ObjectNotFoundError,
+)
+from readplan.metadata.dataset_info import DatasetInfo
+from readplan.reading.data_source import RecordSource, data_source
+from tests.conftest import DATA
+
+pytest.importorskip("fsspec")
+from tests.remote_stores import Store, put, upload_tree
+
+# Bytes per record of each train shard: small records, records far apart (a key 17
+# records further is more than 1 MiB away), and in between.
+TRAIN = {"sizes": [50, 60_000, 300, 9_000], "lengths": [120, 40, 200, 90]}
+TEST = {"sizes": [700, 120], "lengths": [30, 25]}
+LENGTHS = {"train": TRAIN["lengths"], "test": TEST["lengths"]}
+SIZES = {"train": TRAIN["sizes"], "test": TEST["sizes"]}
+
+
+def _record(split: str, shard: int, index: int) -> bytes:
+    size = SIZES[split][shard]
+    return (f"{split}/{shard}/{index}/".encode() * size)[:size]
+
+
+def _shard_name(split: str, shard: int) -> str:
+    return f"remote_ds-{split}.tfrecord-{shard:05d}-of-{len(LENGTHS[split]):05d}"
+
+
+def _write_dataset(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    for split, lengths in LENGTHS.items():
+        for shard, count in enumerate(lengths):
+            records = (_record(split, shard, i) for i in range(count))
+            tfrecord.write(folder / _shard_name(split, shard), records)
+    splits = [{"name": name, "shardLengths": [str(n) for n in n_]} for name, n_ in LENGTHS.items()]
+    info = {"name": "remote_ds", "version": "1.0.0", "splits": splits}
+    (folder / "dataset_info.json").write_text(json.dumps(info))
+    return folder
+
+
+def _expected(parts: list[tuple[str, int, int]]) -> list[bytes]:
+    """Records ``a .. b-1`` of each split, in order."""
+    out = []
+    for split, a, b in parts:
+        where = [(k, i) for k, count in enumerate(LENGTHS[split]) for i in range(count)]
+        out.extend(_record(split, k, i) for k, i in where[a:b])
+    return out
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The dataset on local disk, without sidecars (sources over it use an index_dir)."""
+    return _write_dataset(tmp_path_factory.mktemp("remote_source") / "remote_ds" / "1.0.0")
+
+
+@pytest.fixture(scope="module")
+def local_indexes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("local_indexes")
+
+
+def _upload(store: Store, folder: Path, name: str = "ds") -> str:
+    return upload_tree(store, folder, f"readplan-{name}-{uuid.uuid4().hex[:8]}", "remote_ds/1.0.0")
+
+
+@pytest.fixture(scope="module")
+def uploaded(gcs_store: Store, s3_store: Store, dataset: Path) -> dict[str, tuple[str, Store]]:
+    """The dataset in both emulators: ``{protocol: (url, store)}``."""
+    return {store.protocol: (_upload(store, dataset), store) for store in (gcs_store, s3_store)}
+
+
+@pytest.fixture(scope="module", params=["gs", "s3"])
+def remote(
+    request: pytest.FixtureRequest, uploaded: dict[str, tuple[str, Store]]
+) -> tuple[str, Store]:
+    return uploaded[request.param]
+
+
+# -- the same records as the local source --------------------------------------------------
+
+
+@st.composite
+def split_parts(draw: st.DrawFn) -> list[tuple[str, int, int]]:
+    """A union of absolute ranges ``split[a:b]`` (overlaps and empty ranges included)."""
+    parts = []
+    for _ in range(draw(st.integers(1, 3))):
+        split = draw(st.sampled_from(sorted(LENGTHS)))
+        n = sum(LENGTHS[split])
+        a = draw(st.integers(0, n))
+        parts.append((split, a, draw(st.integers(a, n))))
+    return parts
+
+
+@settings(max_examples=25)
+@given(parts=split_parts(), data=st.data())
+def test_remote_source_returns_the_local_records(
+    remote: tuple[str, Store], dataset: Path, local_indexes: Path, parts: Any, data: Any
+) -> None:
+    url, store = remote
+    spec = "+".join(f"{split}[{a}:{b}]" for split, a, b in parts)
+    expected = _expected(parts)
+    source = data_source(url, spec, storage_options=store.storage_options)
+    local = data_source(dataset, spec, index_dir=local_indexes)
+    assert len(source) == len(local) == len(expected)
+    if not expected:
+        assert source.__getitems__([]) == []
+        return
+    keys = st.integers(0, len(expected) - 1)
+    batch = data.draw(st.lists(keys, max_size=80), label="batch")
+    assert source.__getitems__(batch) == local.__getitems__(batch) == [expected[k] for k in batch]
+    for key in data.draw(st.lists(keys, max_size=5), label="single keys"):
+        assert source[key] == local[key] == expected[key]
+    source.close()
+
+
+def test_iteration_and_a_dataset_info_argument_read_the_split(remote: tuple[str, Store]) -> None:
+    url, store = remote
+    info = DatasetInfo.load(url, storage_options=store.storage_options)
+    source = data_source(info, "test+train[100:150]", storage_options=store.storage_options)
+    expected = _expected([("test", 0, 55), ("train", 100, 150)])
+    assert list(source) == expected
+    assert source.paths[0] == f"{url}/{_shard_name('test', 0)}"
+    assert repr(source) == (
+        "RecordSource('remote_ds:1.0.0', split='test+train[100:150]', num_records=105, "
+        "files=4, decode=None)"
+    )
+
+
+def test_tfds_decoding_reads_the_features_with_the_storage_options(
+    gcs_store: Store, tmp_path: Path
+) -> None:
+    cases = json.loads((DATA / "tfds_data_source" / "data_source_cases.json").read_text())
+    folder = DATA / "tfds_data_source" / cases["tfrecord_dir"]
+    # Through the wrapper: features.json read without the options would not be found.
+    url, options, _ = _wrapped(gcs_store, folder)
+    source = data_source(url, "train[:40]", decode="tfds", storage_options=options)
+    local = data_source(folder, "train[:40]", decode="tfds", index_dir=tmp_path)
+    assert [r["id"] for r in source] == [r["id"] for r in local]
+    assert [r["id"] for r in source.__getitems__([39, 3, 3])] == [
+        local[39]["id"],
+        local[3]["id"],
+        local[3]["id"],
+    ]
+
+
+# -- requests: exact spans, few requests per batch -------------------------------------------
+
+
+def _wrapped(target: Store | None, folder: Path, **options: Any) -> tuple[str, dict[str, Any], Any]:
+    """``folder`` copied into a counting ``wrapped://`` store (over ``target``, or memory)."""
+    import fsspec
+
+    opts: dict[str, Any] = {"tag": uuid.uuid4().hex, **options}
+    if target is not None:
+        opts.update(target_protocol=target.protocol, target_options=dict(target.storage_options))
+    fs = fsspec.filesystem("wrapped", **opts)
+    bucket = f"readplan-wrapped-{uuid.uuid4().hex[:8]}"
+    if target is not None:
+        fs.target.mkdir(bucket)
+    for path in sorted(folder.iterdir()):
+        put(
+            opts.get("target_protocol", "memory"),
+            fs.target,
+            f"{bucket}/ds/{path.name}",
+            path.read_bytes(),
+        )
+    fs.requests.clear()
+    fs.ranges.clear()
+    return f"wrapped://{bucket}/ds", opts, fs
+
+
+def _data_gets(fs: Any) -> list[tuple[str, int, int]]:
+    return [
+        (path.rsplit("/", 1)[-1], start, end)
+        for path, start, end in fs.ranges
+        if ".tfrecord-" in path and not path.endswith(".index")
+    ]
+
+
+def test_keys_are_fetched_as_exact_spans_and_batches_per_file(
+    dataset: Path, local_indexes: Path
+) -> None:
+    url, options, fs = _wrapped(None, dataset)
+    source = data_source(url, "train", storage_options=options)
+    offsets = {k: tfrecord.RecordFile(dataset / _shard_name("train", k)).offsets for k in range(4)}
+    frame = {k: 16 + size for k, size in enumerate(TRAIN["sizes"])}
+    first = {k: sum(TRAIN["lengths"][:k]) for k in range(4)}
+    source[0], source[first[1]], source[first[2]], source[first[3]]  # every file opened
+    fs.ranges.clear()
+    assert source[first[2] + 17] == _record("train", 2, 17)
+    start = int(offsets[2][17])
+    assert _data_gets(fs) == [(_shard_name("train", 2), start, start + frame[2])]
+    # Nearby records of one file: one request from the first frame to the end of the last.
+    fs.ranges.clear()
+    keys = [first[0] + 90, first[0] + 5, first[0] + 40, first[0] + 5]
+    assert source.__getitems__(keys) == [_record("train", 0, i) for i in (90, 5, 40, 5)]
+    span = (int(offsets[0][5]), int(offsets[0][90]) + frame[0])
+    assert _data_gets(fs) == [(_shard_name("train", 0), *span)]
+    # Records of several files: one request per file.
+    fs.ranges.clear()
+    keys = [first[3] + 80, first[0] + 1, first[2] + 3, first[3] + 2, first[0] + 0]
+    assert len(source.__getitems__(keys)) == 5
+    assert sorted(name for name, _, _ in _data_gets(fs)) == sorted(
+        _shard_name("train", k) for k in (0, 2, 3)
+    )
+    # Records more than 1 MiB apart in one file are two requests, not one of the gap.
+    fs.ranges.clear()
+    assert source.__getitems__([first[1] + 39, first[1]]) == [
+        _record("train", 1, 39),
+        _record("train", 1, 0),
+    ]
+    assert sorted(_data_gets(fs)) == [
+        (_shard_name("train", 1), int(offsets[1][i]), int(offsets[1][i]) + frame[1])
+        for i in (0, 39)
+    ]
+
+
+# -- sidecars ------------------------------------------------------------------------------
+
+
+def _objects(fs: Any, url: str) -> list[str]:
+    fs.invalidate_cache()
+    return sorted(name.rsplit("/", 1)[-1] for name in fs.target.find(url.split("://", 1)[1]))
+
+
+def test_sidecars_are_built_once_beside_the_data(dataset: Path) -> None:
+    url, options, fs = _wrapped(None, dataset)
+    source = data_source(url, "test", storage_options=options)
+    assert [name for name in _objects(fs, url) if name.endswith(".index")] == [
+        f"{_shard_name('test', k)}.index" for k in range(2)
+    ]
+    assert source[54] == _record("test", 1, 24)
+    fs.requests.clear()
+    again = data_source(url, "test", storage_options=options)
+    # dataset_info.json and one listing of the folder: nothing is read or written again.
+    assert dict(fs.requests) == {"get": 1, "ls": 1}
+    assert again[54] == _record("test", 1, 24)
+
+
+@pytest.mark.parametrize("where", ["local", "remote"])
+def test_sidecars_go_to_index_dir(dataset: Path, tmp_path: Path, where: str) -> None:
+    url, options, fs = _wrapped(None, dataset)
+    index_dir = str(tmp_path / "sidecars") if where == "local" else f"{url}-sidecars/nested"
+    source = data_source(url, "train[:130]", storage_options=options, index_dir=index_dir)
+    names = [f"{_shard_name('train', k)}.index" for k in range(2)]
+    if where == "local":
+        assert sorted(os.listdir(index_dir)) == names
+    else:
+        assert _objects(fs, index_dir) == names
+    assert not [name for name in _objects(fs, url) if name.endswith(".index")]
+    assert source.__getitems__([129, 0]) == [_record("train", 1, 9), _record("train", 0, 0)]
+    fs.requests.clear()
+    data_source(url, "train[:130]", storage_options=options, index_dir=index_dir)
+    assert fs.requests["put"] == 0
+
+
+def test_a_read_only_store_keeps_offsets_in_memory(dataset: Path) -> None:
+    url, options, fs = _wrapped(None, dataset, read_only=True)
+    source = data_source(url, "test", storage_options=options)
+    assert fs.requests["put"] == 2  # each refused
+    assert not [name for name in _objects(fs, url) if name.endswith(".index")]
+    assert list(source) == _expected([("test", 0, 55)])
+    assert source.__getitems__([54, 0, 31]) == _expected(
+        [("test", 54, 55), ("test", 0, 1), ("test", 31, 32)]
+    )
+
+
+# -- errors --------------------------------------------------------------------------------
+
+
+def _copy_without(store: Store, folder: Path, skip: str) -> str:
+    fs = store.filesystem()
+    bucket = f"readplan-partial-{uuid.uuid4().hex[:8]}"
+    fs.mkdir(bucket)
+    for path in sorted(folder.iterdir()):
+        if path.name != skip:
+            put(store.protocol, fs, f"{bucket}/ds/{path.name}", path.read_bytes())
+    fs.invalidate_cache()
+    return store.url(bucket, "ds")
+
+
+def test_a_missing_shard_is_an_object_not_found_error_naming_its_url(
+    remote: tuple[str, Store], dataset: Path, tmp_path: Path
+) -> None:
+    _, store = remote
+    options = store.storage_options
+    missing = _shard_name("train", 2)
+    url = _copy_without(store, dataset, missing)
+    with pytest.raises(ObjectNotFoundError) as caught:
+        data_source(url, "train", storage_options=options)  # its sidecar cannot be built
+    assert caught.value.url == f"{url}/{missing}"
+    assert f"{url}/{missing}" in str(caught.value)
+    # With its sidecar already built, the shard is missed when one of its keys is read.
+    sidecars = tmp_path / "sidecars"
+    full = data_source(dataset, "train", index_dir=sidecars)
+    source = data_source(url, "train", storage_options=options, index_dir=sidecars)
+    assert source[0] == full[0]
+    with pytest.raises(ObjectNotFoundError) as caught:
+        source.__getitems__([0, 170])
+    assert caught.value.url == f"{url}/{missing}"
+
+
+@pytest.mark.parametrize("change", ["same size", "shorter"])
+def test_a_shard_replaced_after_opening_is_an_object_changed_error(
+    remote: tuple[str, Store], dataset: Path, change: str
+) -> None:
+    _, store = remote
+    url = _upload(store, dataset, "changed")
+    source = data_source(url, "train", storage_options=store.storage_options)
+    first = sum(TRAIN["lengths"][:3])
+    assert source[first] == _record("train", 3, 0)  # shard 3 is open: its version pinned
+    name = _shard_name("train", 3)
+    data = bytearray((dataset / name).read_bytes())
+    if change == "same size":
+        data[len(data) // 2] ^= 0xFF
+    else:
+        del data[len(data) // 2 :]
+    put(store.protocol, store.filesystem(), f"{url.split('://', 1)[1]}/{name}", bytes(data))
+    with pytest.raises(ObjectChangedError) as caught:
+        source.__getitems__(list(range(first, first + 90)))
+    assert caught.value.url == f"{url}/{name}"
+    # Reopened, the new version is refused by its sidecar (bound to the old one's size), or
+    # its changed record by its CRC (a same-size change within the file's middle).
+    source.close()
+    with pytest.raises(IndexFileError if change == "shorter" else CorruptRecordError):
+        source.__getitems__(list(range(first, first + 90)))
+
+
+def test_a_damaged_record_names_the_url_and_offset(
+    remote: tuple[str, Store], dataset: Path, tmp_path: Path
+) -> None:
+    _, store = remote
+    name = _shard_name("train", 1)  # 2.4 MB: its middle is outside the sidecar's binding
+    offsets = tfrecord.RecordFile(dataset / name).offsets
+    damaged = bytearray((dataset / name).read_bytes())
+    start = int(offsets[20])
+    damaged[start + 12 + 1000] ^= 0xFF
+    sidecars = tmp_path / "sidecars"
+    data_source(dataset, "train", index_dir=sidecars)  # sidecars of the sound files
+    url = _upload(store, dataset, "damaged")
+    put(store.protocol, store.filesystem(), f"{url.split('://', 1)[1]}/{name}", bytes(damaged))
+    source = data_source(url, "train", storage_options=store.storage_options, index_dir=sidecars)
+    key = TRAIN["lengths"][0] + 20
+    with pytest.raises(CorruptRecordError) as caught:
+        source[key]
+    assert (caught.value.path, caught.value.offset) == (f"{url}/{name}", start)
+    assert caught.value.record_index == 20
+    assert f"{url}/{name}: record 20 at offset {start}" in str(caught.value)
+    with pytest.raises(CorruptRecordError):
+        source.__getitems__([key - 1, key, key + 1])
+    assert source.__getitems__([key + 1, 0]) == [_record("train", 1, 21), _record("train", 0, 0)]
+    # Without a sidecar, building it reads every record and finds the damage.
+    with pytest.raises(CorruptRecordError) as caught:
+        data_source(url, "train", storage_options=store.storage_options)
+    assert (caught.value.path, caught.value.offset) == (f"{url}/{name}", start)
+
+
+# -- processes and closing -----------------------------------------------------------------
+
+
+def _read_in_worker(source: RecordSource, keys: list[int]) -> tuple[int, list[bytes]]:
+    """In a worker process: how many files the unpickled source had open, and the records."""
+    opened = sum(file is not None for file in source._files)
+    return opened, source.__getitems__(keys)
+
+
+def test_a_pickled_source_reopens_its_files_in_worker_processes(
+    remote: tuple[str, Store],
+) -> None:
+    url, store = remote
+    source = data_source(url, "train+test", storage_options=store.storage_options)
+    keys = [[0, 449, 200, 451], [120, 159, 160, 0]]
+    expected = [source.__getitems__(batch) for batch in keys]  # files now open here
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(2, mp_context=context) as pool:
+        results = list(pool.map(_read_in_worker, [source, source], keys))
+    assert results == [(0, records) for records in expected]
+
+
+def test_unpickling_makes_no_request_and_closing_reopens(dataset: Path) -> None:
+    url, options, fs = _wrapped(None, dataset)
+    source = data_source(url, "train", storage_options=options)
+    assert source[130] == _record("train", 1, 10)
+    fs.requests.clear()
+    copy = pickle.loads(pickle.dumps(source))
+    assert sum(fs.requests.values()) == 0
+    assert repr(copy) == repr(source)
+    assert copy[130] == _record("train", 1, 10)
+    assert fs.requests["info"] > 0  # opened, in this copy, on first access
+    source.close()
+    source.close()
+    assert all(file is None for file in source._files)
+    assert source[131] == _record("train", 1, 11)

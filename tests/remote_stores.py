@@ -19,6 +19,7 @@ import socket
 import subprocess
 import threading
 import time
+import uuid
 import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -142,6 +143,32 @@ def put(protocol: str, fs: Any, path: str, data: bytes) -> None:
             fs.pipe_file(path, data, chunksize=max(1, len(data)))
         else:
             fs.pipe_file(path, data)
+
+
+def wrapped_copy(
+    folder: str | os.PathLike[str], prefix: str, target: Store | None = None, **options: Any
+) -> tuple[str, dict[str, Any], Any]:
+    """The files of ``folder`` copied to ``bucket/prefix`` behind a counting ``wrapped://``
+    store over ``target`` (an in-process memory store without one); returns the copy's URL,
+    the storage options that reach it and the wrapping filesystem (counters cleared).
+
+    ``options`` are :class:`WrappedFileSystem`'s (``latency``, ``failures``, ...); each copy
+    gets its own counters.
+    """
+    opts: dict[str, Any] = {"tag": uuid.uuid4().hex, **options}
+    if target is not None:
+        opts.update(target_protocol=target.protocol, target_options=dict(target.storage_options))
+    fs = fsspec.filesystem("wrapped", **opts)
+    bucket = f"readplan-wrapped-{uuid.uuid4().hex[:8]}"
+    if target is not None:
+        fs.target.mkdir(bucket)
+    protocol = opts.get("target_protocol", "memory")
+    for name in sorted(os.listdir(folder)):
+        with open(os.path.join(folder, name), "rb") as handle:
+            put(protocol, fs.target, f"{bucket}/{prefix}/{name}", handle.read())
+    fs.requests.clear()
+    fs.ranges.clear()
+    return f"wrapped://{bucket}/{prefix}", opts, fs
 
 
 class InjectedResetError(ConnectionResetError):

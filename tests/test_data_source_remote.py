@@ -34,7 +34,7 @@ from readplan.reading.data_source import RecordSource, data_source
 from tests.conftest import DATA
 
 pytest.importorskip("fsspec")
-from tests.remote_stores import Store, put, upload_tree
+from tests.remote_stores import Store, put, upload_tree, wrapped_copy
 
 # Bytes per record of each train shard: small records, records far apart (a key 17
 # records further is more than 1 MiB away), and in between.
@@ -173,26 +173,7 @@ def test_tfds_decoding_reads_the_features_with_the_storage_options(
 
 
 def _wrapped(target: Store | None, folder: Path, **options: Any) -> tuple[str, dict[str, Any], Any]:
-    """``folder`` copied into a counting ``wrapped://`` store (over ``target``, or memory)."""
-    import fsspec
-
-    opts: dict[str, Any] = {"tag": uuid.uuid4().hex, **options}
-    if target is not None:
-        opts.update(target_protocol=target.protocol, target_options=dict(target.storage_options))
-    fs = fsspec.filesystem("wrapped", **opts)
-    bucket = f"readplan-wrapped-{uuid.uuid4().hex[:8]}"
-    if target is not None:
-        fs.target.mkdir(bucket)
-    for path in sorted(folder.iterdir()):
-        put(
-            opts.get("target_protocol", "memory"),
-            fs.target,
-            f"{bucket}/ds/{path.name}",
-            path.read_bytes(),
-        )
-    fs.requests.clear()
-    fs.ranges.clear()
-    return f"wrapped://{bucket}/ds", opts, fs
+    return wrapped_copy(folder, "ds", target, **options)
 
 
 def _data_gets(fs: Any) -> list[tuple[str, int, int]]:

@@ -29,7 +29,7 @@ from readplan.state.checkpoint import Checkpoint
 from tests.conftest import DATA
 
 pytest.importorskip("fsspec")
-from tests.remote_stores import put
+from tests.remote_stores import put, wrapped_copy
 
 TOY = json.loads((DATA / "tfds" / "readplan_toy_orders.json").read_text())
 TOY_DIR = DATA / "tfds" / "readplan_toy" / "1.0.0"
@@ -184,26 +184,9 @@ def large_dataset(tmp_path: Path) -> tuple[Path, list[int]]:
 
 
 def _wrapped_copy(
-    folder: Path, target: dict[str, Any] | None = None, **options: Any
+    folder: Path, target: Any = None, **options: Any
 ) -> tuple[str, dict[str, Any], Any]:
-    import fsspec
-
-    opts = {"tag": uuid.uuid4().hex, **options}
-    if target is not None:
-        opts.update(target_protocol=target["protocol"], target_options=target["options"])
-    fs = fsspec.filesystem("wrapped", **opts)
-    bucket = f"readplan-big-{uuid.uuid4().hex[:8]}"
-    if target is not None:
-        fs.target.mkdir(bucket)
-    for path in sorted(folder.iterdir()):
-        put(
-            opts.get("target_protocol", "memory"),
-            fs.target,
-            f"{bucket}/big/1.0.0/{path.name}",
-            path.read_bytes(),
-        )
-    fs.requests.clear()
-    return f"wrapped://{bucket}/big/1.0.0", opts, fs
+    return wrapped_copy(folder, "big/1.0.0", target, **options)
 
 
 def _data_gets(fs: Any) -> list[tuple[str, int | None, int | None]]:
@@ -317,8 +300,7 @@ def test_prefetch_keeps_order_and_its_memory_bound(large_dataset: tuple[Path, li
 def test_transient_failures_are_retried_by_the_reader(toy_urls: dict[str, tuple[str, Any]]) -> None:
     _url, store = toy_urls["gs"]
     case = SHUFFLED[0]
-    target = {"protocol": "gs", "options": dict(store.storage_options)}
-    wrapped, options, fs = _wrapped_copy(TOY_DIR, target)
+    wrapped, options, fs = _wrapped_copy(TOY_DIR, store)
     fs.failures_left = 3
     info = DatasetInfo.load(wrapped, storage_options=options)
     epochs = len(case["epochs"])

@@ -11,7 +11,12 @@ reads each dataset in plan order (interleave 16/16, shuffled files) from
 
 It prints records/s, bytes/s, the ratio to local, requests per epoch against the runs of
 consecutive records in the plan, and the peak of the bytes held by the prefetcher against
-its bound.  Nothing leaves 127.0.0.1.
+its bound.
+
+Then random access with ``readplan.data_source`` over the same three cases (the local
+source is the anchor): building the index sidecars on first use, opening every shard
+(one batch holding a key of each), ``source[k]`` at random keys, and ``__getitems__`` of
+256 random keys, with the requests each makes.  Nothing leaves 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -37,10 +42,14 @@ pin_clients_to_loopback()  # before gcsfs is imported
 from readplan import storage, tfrecord  # noqa: E402
 from readplan.metadata.dataset_info import DatasetInfo  # noqa: E402
 from readplan.plan import ReadConfig, ReadPlan  # noqa: E402
+from readplan.reading.data_source import data_source  # noqa: E402
 from readplan.reading.reader import Reader  # noqa: E402
 
 SHARDS = 256
 LATENCY = 0.020
+SINGLE_KEYS = 100
+BATCHES = 15
+BATCH = 256
 CONFIG = ReadConfig(
     interleave_cycle_length=16, interleave_block_length=16, shuffle_files=True, shuffle_seed=0
 )
@@ -109,6 +118,77 @@ def measure(url: str, options: dict[str, Any] | None, repeats: int) -> dict[str,
     }
 
 
+def _timed(fn: Any) -> tuple[float, Any]:
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result
+
+
+def _gets(options: dict[str, Any] | None) -> Any:
+    """A function returning the data GETs made since its last call (None for local)."""
+    if not options:
+        return lambda: None
+    fs = fsspec.filesystem("wrapped", **options)
+    fs.requests.clear()
+
+    def since() -> int:
+        count = fs.requests["get"]
+        fs.requests.clear()
+        return int(count)
+
+    return since
+
+
+def measure_source(url: str, options: dict[str, Any] | None) -> dict[str, Any]:
+    """Random access to the dataset at ``url``: seconds and GETs per phase."""
+    gets = _gets(options)
+    index_s, source = _timed(lambda: data_source(url, "train", storage_options=options))
+    gets()
+    n = len(source)
+    rng = np.random.default_rng(7)
+    one_per_shard = np.arange(0, n, n // SHARDS)
+    open_s, _ = _timed(lambda: source.__getitems__(one_per_shard))
+    open_gets = gets()
+    single = []
+    for key in rng.integers(0, n, SINGLE_KEYS).tolist():
+        single.append(_timed(lambda key=key: source[key])[0])
+    single_gets = gets()
+    batches = []
+    for keys in rng.integers(0, n, (BATCHES, BATCH)):
+        batches.append(_timed(lambda keys=keys: source.__getitems__(keys))[0])
+    batch_gets = gets()
+    source.close()
+    return {
+        "index_s": index_s,
+        "open_all_s": open_s,
+        "open_gets": open_gets,
+        "single_ms": statistics.median(single) * 1e3,
+        "single_gets": None if single_gets is None else single_gets / SINGLE_KEYS,
+        "batch_ms": statistics.median(batches) * 1e3,
+        "batch_gets": None if batch_gets is None else batch_gets / BATCHES,
+    }
+
+
+def print_sources(rows: list[dict[str, Any]]) -> None:
+    anchor = {r["dataset"]: r for r in rows if r["case"] == "local"}
+    print(
+        f"\n{'dataset':8} {'case':6} {'index s':>8} {'open 256':>9} {'GETs':>5} "
+        f"{'source[k] ms':>13} {'x local':>8} {'GETs':>5} {'256 keys ms':>12} "
+        f"{'us/rec':>7} {'x local':>8} {'GETs':>6}"
+    )
+    for row in rows:
+        base = anchor[row["dataset"]]
+        row["single_ratio"] = row["single_ms"] / base["single_ms"]
+        row["batch_ratio"] = row["batch_ms"] / base["batch_ms"]
+        print(
+            f"{row['dataset']:8} {row['case']:6} {row['index_s']:8.2f} "
+            f"{row['open_all_s']:8.2f}s {row['open_gets'] or 0:5} {row['single_ms']:13.3f} "
+            f"{row['single_ratio']:8.0f} {row['single_gets'] or 0:5.1f} {row['batch_ms']:12.2f} "
+            f"{row['batch_ms'] * 1e3 / BATCH:7.1f} {row['batch_ratio']:8.0f} "
+            f"{row['batch_gets'] or 0:6.1f}"
+        )
+
+
 def copy_to_memory(folder: Path, bucket: str) -> str:
     fs = fsspec.filesystem("memory")
     for path in sorted(folder.iterdir()):
@@ -121,6 +201,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     results = []
+    sources = []
     with tempfile.TemporaryDirectory() as tmp, gcs_emulator() as gcs:
         root = Path(tmp)
         for name, per_shard, size in (("small", 400, 100), ("large", 8, 100 << 10)):
@@ -138,6 +219,9 @@ def main() -> None:
                 row = measure(url, options, args.repeats)
                 row.update(dataset=name, case=case, runs=runs, record_bytes=size)
                 results.append(row)
+            # After every reading case: the data source writes sidecars beside the data.
+            for case, (url, options) in cases.items():
+                sources.append({"dataset": name, "case": case, **measure_source(url, options)})
     anchor = {r["dataset"]: r for r in results if r["case"] == "local"}
     print(
         f"{'dataset':8} {'case':6} {'records/s':>12} {'MB/s':>9} {'x local':>8} "
@@ -154,7 +238,8 @@ def main() -> None:
             f"{row['peak_prefetch_bytes'] / 2**20:10.1f} MiB"
         )
     print(f"prefetch bound: {storage.prefetcher().max_bytes / 2**20:.0f} MiB")
-    print(json.dumps(results, indent=1))
+    print_sources(sources)
+    print(json.dumps({"reader": results, "data_source": sources}, indent=1))
 
 
 if __name__ == "__main__":

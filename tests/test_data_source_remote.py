@@ -22,15 +22,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from readplan import tfrecord
+from readplan import tbl, tfrecord
+from readplan.convert import convert
 from readplan.errors import (
+    ConfigError,
     CorruptRecordError,
+    CorruptTblError,
     IndexFileError,
     ObjectChangedError,
     ObjectNotFoundError,
 )
 from readplan.metadata.dataset_info import DatasetInfo
+from readplan.plan import ReadConfig, ReadPlan
 from readplan.reading.data_source import RecordSource, data_source
+from readplan.reading.reader import Reader
 from tests.conftest import DATA
 
 pytest.importorskip("fsspec")
@@ -102,6 +107,31 @@ def remote(
     return uploaded[request.param]
 
 
+@pytest.fixture(scope="module")
+def tbl_dataset(dataset: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The dataset converted to TBL v2 (same keys, same records)."""
+    pytest.importorskip("fastcrc")
+    target = tmp_path_factory.mktemp("remote_tbl") / "remote_ds" / "1.0.0"
+    convert(dataset, target, format="tbl")
+    return target
+
+
+COPIES = [(protocol, fmt) for fmt in ("tfrecord", "tbl") for protocol in ("gs", "s3")]
+
+
+@pytest.fixture(scope="module", params=COPIES, ids=[f"{p}-{f}" for p, f in COPIES])
+def copy(
+    request: pytest.FixtureRequest, uploaded: dict[str, tuple[str, Store]]
+) -> tuple[str, Store, Path]:
+    """``(url, store, local folder)`` of the dataset in each store and container."""
+    protocol, fmt = request.param
+    url, store = uploaded[protocol]
+    if fmt == "tfrecord":
+        return url, store, request.getfixturevalue("dataset")
+    local = request.getfixturevalue("tbl_dataset")
+    return _upload(store, local, "tbl"), store, local
+
+
 # -- the same records as the local source --------------------------------------------------
 
 
@@ -120,13 +150,13 @@ def split_parts(draw: st.DrawFn) -> list[tuple[str, int, int]]:
 @settings(max_examples=25)
 @given(parts=split_parts(), data=st.data())
 def test_remote_source_returns_the_local_records(
-    remote: tuple[str, Store], dataset: Path, local_indexes: Path, parts: Any, data: Any
+    copy: tuple[str, Store, Path], local_indexes: Path, parts: Any, data: Any
 ) -> None:
-    url, store = remote
+    url, store, folder = copy
     spec = "+".join(f"{split}[{a}:{b}]" for split, a, b in parts)
     expected = _expected(parts)
     source = data_source(url, spec, storage_options=store.storage_options)
-    local = data_source(dataset, spec, index_dir=local_indexes)
+    local = data_source(folder, spec, index_dir=local_indexes)
     assert len(source) == len(local) == len(expected)
     if not expected:
         assert source.__getitems__([]) == []
@@ -398,3 +428,124 @@ def test_unpickling_makes_no_request_and_closing_reopens(dataset: Path) -> None:
     source.close()
     assert all(file is None for file in source._files)
     assert source[131] == _record("train", 1, 11)
+
+
+# -- TBL v2 shards -------------------------------------------------------------------------
+
+
+def _tbl_name(split: str, shard: int) -> str:
+    return _shard_name(split, shard).replace(".tfrecord-", ".tbl-")
+
+
+def _tbl_gets(fs: Any) -> list[tuple[str, int, int]]:
+    return [(path.rsplit("/", 1)[-1], start, end) for path, start, end in fs.ranges]
+
+
+def test_tbl_samples_are_fetched_exactly_and_batches_per_cluster(tbl_dataset: Path) -> None:
+    url, options, fs = _wrapped(None, tbl_dataset)
+    source = data_source(url, "train", storage_options=options)
+    entries = {k: tbl.TblFile(tbl_dataset / _tbl_name("train", k)).entries for k in range(4)}
+    first = {k: sum(TRAIN["lengths"][:k]) for k in range(4)}
+
+    def span(shard: int, *samples: int) -> tuple[str, int, int]:
+        start = int(entries[shard]["offset"][samples[0]])
+        last = samples[-1]
+        stop = int(entries[shard]["offset"][last] + entries[shard]["size"][last])
+        return _tbl_name("train", shard), start, stop
+
+    # Opening a shard fetches its header and index: one request for each.
+    fs.ranges.clear()
+    assert source[first[2] + 17] == _record("train", 2, 17)
+    assert _tbl_gets(fs)[-1] == span(2, 17)
+    fs.ranges.clear()
+    assert source[first[2] + 18] == _record("train", 2, 18)
+    assert _tbl_gets(fs) == [span(2, 18)]
+    source[0], source[first[1]]  # shards 0 and 1 open
+    fs.ranges.clear()
+    keys = [first[0] + 90, first[0] + 5, first[0] + 40, first[0] + 5]
+    assert source.__getitems__(keys) == [_record("train", 0, i) for i in (90, 5, 40, 5)]
+    assert _tbl_gets(fs) == [span(0, 5, 90)]
+    fs.ranges.clear()
+    assert source.__getitems__([first[1] + 39, first[1]]) == [
+        _record("train", 1, 39),
+        _record("train", 1, 0),
+    ]
+    assert sorted(_tbl_gets(fs)) == [span(1, 0), span(1, 39)]
+
+
+def test_tbl_damage_and_changes_name_the_url(gcs_store: Store, tbl_dataset: Path) -> None:
+    name = _tbl_name("train", 1)
+    entries = tbl.TblFile(tbl_dataset / name).entries
+    offset = int(entries["offset"][20])
+    damaged = bytearray((tbl_dataset / name).read_bytes())
+    damaged[offset + 100] ^= 0xFF
+    url = _upload(gcs_store, tbl_dataset, "tbl-damaged")
+    bucket_path = f"{url.split('://', 1)[1]}/{name}"
+    put("gs", gcs_store.filesystem(), bucket_path, bytes(damaged))
+    source = data_source(url, "train", storage_options=gcs_store.storage_options)
+    key = TRAIN["lengths"][0] + 20
+    with pytest.raises(CorruptTblError) as caught:
+        source[key]
+    assert (caught.value.path, caught.value.offset, caught.value.record_index) == (
+        f"{url}/{name}",
+        offset,
+        20,
+    )
+    with pytest.raises(CorruptTblError):
+        source.__getitems__([key + 1, key])
+    assert source.__getitems__([key + 1]) == [_record("train", 1, 21)]
+    # The object replaced after it was opened (its size unchanged): a change, not damage.
+    put("gs", gcs_store.filesystem(), bucket_path, (tbl_dataset / name).read_bytes())
+    damaged[offset + 100] ^= 0xFF
+    damaged[int(entries["offset"][30]) + 7] ^= 0xFF
+    put("gs", gcs_store.filesystem(), bucket_path, bytes(damaged))
+    with pytest.raises(ObjectChangedError) as changed:
+        source[key + 10]
+    assert changed.value.url == f"{url}/{name}"
+
+
+def test_a_missing_tbl_shard_is_an_object_not_found_error(
+    s3_store: Store, tbl_dataset: Path
+) -> None:
+    missing = _tbl_name("train", 3)
+    url = _copy_without(s3_store, tbl_dataset, missing)
+    source = data_source(url, "train", storage_options=s3_store.storage_options)
+    assert source[0] == _record("train", 0, 0)  # no sidecars: built without opening shards
+    with pytest.raises(ObjectNotFoundError) as caught:
+        source[len(source) - 1]
+    assert caught.value.url == f"{url}/{missing}"
+
+
+def test_the_reader_reads_a_tbl_dataset_in_a_bucket(
+    remote: tuple[str, Store], tbl_dataset: Path
+) -> None:
+    _, store = remote
+    url = _upload(store, tbl_dataset, "tbl-reader")
+    config = ReadConfig(shuffle_files=True, shuffle_seed=5, interleave_cycle_length=3)
+    options = store.storage_options
+    remote_plan = ReadPlan(DatasetInfo.load(url, storage_options=options), "train", config)
+    local_plan = ReadPlan(DatasetInfo.load(tbl_dataset), "train", config)
+    read = [item.record for item in Reader(remote_plan, storage_options=options, epochs=2)]
+    assert read == [item.record for item in Reader(local_plan, epochs=2)]
+    assert sorted(set(read)) == sorted(_expected([("train", 0, 450)]))
+    assert tbl.count(f"{url}/{_tbl_name('train', 1)}", storage_options=options) == 40
+
+
+def test_tbl_file_reads_samples_and_metadata_from_a_store(tmp_path: Path) -> None:
+    pytest.importorskip("fastcrc")
+    local = tmp_path / "files" / "images.tbl"
+    local.parent.mkdir()
+    with tbl.TblWriter(local, compression=True) as writer:
+        for k in range(6):
+            writer.add(bytes([k]) * 12, format="raw_u8", width=2, height=2, metadata=f"m{k}")
+    url, options, _fs = _wrapped(None, local.parent)
+    remote = tbl.TblFile(f"{url}/images.tbl", storage_options=options)
+    with tbl.TblFile(local) as expected:
+        assert list(remote) == list(expected)
+        assert [remote.metadata(k).text for k in range(6)] == [f"m{k}" for k in range(6)]
+        assert remote.info(4) == expected.info(4)
+        assert remote.gather([5, 0, 5]) == [bytes([5]) * 12, b"\0" * 12, bytes([5]) * 12]
+    assert list(tbl.read(f"{url}/images.tbl", storage_options=options))[3] == bytes([3]) * 12
+    with pytest.raises(ConfigError, match="local file"):
+        remote.raw_view()
+    remote.close()

@@ -24,7 +24,7 @@ from readplan.reading.salvage import Lost, Salvage
 from readplan.reading.salvage_tbl import TblSalvage
 from readplan.records import tbl, tfrecord
 from readplan.records._damage import CorruptionEvent
-from readplan.storage import StorageOptions
+from readplan.storage import Handle, StorageOptions
 
 __all__ = ["CONTAINERS", "RecordContainer", "RecordSource", "SalvageSource", "container_for"]
 
@@ -77,9 +77,9 @@ class RecordContainer:
 
 
 def _gather_tbl(
-    samples: tbl.TblFile, fd: int, indices: npt.NDArray[np.int64]
+    samples: tbl.TblFile, fd: Handle, indices: npt.NDArray[np.int64]
 ) -> list[bytes] | None:
-    """A TBL file's index already makes each sample one slice of the map."""
+    """A TBL file's index already locates each sample: it reads them itself."""
     try:
         return samples.gather(indices.tolist())
     except CorruptTblError:
@@ -99,9 +99,17 @@ def _keyed_tfrecord(
     )
 
 
+def _open_tbl(
+    path: str, *, storage_options: StorageOptions = None, index_dir: object = None
+) -> tbl.TblFile:
+    """A TBL file carries its own index: a reader's ``index_dir`` does not apply to it."""
+    return tbl.TblFile(path, storage_options=storage_options)
+
+
 def _keyed_tbl(path: str, sidecar: str | None, storage_options: StorageOptions) -> tbl.TblFile:
-    """A TBL file's own index gives every sample's offset: there is no sidecar."""
-    return tbl.TblFile(path)
+    """A TBL file's own index gives every sample's offset: there is no sidecar.  Keys land
+    anywhere in the file: remote samples are fetched exactly, not read ahead."""
+    return tbl.TblFile(path, storage_options=storage_options, read_ahead=False)
 
 
 CONTAINERS = {
@@ -118,7 +126,7 @@ CONTAINERS = {
         ),
         RecordContainer(
             tbl.FILE_FORMAT,
-            tbl.TblFile,
+            _open_tbl,
             tbl.read,
             TblSalvage,
             _gather_tbl,

@@ -169,6 +169,7 @@ class RecordSource(Closing):
         sizes = [0 if self._remote else os.path.getsize(path) for path in paths]
         self._mean_sizes = [size / max(1, n) for size, n in zip(sizes, self._planned)]
         self._lock = threading.Lock()
+        self._opening = _opening_locks()
         self._files: list[containers.RecordSource | None] = [None] * len(paths)
 
     # -- sidecars ---------------------------------------------------------------------
@@ -184,11 +185,23 @@ class RecordSource(Closing):
         if not missing:
             return list(targets)
         found: list[str | None] = list(targets)
-        sizes = {k: storage.stat(self.paths[k], storage_options=options).size for k in missing}
-        total = sum(sizes.values())
-        with Progress(f"indexing {self.info.name} {self.split}", total=total, unit="B") as bar:
-            for k in missing:
-                found[k] = _build(self.paths[k], targets[k], sizes[k], bar, options)
+        # Remote shards are indexed concurrently: each request waits on the store.
+        run = _pool().map if self._remote else map
+        sizes = list(
+            run(lambda k: storage.stat(self.paths[k], storage_options=options).size, missing)
+        )
+        with Progress(f"indexing {self.info.name} {self.split}", total=sum(sizes), unit="B") as bar:
+            lock = threading.Lock()
+
+            def advance(amount: int) -> None:
+                with lock:
+                    bar.advance(amount)
+
+            def build(k: int, size: int) -> str | None:
+                return _build(self.paths[k], targets[k], size, advance, options)
+
+            for k, built in zip(missing, list(run(build, missing, sizes))):
+                found[k] = built
         return found
 
     # -- access -----------------------------------------------------------------------
@@ -290,7 +303,9 @@ class RecordSource(Closing):
     def _file(self, file: int) -> containers.RecordSource:
         opened = self._files[file]
         if opened is None:
-            with self._lock:
+            # Files open in parallel (a remote open waits on several requests); one file
+            # is opened once.
+            with self._opening[file % _OPENING_LOCKS]:
                 opened = self._files[file]
                 if opened is None:
                     opened = self._open(file)
@@ -338,7 +353,7 @@ class RecordSource(Closing):
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        for unpicklable in ("_lock", "_files", "_decoder", "_container"):
+        for unpicklable in ("_lock", "_opening", "_files", "_decoder", "_container"):
             del state[unpicklable]
         return state
 
@@ -347,6 +362,7 @@ class RecordSource(Closing):
         self._decoder = _record_decoder(self.info, self.decode, self.decoders, self.storage_options)
         self._container = containers.container_for(self.info.file_format)
         self._lock = threading.Lock()
+        self._opening = _opening_locks()
         self._files = [None] * len(self.paths)
 
 
@@ -357,6 +373,8 @@ _PARALLEL_BYTES = 1 << 20
 _THREADS = 8
 _REMOTE_THREADS = 32
 _POOL: tuple[int, ThreadPoolExecutor] | None = None
+# File k is opened under lock k mod this (locks per file would cost memory at 10^6 files).
+_OPENING_LOCKS = 64
 _POOL_LOCK = threading.Lock()
 
 
@@ -370,6 +388,10 @@ def _pool() -> ThreadPoolExecutor:
                 ThreadPoolExecutor(_REMOTE_THREADS, thread_name_prefix="readplan-source"),
             )
         return _POOL[1]
+
+
+def _opening_locks() -> list[threading.Lock]:
+    return [threading.Lock() for _ in range(_OPENING_LOCKS)]
 
 
 def _as_int(key: Any) -> int:
@@ -405,7 +427,11 @@ def _names(folder: str, storage_options: Mapping[str, Any] | None) -> set[str]:
 
 
 def _build(
-    path: str, target: str, size: int, bar: Progress, storage_options: Mapping[str, Any] | None
+    path: str,
+    target: str,
+    size: int,
+    advance: Callable[[int], None],
+    storage_options: Mapping[str, Any] | None,
 ) -> str | None:
     """Write the sidecar of ``path`` at ``target``; ``None`` when it cannot be written."""
     if not storage.is_remote(target):
@@ -415,11 +441,11 @@ def _build(
         except OSError:
             folder = ""
         if not (folder and os.access(folder, os.W_OK)):
-            bar.advance(size)
+            advance(size)
             return None
     try:
         return _index.build_index(
-            path, index_path=target, progress=bar.advance, storage_options=storage_options
+            path, index_path=target, progress=advance, storage_options=storage_options
         )
     except StoragePermissionError:
         # A read-only store (tried, as a store cannot be asked beforehand): the offsets are

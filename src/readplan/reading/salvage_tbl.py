@@ -12,6 +12,7 @@ from __future__ import annotations
 from readplan.reading.salvage import Lost
 from readplan.records import tbl
 from readplan.records._damage import KIND_DATA_CRC, CorruptionEvent, CorruptionReport
+from readplan.storage import StorageOptions
 
 __all__ = ["TblSalvage"]
 
@@ -23,10 +24,12 @@ class TblSalvage:
     raises :class:`~readplan.errors.CorruptTblError`.
     """
 
-    def __init__(self, path: str, *, planned: int) -> None:
+    def __init__(self, path: str, *, planned: int, storage_options: StorageOptions = None) -> None:
         self.path = path
         report = CorruptionReport()
-        self._file = tbl.TblFile(path, on_corruption="skip", report=report)
+        self._file = tbl.TblFile(
+            path, on_corruption="skip", report=report, storage_options=storage_options
+        )
         for _ in self._file:  # finds every damaged sample, reporting it
             pass
         self._lost = {event.record_index: event for event in report.events if event.records_lost}

@@ -7,9 +7,8 @@ index is checked for all samples at once with numpy.
 
 from __future__ import annotations
 
-import mmap
-import os
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -46,9 +45,11 @@ from readplan.records._tbl_layout import (
     Header,
     header_crc,
 )
+from readplan.storage import Handle, size_of
 
 __all__ = [
     "ENTRY_KINDS",
+    "FileView",
     "Layout",
     "entry_error",
     "entry_kinds",
@@ -67,6 +68,13 @@ ENTRY_KINDS = (
 )
 _KNOWN_FILE_FLAGS = FILE_COMPRESSED | FILE_METADATA | FILE_CHECKSUMS
 _KNOWN_SAMPLE_FLAGS = 0x07
+
+
+class FileView(Protocol):
+    """A file's bytes by slice: a memory map of a local file, or a remote object's
+    :class:`~readplan.storage.BlobView`."""
+
+    def __getitem__(self, span: slice, /) -> bytes: ...
 
 
 @dataclass(frozen=True)
@@ -107,9 +115,10 @@ def _fatal(path: str, kind: str, offset: int, field: str, why: str, **crc: int) 
     )
 
 
-def open_layout(fd: int, path: str) -> Layout:
-    """Read and check the header of the open file ``fd``; raises :class:`CorruptTblError`."""
-    size = os.fstat(fd).st_size
+def open_layout(fd: Handle, path: str) -> Layout:
+    """Read and check the header of the open file or object ``fd``; raises
+    :class:`CorruptTblError`."""
+    size = size_of(fd)
     if size < HEADER_SIZE:
         raise _fatal(
             path,
@@ -298,19 +307,20 @@ class MetadataBlocks:
     damage: CorruptTblError | None
 
 
-def scan_metadata(layout: Layout, view: mmap.mmap) -> MetadataBlocks:
-    """Walk the metadata section's blocks in ``view`` (the whole file); a sample's first
-    block is the one that counts."""
+def scan_metadata(layout: Layout, view: FileView) -> MetadataBlocks:
+    """Walk the metadata section's blocks in ``view`` (the whole file, of which the section
+    is read once); a sample's first block is the one that counts."""
     if not layout.has_metadata:
         return MetadataBlocks({}, None)
     if layout.metadata_damage is not None:
         return MetadataBlocks({}, layout.metadata_damage)
     start = layout.header.metadata_offset
     end = start + layout.header.metadata_size  # checked against the file size at open
+    section = view[start:end]
     blocks: dict[int, tuple[int, int, int]] = {}
     pos = start
     while pos < end:
-        problem = _block_problem(layout, view, pos, end)
+        problem = _block_problem(layout, section, pos - start, end - start)
         if problem is not None:
             kind, field, why = problem
             return MetadataBlocks(
@@ -325,28 +335,30 @@ def scan_metadata(layout: Layout, view: mmap.mmap) -> MetadataBlocks:
                     field=field,
                 ),
             )
-        sample, length, code, _ = METADATA_BLOCK.unpack_from(view, pos)
+        sample, length, code, _ = METADATA_BLOCK.unpack_from(section, pos - start)
         blocks.setdefault(sample, (code, pos + METADATA_BLOCK.size, length))
         pos += METADATA_BLOCK.size + length
     return MetadataBlocks(blocks, None)
 
 
 def _block_problem(
-    layout: Layout, view: mmap.mmap, pos: int, end: int
+    layout: Layout, section: bytes, pos: int, end: int
 ) -> tuple[str, str, str] | None:
-    """(kind, field, why) of the block at ``pos``, or None when it is sound."""
+    """(kind, field, why) of the block at ``pos`` of the section of ``end`` bytes, or None
+    when it is sound."""
     if end - pos < METADATA_BLOCK.size:
         return (
             TBL_KIND_METADATA_OVERRUN,
             "size",
             f"{end - pos} bytes remain, fewer than a {METADATA_BLOCK.size}-byte block header",
         )
-    sample, length, code, _ = METADATA_BLOCK.unpack_from(view, pos)
+    sample, length, code, _ = METADATA_BLOCK.unpack_from(section, pos)
     if length > end - pos - METADATA_BLOCK.size:
         return (
             TBL_KIND_METADATA_OVERRUN,
             "size",
-            f"its {length} bytes run past the end of the section at {end}",
+            f"its {length} bytes run past the end of the section at "
+            f"{layout.header.metadata_offset + end}",
         )
     if sample >= layout.num_samples:
         why = f"it names sample {sample}; the file has {layout.num_samples}"

@@ -25,6 +25,7 @@ import numpy.typing as npt
 from readplan._internal.closing import Closing
 from readplan._internal.validate import check_bool
 from readplan.errors import ConfigError, CorruptTblError, ReadplanIndexError
+from readplan.records._clusters import clusters, gap_for
 from readplan.records._damage import (
     KIND_DATA_CRC,
     TBL_KIND_LZ4,
@@ -32,8 +33,9 @@ from readplan.records._damage import (
     CorruptionEvent,
     CorruptionReport,
 )
-from readplan.records._stream import open_fd
 from readplan.records._tbl_index import (
+    FileView,
+    Layout,
     MetadataBlocks,
     entry_error,
     entry_kinds,
@@ -60,6 +62,8 @@ from readplan.records._tbl_layout import (
     lz4_block,
 )
 from readplan.records._tbl_writer import Sample, TblWriter, write
+from readplan.storage import BlobView, Handle, StorageOptions, open_read, read_span, to_str
+from readplan.storage import close as close_handle
 
 __all__ = [
     "ENTRY_DTYPE",
@@ -99,6 +103,12 @@ class TblFile(Closing):
 
     Payloads are read through a memory map of the file: the file must not shrink while it
     is open.  Iterators returned by :meth:`read` stay valid after :meth:`close`.
+
+    ``path`` may be a URL (``specs/storage.md``, reached with ``storage_options``): the
+    header and the index are then fetched when the file is opened, and payloads by ranged
+    requests, from read-ahead blocks for a walk forward, or (``read_ahead=False``, random
+    access) exactly, one request per sample or per cluster of nearby samples of a
+    :meth:`gather`.
     """
 
     def __init__(
@@ -108,24 +118,30 @@ class TblFile(Closing):
         verify: bool = True,
         on_corruption: str = "raise",
         report: CorruptionReport | None = None,
+        storage_options: StorageOptions = None,
+        read_ahead: bool = True,
     ) -> None:
-        self._mm: mmap.mmap | None = None  # first, so that close() works whatever fails
+        self._mm: FileView | None = None  # first, so that close() works whatever fails
         _check_options(verify, on_corruption, report)
-        self.path = os.fspath(path)
+        read_ahead = check_bool(read_ahead, "read_ahead")
+        self.path = to_str(path)
         self._skip = on_corruption == "skip"
         self._report = report
-        fd = open_fd(self.path)
+        fd = open_read(self.path, storage_options=storage_options)
         try:
             try:
                 layout = open_layout(fd, self.path)
             except CorruptTblError as err:
                 self._note(err, sample=False)
                 raise
-            mapped = mmap.mmap(fd, layout.file_size, access=mmap.ACCESS_READ)
+            mapped, index = _map(fd, layout, read_ahead)
         finally:
-            os.close(fd)
+            if isinstance(fd, int):
+                os.close(fd)
         self._layout = layout
-        self._index = mapped[HEADER_SIZE : layout.index_end]
+        self._gap = gap_for(fd)
+        self._blob = None if isinstance(fd, int) else fd
+        self._index = index
         self._kinds = entry_kinds(layout, self._index)
         self._any_damaged = bool(self._kinds.any())
         self._lz4: ModuleType | None = None
@@ -181,8 +197,26 @@ class TblFile(Closing):
 
     def gather(self, indices: Sequence[SupportsIndex]) -> list[bytes]:
         """Samples ``indices`` (any order, repeats allowed), in the order given, each checked
-        as by ``tf[i]``; the index makes each one slice of the map, so no read is shared."""
-        return [self[i] for i in indices]
+        as by ``tf[i]``.  Locally the index makes each one slice of the map; in a store,
+        samples less than 1 MiB apart share one ranged request (at most 4 MiB)."""
+        if not isinstance(self._mm, BlobView):
+            return [self[i] for i in indices]
+        wanted = [self._position(operator.index(i)) for i in indices]
+        found = dict(zip(*self._gathered(sorted(set(wanted)), self._mm)))
+        return [found[i] for i in wanted]
+
+    def _gathered(self, unique: list[int], view: BlobView) -> tuple[list[int], list[bytes]]:
+        """Samples ``unique`` (ascending, distinct) read a cluster per request."""
+        entries = [ENTRY.unpack_from(self._index, ENTRY_SIZE * i) for i in unique]
+        starts = [entry[0] for entry in entries]
+        ends = [entry[0] + entry[1] for entry in entries]
+        order = sorted(range(len(unique)), key=starts.__getitem__)
+        starts, ends = [starts[k] for k in order], [ends[k] for k in order]
+        samples: list[bytes] = []
+        for first, stop in clusters(starts, ends, self._gap):
+            span = _Span(starts[first], view[starts[first] : max(ends[first:stop])])
+            samples.extend(self._decode(unique[k], entries[k], span) for k in order[first:stop])
+        return [unique[k] for k in order], samples
 
     def read(self, skip: int = 0, take: int | None = None) -> Iterator[bytes]:
         """Samples ``[skip, skip + take)`` in order; ``take=None`` (or -1) reads to the end."""
@@ -198,7 +232,7 @@ class TblFile(Closing):
             )
         return self._samples(self._open_map(), skip, skip + take)
 
-    def _samples(self, mapped: mmap.mmap, start: int, stop: int) -> Iterator[bytes]:
+    def _samples(self, mapped: FileView, start: int, stop: int) -> Iterator[bytes]:
         # The iterator holds the map itself: it stays valid after close(), like a
         # RecordFile's, and the map is unmapped when its last user is gone.
         entries = ENTRY.iter_unpack(self._index[ENTRY_SIZE * start : ENTRY_SIZE * stop])
@@ -210,7 +244,7 @@ class TblFile(Closing):
                 if not self._skip:
                     raise
 
-    def _decode(self, i: int, entry: tuple[int, ...], mapped: mmap.mmap) -> bytes:
+    def _decode(self, i: int, entry: tuple[int, ...], mapped: FileView) -> bytes:
         """Sample ``i`` from its unpacked index entry: checked, decompressed, verified."""
         if self._any_damaged and self._kinds[i]:
             raise entry_error(self._layout, self._index, i, int(self._kinds[i]))
@@ -249,6 +283,9 @@ class TblFile(Closing):
     def _payload_error(
         self, i: int, kind: str, field: str, why: str, **crc: int
     ) -> CorruptTblError:
+        if self._blob is not None:
+            # A store may serve a replaced object's bytes: that is a change, not damage.
+            self._blob.check_unchanged()
         offset = ENTRY.unpack_from(self._index, ENTRY_SIZE * i)[0]
         return CorruptTblError(
             f"{self.path}: sample {i} at offset {offset} is damaged ({kind}): {why}",
@@ -307,6 +344,13 @@ class TblFile(Closing):
         ``width * height * 3`` bytes, back to back.  ``verify`` checks every payload's
         CRC-16 once before the view is returned.
         """
+        if isinstance(self._mm, BlobView):
+            raise ConfigError(
+                f"{self.path}: raw_view maps a local file; copy the object to local disk, or "
+                "read its samples with tf[i]",
+                field="raw_view",
+                value=self.path,
+            )
         table = self.entries
         problem = raw_view_problem(table, self._kinds)
         if problem is not None:
@@ -355,7 +399,7 @@ class TblFile(Closing):
             )
         return position
 
-    def _open_map(self) -> mmap.mmap:
+    def _open_map(self) -> FileView:
         if self._mm is None:
             raise ValueError(f"{self.path}: the TblFile is closed")
         return self._mm
@@ -367,6 +411,26 @@ class TblFile(Closing):
 
     def __repr__(self) -> str:
         return f"TblFile({self.path!r}, {len(self)} samples, compressed={self.compressed})"
+
+
+def _map(fd: Handle, layout: Layout, read_ahead: bool) -> tuple[FileView, bytes]:
+    """The file's bytes by slice, and its index (fetched at once from a store)."""
+    if isinstance(fd, int):
+        mapped = mmap.mmap(fd, layout.file_size, access=mmap.ACCESS_READ)
+        return mapped, mapped[HEADER_SIZE : layout.index_end]
+    return BlobView(fd, read_ahead=read_ahead), read_span(
+        fd, layout.index_end - HEADER_SIZE, HEADER_SIZE
+    )
+
+
+class _Span:
+    """Bytes ``[base, base + len(data))`` of a file, sliced as the whole file's view."""
+
+    def __init__(self, base: int, data: bytes) -> None:
+        self._base, self._data = base, data
+
+    def __getitem__(self, span: slice) -> bytes:
+        return self._data[span.start - self._base : span.stop - self._base]
 
 
 def _check_options(verify: object, on_corruption: object, report: object) -> None:
@@ -390,13 +454,21 @@ def read(
     verify: bool = True,
     on_corruption: str = "raise",
     report: CorruptionReport | None = None,
+    storage_options: StorageOptions = None,
 ) -> Iterator[bytes]:
-    """Every sample of ``path`` in order (see :class:`TblFile` for the damage rules).
+    """Every sample of ``path`` (a path or URL) in order (see :class:`TblFile` for the
+    damage rules).
 
     The file is opened (and its header checked) at once and closed when the iterator is
     exhausted or garbage-collected.
     """
-    tbl = TblFile(path, verify=verify, on_corruption=on_corruption, report=report)
+    tbl = TblFile(
+        path,
+        verify=verify,
+        on_corruption=on_corruption,
+        report=report,
+        storage_options=storage_options,
+    )
     return _closing_samples(tbl)
 
 
@@ -407,10 +479,11 @@ def _closing_samples(tbl: TblFile) -> Iterator[bytes]:
         tbl.close()
 
 
-def count(path: PathLike) -> int:
-    """Number of samples in ``path``, from its checked header."""
-    fd = open_fd(os.fspath(path))
+def count(path: PathLike, *, storage_options: StorageOptions = None) -> int:
+    """Number of samples in ``path`` (a path or URL), from its checked header."""
+    name = to_str(path)
+    fd = open_read(name, storage_options=storage_options)
     try:
-        return open_layout(fd, os.fspath(path)).num_samples
+        return open_layout(fd, name).num_samples
     finally:
-        os.close(fd)
+        close_handle(fd)

@@ -40,6 +40,7 @@ from readplan.records._cap import (
     DEFAULT_MAX_RECORD_BYTES,
     record_cap,
 )
+from readplan.records._clusters import clusters, gap_for
 from readplan.records._compression import pread
 from readplan.records._crc import crc32c, mask
 from readplan.records._damage import (
@@ -323,10 +324,9 @@ class RecordFile(Closing):
         self._fd = fd
         remote = not isinstance(fd, int)
         self._exact = exact
-        # A request to a store costs far more than the bytes of a gap or a split frame:
-        # remote frames are fetched whole, and records further apart share a request.
+        # A request to a store costs far more than the bytes of a split frame.
         self._whole_frames = remote
-        self._gap = _REMOTE_GAP if remote else _GAP
+        self._gap = gap_for(fd)
         # A finalizer, not __del__: it runs before interpreter shutdown tears down module
         # globals (such as ``os``), so a file left open to the end closes without noise.
         self._closer = weakref.finalize(self, close_handle, fd)
@@ -446,7 +446,7 @@ class RecordFile(Closing):
         starts = offsets[unique].tolist()
         ends = [int(offsets[i + 1]) if i < last else self._stream_size for i in unique]
         found: list[bytes] = []
-        for first, stop in _clusters(starts, ends, self._gap):
+        for first, stop in clusters(starts, ends, self._gap):
             if stop - first == 1:
                 found.append(self._read_one(unique[first]))
                 continue
@@ -562,20 +562,3 @@ class RecordFile(Closing):
     def __repr__(self) -> str:
         source = "index" if self.indexed else "header walk"
         return f"RecordFile({self.path!r}, compression={self.compression!r}, offsets from {source})"
-
-
-# Records closer than this share one positioned read (reading the gap is cheaper than a
-# second system call; in a store, than a second request), up to a block of _MAX_BLOCK bytes.
-_GAP = 1 << 14
-_REMOTE_GAP = 1 << 20
-_MAX_BLOCK = 1 << 22
-
-
-def _clusters(starts: list[int], ends: list[int], gap: int) -> Iterator[tuple[int, int]]:
-    """``[first, stop)`` ranges of the ascending frames ``starts``/``ends`` read together."""
-    first = 0
-    for k in range(1, len(starts)):
-        if starts[k] - ends[k - 1] > gap or ends[k] - starts[first] > _MAX_BLOCK:
-            yield first, k
-            first = k
-    yield first, len(starts)

@@ -9,7 +9,7 @@ times; missing objects, refusals and objects that change while read raise
 :class:`~readplan.errors.StorageError` subclasses naming the URL.
 """
 
-from readplan.storage._blob import DEFAULT_BLOCK, ObjectInfo, RemoteBlob
+from readplan.storage._blob import DEFAULT_BLOCK, BlobView, ObjectInfo, RemoteBlob
 from readplan.storage._fs import EXTRA
 from readplan.storage._ops import (
     Handle,
@@ -45,6 +45,7 @@ __all__ = [
     "DEFAULT_PREFETCH_WORKERS",
     "DEFAULT_RETRY",
     "EXTRA",
+    "BlobView",
     "Handle",
     "ObjectInfo",
     "PathLike",

@@ -22,7 +22,14 @@ from readplan.storage._fs import filesystem
 from readplan.storage._prefetch import Prefetcher, prefetcher
 from readplan.storage._retry import DEFAULT_RETRY, RetryPolicy, with_retries
 
-__all__ = ["DEFAULT_BLOCK", "ObjectInfo", "RemoteBlob", "local_info", "remote_info"]
+__all__ = [
+    "DEFAULT_BLOCK",
+    "BlobView",
+    "ObjectInfo",
+    "RemoteBlob",
+    "local_info",
+    "remote_info",
+]
 
 DEFAULT_BLOCK = 4 << 20
 # Metadata keys that change whenever an object is replaced, most specific first.
@@ -250,6 +257,29 @@ class RemoteBlob:
             expected=self.info,
             found=now,
         )
+
+
+class BlobView:
+    """``view[a:b]``: bytes of an opened object by slice, as a memory map of a local file
+    gives them.  With ``read_ahead`` slices are served from the handle's read-ahead blocks
+    (a walk forward through the object); without, each slice is one exact ranged request."""
+
+    def __init__(self, blob: RemoteBlob, *, read_ahead: bool) -> None:
+        self.blob = blob
+        self._read_ahead = read_ahead
+
+    def __len__(self) -> int:
+        return self.blob.size
+
+    def __getitem__(self, span: slice) -> bytes:
+        start, stop, step = span.indices(self.blob.size)
+        if step != 1:
+            raise ValueError(f"{self.blob.url}: a view is sliced with step 1, not {step}")
+        if stop <= start:
+            return b""
+        if self._read_ahead:
+            return self.blob.pread(stop - start, start)
+        return self.blob.fetch(start, stop)
 
 
 def _pin(fs: Any, info: Mapping[str, Any]) -> dict[str, Any]:

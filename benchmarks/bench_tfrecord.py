@@ -18,11 +18,19 @@ the ceiling for mid-size and large records: reading the file in 1 MiB pieces and
 CRC32C over them, without any framing.  ``count`` is timed without and with an index
 sidecar; ``frame_offsets(stop=n)`` (a header walk that stops at record n, what random
 access without a sidecar costs) at the middle of each file.
+
+For mid-size records the unavoidable parts of a reader are timed too, with the frames
+located in advance so that no framing work is done: ``reads`` (the file in reads of up to
+1 MiB that end at frame boundaries), ``+copies`` (plus one ``bytes`` per record, copied out
+of its read, delivered to the consumer) and ``+crcs`` (plus one CRC32C per record).
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import functools
+import itertools
 import os
 import random
 import statistics
@@ -74,6 +82,49 @@ def copy_and_crc(path: str) -> Iterator[bytes]:
             yield piece
 
 
+Reads = list[tuple[int, int, list[tuple[int, int]]]]
+
+
+def frame_reads(path: str, piece: int = 1 << 20) -> Reads:
+    """``(offset, size, data spans)`` of reads of up to ``piece`` bytes that end at frame
+    boundaries; the spans of each read's records are relative to the read."""
+    offsets, end = tfrecord.frame_offsets(path)
+    starts = offsets.tolist()
+    ends = [*starts[1:], end]
+    reads: Reads = []
+    first = 0
+    while first < len(starts):
+        base = starts[first]
+        last = first
+        while last + 1 < len(starts) and ends[last + 1] - base <= piece:
+            last += 1
+        spans = [
+            (s - base + 12, e - base - 4)
+            for s, e in zip(starts[first : last + 1], ends[first : last + 1])
+        ]
+        reads.append((base, ends[last] - base, spans))
+        first = last + 1
+    return reads
+
+
+def known_frames(path: str, reads: Reads, *, copy: bool, crc: bool) -> Iterator[list[bytes]]:
+    """The reads of :func:`frame_reads`, and optionally each record copied out and checksummed:
+    what a reader cannot avoid doing, without finding or checking the frames."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for offset, size, spans in reads:
+            piece = os.pread(fd, size, offset)
+            if not copy:
+                yield [piece]
+                continue
+            records = [piece[b:e] for b, e in spans]
+            if crc:
+                collections.deque(map(crc32c, records), maxlen=0)
+            yield records
+    finally:
+        os.close(fd)
+
+
 def consume(records: Iterable[bytes]) -> tuple[int, int]:
     count = size = 0
     for record in records:
@@ -109,28 +160,44 @@ def median_seconds(
     return {name: (statistics.median(times[name]), results[name]) for name in contenders}
 
 
-def bench_read(path: str, label: str, passes: int, *, ceiling: bool) -> None:
+def bench_read(
+    path: str, label: str, passes: int, *, ceiling: bool, components: bool = False
+) -> None:
     contenders: dict[str, Callable[[], tuple[int, int]]] = {
         "anchor": lambda: consume(anchor_reader(path)),
         "readplan": lambda: consume(tfrecord.read(path, verify=True)),
     }
     if ceiling:
         contenders["copy+crc"] = lambda: consume(copy_and_crc(path))
+    if components:
+        reads = frame_reads(path)
+        for name, copy, crc in (
+            ("reads", False, False),
+            ("+copies", True, False),
+            ("+crcs", True, True),
+        ):
+            frames = functools.partial(known_frames, path, reads, copy=copy, crc=crc)
+            contenders[name] = lambda frames=frames: consume(
+                itertools.chain.from_iterable(frames())
+            )
     timed = median_seconds(contenders, passes)
     anchor_seconds, anchor_result = timed["anchor"]
-    if timed["readplan"][1] != anchor_result:
-        raise SystemExit(f"{label}: readplan read {timed['readplan'][1]}, anchor {anchor_result}")
+    for name in ("readplan", "+copies", "+crcs"):
+        if name in timed and timed[name][1] != anchor_result:
+            raise SystemExit(f"{label}: {name} read {timed[name][1]}, anchor {anchor_result}")
     records, _ = anchor_result
     file_bytes = os.path.getsize(path)
     for name, (seconds, _) in timed.items():
-        rate = "" if name == "copy+crc" else f"{records / seconds / 1e6:8.2f} M rec/s"
+        rate = "" if name in ("copy+crc", "reads") else f"{records / seconds / 1e6:8.2f} M rec/s"
         print(
             f"  read {label:<7} {name:<9} {seconds:8.3f} s  {rate:>15}  "
             f"{file_bytes / seconds / 1e9:6.2f} GB/s  x{anchor_seconds / seconds:5.2f} anchor"
         )
     if ceiling:
-        share = timed["copy+crc"][0] / timed["readplan"][0]
-        print(f"  read {label:<7} readplan / copy+crc ceiling: {share:.2f}")
+        for name in ("readplan", "reads", "+copies", "+crcs"):
+            if name in timed:
+                share = timed["copy+crc"][0] / timed[name][0]
+                print(f"  read {label:<7} {name} / copy+crc ceiling: {share:.2f}")
 
 
 def bench_count(path: str, label: str, passes: int) -> None:
@@ -178,7 +245,13 @@ def main() -> None:
         paths = {spec[0]: make_file(directory, *spec) for spec in specs}
         print(f"median of {args.passes} passes (after one warm-up), anchor = plain reader")
         for label, path in paths.items():
-            bench_read(path, label, args.passes, ceiling=label in ("mid", "large"))
+            bench_read(
+                path,
+                label,
+                args.passes,
+                ceiling=label in ("mid", "large"),
+                components=label == "mid",
+            )
         for label, path in paths.items():
             bench_count(path, label, args.passes)
         for label, path in paths.items():

@@ -12,7 +12,7 @@ import struct
 import numpy as np
 import numpy.typing as npt
 
-from readplan.records._crc import length_crcs, mask_array
+from readplan.records._crc import crc32c, length_crcs, length_crcs32, mask, mask_array
 
 __all__ = ["gather_u32", "good_headers", "leading_matches", "walk_frames"]
 
@@ -80,10 +80,24 @@ def _uniform_run(data: bytes, off: int) -> tuple[int, int]:
 
 
 def good_headers(data: bytes, begin: Int64Array, lengths: Int64Array) -> int:
-    """Number of leading frames (starting at ``begin`` in ``data``) whose length CRC verifies."""
-    length_bytes = lengths.astype("<u8").view(np.uint8).reshape(-1, 8)
-    computed = mask_array(length_crcs([length_bytes[:, j] for j in range(8)]))
-    return leading_matches(computed, gather_u32(data, begin + 8))
+    """Number of leading frames (starting at ``begin`` in ``data``) whose length CRC verifies.
+
+    The frames lie in ``data``, so their lengths are below ``len(data)``.  Frames of one
+    length share one expected CRC, and their stored CRCs are read in place at a fixed stride.
+    """
+    first = int(lengths[0])
+    if not (lengths != first).any():
+        expected = mask(crc32c(_LENGTH.pack(first)))
+        stored = np.ndarray(
+            (len(begin),), dtype="<u4", buffer=data, offset=int(begin[0]) + 8, strides=(first + 16,)
+        )
+        return leading_matches(np.array([expected], dtype=np.uint32), stored)
+    if len(data) < 1 << 32:
+        computed = length_crcs32(lengths)
+    else:
+        length_bytes = lengths.astype("<u8").view(np.uint8).reshape(-1, 8)
+        computed = length_crcs([length_bytes[:, j] for j in range(8)])
+    return leading_matches(mask_array(computed), gather_u32(data, begin + 8))
 
 
 def gather_u32(data: bytes, at: Int64Array) -> U32Array:
@@ -94,6 +108,7 @@ def gather_u32(data: bytes, at: Int64Array) -> U32Array:
 
 
 def leading_matches(computed: U32Array, stored: U32Array) -> int:
-    """Length of the longest prefix where ``computed`` equals ``stored``."""
+    """Length of the longest prefix where ``computed`` equals ``stored`` (either may be a
+    single value, compared with every element of the other)."""
     mismatch = computed != stored
-    return int(mismatch.argmax()) if mismatch.any() else len(computed)
+    return int(mismatch.argmax()) if mismatch.any() else len(mismatch)

@@ -8,6 +8,8 @@ array operations instead of one Python call per record.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import numpy.typing as npt
 from crc32c import crc32c
@@ -17,9 +19,9 @@ __all__ = [
     "crc32c",
     "header_candidates",
     "length_crcs",
-    "length_crcs32",
     "mask",
     "mask_array",
+    "masked_length_crcs",
     "unmask",
 ]
 
@@ -82,18 +84,35 @@ def length_crcs(columns: list[U8Array]) -> U32Array:
 
 # The lookups of four zero bytes 4-7 of an 8-byte message, folded into one constant.
 _HIGH_ZERO = np.bitwise_xor.reduce(_TABLES[4:, 0])
+_SHORT = 1 << 16
 
 
-def length_crcs32(lengths: npt.NDArray[np.int64]) -> U32Array:
-    """CRC32C of the 8-byte little-endian encodings of ``lengths``, all below ``2**32``.
-
-    Half the lookups of :func:`length_crcs`: the four high bytes are zero.
-    """
+def _length_crcs32(lengths: npt.NDArray[np.int64]) -> U32Array:
+    """:func:`length_crcs` of lengths below ``2**32``: half the lookups (bytes 4-7 are 0)."""
     low = lengths.astype("<u4").view(np.uint8).reshape(-1, 4)
     result: U32Array = _TABLES[0][low[:, 0]] ^ _HIGH_ZERO
     for j in range(1, 4):
         result ^= _TABLES[j][low[:, j]]
     return result
+
+
+@functools.cache
+def _short_masked() -> U32Array:
+    """Masked length CRCs of every length below ``2**16``, built on first use (256 KiB)."""
+    return mask_array(_length_crcs32(np.arange(_SHORT, dtype=np.int64)))
+
+
+def masked_length_crcs(lengths: npt.NDArray[np.int64]) -> U32Array:
+    """The masked CRCs that headers store for ``lengths`` (non-negative): one table lookup
+    each while all are below ``2**16``, four below ``2**32``, eight otherwise."""
+    longest = int(lengths.max())
+    if longest < _SHORT:
+        found: U32Array = _short_masked()[lengths]
+        return found
+    if longest < 1 << 32:
+        return mask_array(_length_crcs32(lengths))
+    length_bytes = lengths.astype("<u8").view(np.uint8).reshape(-1, 8)
+    return mask_array(length_crcs([length_bytes[:, j] for j in range(8)]))
 
 
 def header_candidates(window: U8Array) -> npt.NDArray[np.intp]:

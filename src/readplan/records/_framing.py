@@ -22,7 +22,7 @@ import numpy.typing as npt
 
 from readplan.errors import CorruptRecordError
 from readplan.records._compression import detect_compression
-from readplan.records._crc import MASK_DELTA, crc32c, mask, mask_array
+from readplan.records._crc import MASK_DELTA, crc32c, mask
 from readplan.records._damage import (
     KIND_ABSURD_LENGTH,
     KIND_DATA_CRC,
@@ -39,7 +39,7 @@ from readplan.records._damage import (
 from readplan.records._expected import ExpectedFrames
 from readplan.records._resync import resync
 from readplan.records._stream import AFTER_LARGE, LARGE, ByteStream, PlainStream
-from readplan.records._walk import gather_u32, good_headers, leading_matches, walk_frames
+from readplan.records._walk import complete_frames, good_frames
 from readplan.storage import positioned, size_of
 
 __all__ = ["FrameParser"]
@@ -117,28 +117,25 @@ class FrameParser:
     def _fast_records(self, left: int) -> list[bytes]:
         stream = self._stream
         data = stream.data
-        if len(data) - stream.off < _MIN_BATCH * 16:
+        found = complete_frames(data, stream.off, left, _MIN_BATCH)
+        if found is None:
             return []
-        begin, after = walk_frames(data, stream.off)
-        if 0 <= left < len(begin):
-            after = int(begin[left])
-            begin = begin[:left]
-        count = len(begin)
-        if count < _MIN_BATCH:
-            return []
-        lengths = np.diff(begin, append=after) - 16
-        good = min(good_headers(data, begin, lengths), self._within_limit(lengths))
+        begin, lengths, after = found
         data_begin = begin + 12
-        data_end = data_begin + lengths
-        batch = [data[b:e] for b, e in zip(data_begin.tolist(), data_end.tolist(), strict=True)]
+        batch = [
+            data[b:e]
+            for b, e in zip(data_begin.tolist(), (data_begin + lengths).tolist(), strict=True)
+        ]
+        computed = None
         if self._verify:
-            good = min(good, self._good_data(data, data_end, batch))
-        if good < count:
+            computed = np.fromiter(map(crc32c, batch), dtype=np.uint32, count=len(batch))
+        good = min(good_frames(data, begin, lengths, computed), self._within_limit(lengths))
+        if good < len(batch):
             del batch[good:]
             after = int(begin[good])
         if self._expected is not None and good:
             self._expected.check(begin[:good] + stream.base, after + stream.base)
-        stream.suit((after - int(begin[0])) / count)
+        stream.suit((after - int(begin[0])) / len(begin))
         stream.off = after
         self.index += good
         return batch
@@ -188,12 +185,9 @@ class FrameParser:
 
     def _within_limit(self, lengths: npt.NDArray[np.int64]) -> int:
         """Number of leading frames no longer than ``max_record_bytes``."""
-        over = np.flatnonzero(lengths > self._max)
-        return int(over[0]) if over.size else int(lengths.size)
-
-    def _good_data(self, data: bytes, data_end: npt.NDArray[np.int64], batch: list[bytes]) -> int:
-        computed = mask_array(np.fromiter(map(crc32c, batch), dtype=np.uint32, count=len(batch)))
-        return leading_matches(computed, gather_u32(data, data_end))
+        if int(lengths.max()) <= self._max:
+            return len(lengths)
+        return int(np.flatnonzero(lengths > self._max)[0])
 
     def _careful_record(self) -> bytes | _Skipped | None:
         stream = self._stream
@@ -233,17 +227,11 @@ class FrameParser:
 
     def _fast_frames(self, left: int) -> npt.NDArray[np.int64] | None:
         stream = self._stream
-        data = stream.data
-        if len(data) - stream.off < _MIN_BATCH * 16:
+        found = complete_frames(stream.data, stream.off, left, _MIN_BATCH)
+        if found is None:
             return None
-        begin, after = walk_frames(data, stream.off)
-        if 0 <= left < len(begin):
-            after = int(begin[left])
-            begin = begin[:left]
-        if len(begin) < _MIN_BATCH:
-            return None
-        lengths = np.diff(begin, append=after) - 16
-        good = min(good_headers(data, begin, lengths), self._within_limit(lengths))
+        begin, lengths, after = found
+        good = min(good_frames(stream.data, begin, lengths), self._within_limit(lengths))
         if good == 0:
             # The first frame is damaged or too long: the careful path must report it (an
             # empty batch here would be yielded again and again).

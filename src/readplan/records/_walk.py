@@ -2,7 +2,7 @@
 
 Shared by the sequential reader, the header walk and the index checks
 (normative: specs/tfrecord.md, sections 4 and 7).  Lengths are trusted here; callers
-verify the header CRCs of a whole batch afterwards with :func:`good_headers`.
+verify the CRCs of a whole batch afterwards with :func:`good_frames`.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import struct
 import numpy as np
 import numpy.typing as npt
 
-from readplan.records._crc import crc32c, length_crcs, length_crcs32, mask, mask_array
+from readplan.records._crc import crc32c, mask, mask_array, masked_length_crcs
 
-__all__ = ["gather_u32", "good_headers", "leading_matches", "walk_frames"]
+__all__ = ["complete_frames", "gather_u32", "good_frames", "walk_frames"]
 
 Int64Array = npt.NDArray[np.int64]
 U32Array = npt.NDArray[np.uint32]
@@ -25,8 +25,8 @@ _MIN_RUN = 16
 _ARANGE4 = np.arange(4, dtype=np.int64)
 
 
-def walk_frames(data: bytes, off: int) -> tuple[Int64Array, int]:
-    """Starts of the frames that lie complete in ``data[off:]``, and the offset after them.
+def walk_frames(data: bytes, off: int) -> Int64Array:
+    """Starts of the frames that lie complete in ``data[off:]``, then the offset after them.
 
     Where consecutive frames have the same length, a run of them is confirmed with one
     strided numpy comparison instead of one loop step per frame; the result is the same
@@ -39,10 +39,24 @@ def walk_frames(data: bytes, off: int) -> tuple[Int64Array, int]:
             break
         pieces.append(np.arange(off, off + run * stride, stride, dtype=np.int64))
         off += run * stride
-    bounds = _walk_bounds(data, off)
-    after = bounds.pop()
-    pieces.append(np.array(bounds, dtype=np.int64))
-    return (np.concatenate(pieces) if len(pieces) > 1 else pieces[0]), after
+    pieces.append(np.array(_walk_bounds(data, off), dtype=np.int64))
+    return np.concatenate(pieces) if len(pieces) > 1 else pieces[0]
+
+
+def complete_frames(
+    data: bytes, off: int, left: int, minimum: int
+) -> tuple[Int64Array, Int64Array, int] | None:
+    """``(starts, lengths, end)`` of the frames that lie complete in ``data[off:]``, ``left``
+    at most (``-1``: no limit), unchecked; ``None`` when there are fewer than ``minimum``."""
+    if len(data) - off < minimum * 16:
+        return None
+    bounds = walk_frames(data, off)
+    if 0 <= left < len(bounds) - 1:
+        bounds = bounds[: left + 1]
+    if len(bounds) <= minimum:
+        return None
+    begin = bounds[:-1]
+    return begin, bounds[1:] - begin - 16, int(bounds[-1])
 
 
 def _walk_bounds(data: bytes, off: int) -> list[int]:
@@ -79,25 +93,38 @@ def _uniform_run(data: bytes, off: int) -> tuple[int, int]:
     return (int(differs.argmax()) if differs.any() else fitting), stride
 
 
-def good_headers(data: bytes, begin: Int64Array, lengths: Int64Array) -> int:
-    """Number of leading frames (starting at ``begin`` in ``data``) whose length CRC verifies.
+def good_frames(
+    data: bytes, begin: Int64Array, lengths: Int64Array, data_crcs: U32Array | None = None
+) -> int:
+    """Number of leading frames (starting at ``begin`` in ``data``) whose length CRC verifies
+    and, given ``data_crcs`` (the CRC32C of each frame's data), whose data CRC too.
 
-    The frames lie in ``data``, so their lengths are below ``len(data)``.  Frames of one
-    length share one expected CRC, and their stored CRCs are read in place at a fixed stride.
+    Frames of one length share one expected length CRC, and their stored CRCs are read in
+    place at a fixed stride; otherwise both stored CRCs of every frame are gathered at once.
     """
+    count = len(begin)
     first = int(lengths[0])
     if not (lengths != first).any():
-        expected = mask(crc32c(_LENGTH.pack(first)))
-        stored = np.ndarray(
-            (len(begin),), dtype="<u4", buffer=data, offset=int(begin[0]) + 8, strides=(first + 16,)
-        )
-        return leading_matches(np.array([expected], dtype=np.uint32), stored)
-    if len(data) < 1 << 32:
-        computed = length_crcs32(lengths)
+        stride = first + 16
+
+        def stored(at: int) -> U32Array:
+            offset = int(begin[0]) + at
+            view: U32Array = np.ndarray(
+                (count,), dtype="<u4", buffer=data, offset=offset, strides=(stride,)
+            )
+            return view
+
+        bad = stored(8) != np.uint32(mask(crc32c(_LENGTH.pack(first))))
+        if data_crcs is not None:
+            bad |= stored(12 + first) != mask_array(data_crcs)
     else:
-        length_bytes = lengths.astype("<u8").view(np.uint8).reshape(-1, 8)
-        computed = length_crcs([length_bytes[:, j] for j in range(8)])
-    return leading_matches(mask_array(computed), gather_u32(data, begin + 8))
+        expected = masked_length_crcs(lengths)
+        at = begin + 8
+        if data_crcs is not None:
+            expected = np.concatenate((expected, mask_array(data_crcs)))
+            at = np.concatenate((at, at + 4 + lengths))
+        bad = (gather_u32(data, at) != expected).reshape(-1, count).any(axis=0)
+    return int(bad.argmax()) if bad.any() else count
 
 
 def gather_u32(data: bytes, at: Int64Array) -> U32Array:
@@ -105,10 +132,3 @@ def gather_u32(data: bytes, at: Int64Array) -> U32Array:
     raw = np.frombuffer(data, dtype=np.uint8)[at[:, None] + _ARANGE4]
     values: U32Array = raw.view("<u4").ravel()
     return values
-
-
-def leading_matches(computed: U32Array, stored: U32Array) -> int:
-    """Length of the longest prefix where ``computed`` equals ``stored`` (either may be a
-    single value, compared with every element of the other)."""
-    mismatch = computed != stored
-    return int(mismatch.argmax()) if mismatch.any() else len(mismatch)

@@ -13,6 +13,12 @@ its data source requires), and measures in the same run:
   data source, against the same loader with Grain's ``IndexSampler`` over ArrayRecord's
   data source, and against the ``Reader`` iterating the plan (100 B records).
 
+Then ``__getitems__`` of 256 random keys with decoding (``decode=True``, a schema,
+``"tfds"``) over 16 shards x 2,000 TFDS-like ``tf.train.Example`` records
+(``benchmarks/_examples.py``), decoded through ``decode_batch``'s columns, against the raw
+``__getitems__`` decoded one record at a time (what a decoding source did before), as CPU
+time; ``--decoding`` runs only that part.
+
 Prints medians.  Needs the ``grain`` extra (Grain installs ``array-record``).
 """
 
@@ -22,16 +28,18 @@ import argparse
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import grain
 import numpy as np
+from _examples import SCHEMA, cpu_ratio, write_examples
 from _timing import median_ms
 from array_record.python.array_record_data_source import ArrayRecordDataSource
 from array_record.python.array_record_module import ArrayRecordWriter
 
-from readplan import ReadConfig, ReadPlan, tfrecord
+from readplan import ReadConfig, ReadPlan, example, tfrecord
 from readplan._internal.progress import Progress
 from readplan.grain import OrderSampler
 from readplan.metadata.dataset_info import DatasetInfo
@@ -168,12 +176,44 @@ def compare_streaming(info: DatasetInfo, twins: list[str], repeats: int) -> None
     print(f"  Reader (items): {STREAMED / reader:6.1f} k records/s")
 
 
+def compare_decoding(directory: Path, repeats: int) -> None:
+    """Batched reads with decoding, through columns, against one record at a time."""
+    info = write_examples(directory, shards=16, per_shard=2_000)
+    features = info.features
+    assert features is not None
+    raw = data_source(info, "train")
+    rng = np.random.default_rng(2)
+    batches = [rng.integers(0, len(raw), size=BATCH).tolist() for _ in range(40)]
+    modes: dict[str, tuple[Any, Callable[[bytes], Any]]] = {
+        "decode=True": (True, example.decode),
+        "decode=schema": (SCHEMA, partial(example.parse, schema=SCHEMA)),
+        "decode='tfds'": ("tfds", features.decoder()),
+    }
+    count = len(batches) * BATCH
+    print(f"__getitems__({BATCH} keys) with decoding, TFDS-like records, CPU time")
+    for name, (mode, one) in modes.items():
+        source = data_source(info, "train", decode=mode)
+        mine, old, ratio = cpu_ratio(
+            lambda source=source: [source.__getitems__(keys) for keys in batches],
+            lambda one=one: [list(map(one, raw.__getitems__(keys))) for keys in batches],
+            repeats,
+        )
+        print(
+            f"  {name:<14} {mine / count * 1e6:6.2f} us/record; one record at a time "
+            f"{old / count * 1e6:6.2f} us/record; ratio {ratio:.2f}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", type=Path, default=None)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--decoding", action="store_true", help="only batched decoding reads")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=args.dir) as folder:
+        compare_decoding(Path(folder) / "examples", args.repeats)
+        if args.decoding:
+            return
         for name, (size, per_shard) in LAYOUTS.items():
             directory = Path(folder) / name.replace(" ", "")
             directory.mkdir()

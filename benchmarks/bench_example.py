@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _examples import tfds_like
 
 from readplan import tfrecord
 from readplan.example import FixedLen, VarLen, decode, decode_batch, encode, parse
@@ -80,29 +81,11 @@ def _cases() -> dict[str, list[bytes]]:
     }
 
 
-def _tfds_like(count: int) -> list[bytes]:
-    """Records of about 231 bytes: a small image, a label, an id, a box and two objects."""
-    rng = np.random.default_rng(1)
-    return [
-        encode(
-            {
-                "image": bytes(rng.integers(0, 256, rng.integers(80, 89), dtype=np.uint8)),
-                "label": np.int64(rng.integers(0, 1000)),
-                "id": f"train_{k:06d}",
-                "bbox": rng.random(4, dtype=np.float32),
-                "objects/label": rng.integers(0, 80, 2),
-                "objects/area": rng.random(2, dtype=np.float32),
-            }
-        )
-        for k in range(count)
-    ]
-
-
 def _batch_cases() -> dict[str, list[bytes]]:
     cases = _cases()
     return {
         "detection (TF-written)": (cases["detection (TF-written)"] * BATCH)[:BATCH],
-        "TFDS-like": _tfds_like(BATCH),
+        "TFDS-like": tfds_like(BATCH),
         "20 scalars": cases["20 scalars"] * (BATCH // 40 + 1),
     }
 
@@ -258,8 +241,15 @@ def _features_figures() -> None:
     skip = features.decoder(decoders={name: SkipDecoding() for name in images})
     anchor = _median_us(decode, records)
     skipped = _median_us(skip, records)
+    skip_batch = features.batch_decoder(decoders={name: SkipDecoding() for name in images})
+    batched = _median_us(skip_batch, [records]) / len(records)
     print(f"TFDS features fixture, {len(records)} records: example.decode {anchor:.1f} us (anchor)")
     print(f"  features.decode, images skipped: {skipped:.1f} us ({skipped / anchor:.1f}x)")
+    print(
+        f"  batch_decoder, images skipped, the {len(records)} records as one batch: "
+        f"{batched:.1f} us per record ({batched / anchor:.2f}x; {batched / skipped:.2f}x "
+        "features.decode)"
+    )
     try:
         import PIL.Image
         import simplejpeg
@@ -267,7 +257,12 @@ def _features_figures() -> None:
         print("  (install readplan[images] for the image figures)")
         return
     full = _median_us(features.decoder(), records)
+    full_batch = _median_us(features.batch_decoder(), [records]) / len(records)
     print(f"  features.decode, images decoded: {full:.1f} us ({full / anchor:.1f}x)")
+    print(
+        f"  batch_decoder, images decoded: {full_batch:.1f} us per record "
+        f"({full_batch / full:.2f}x features.decode)"
+    )
     jpegs = [skip(raw)["image_jpeg"] for raw in records]
 
     def tf_like(data: bytes) -> object:

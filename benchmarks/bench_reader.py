@@ -13,7 +13,12 @@ of a plan with cycle length 16, block length 16 and shuffled files (seed 32):
   (target: late/early <= 2, and <= 10 ms with index sidecars);
 
 first without index sidecars, then with them, and finally the restore time without
-sidecars relative to with them (target: <= 2).  Prints medians.
+sidecars relative to with them (target: <= 2).  Then decoding readers over 16 shards x 2,000
+TFDS-like ``tf.train.Example`` records (``benchmarks/_examples.py``): ``batches()`` and items
+with ``decode=True``, a schema and ``"tfds"``, whose batches are decoded through
+``decode_batch``'s columns, against the undecoding reader's batches decoded one record at a
+time (what a decoding reader did before), as CPU time.  ``--decoding`` runs only that part.
+Prints medians.
 """
 
 from __future__ import annotations
@@ -25,8 +30,11 @@ import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import Any
 
-from readplan import ReadConfig, Reader, ReadPlan, tfrecord
+from _examples import SCHEMA, cpu_ratio, write_examples
+
+from readplan import ReadConfig, Reader, ReadPlan, example, tfrecord
 from readplan._internal.progress import Progress
 from readplan.index import build_index
 from readplan.metadata.dataset_info import DatasetInfo
@@ -136,14 +144,49 @@ def report(plan: ReadPlan, label: str, repeats: int) -> float:
     return early_s
 
 
+def decoding_report(directory: Path, repeats: int) -> None:
+    """Decoding readers, batched through columns, against decoding one record at a time."""
+    info = write_examples(directory / "examples", shards=16, per_shard=2_000)
+    plan = ReadPlan(info, "train", CONFIG)
+    features = info.features
+    assert features is not None
+    modes: dict[str, tuple[Any, Callable[[bytes], Any]]] = {
+        "decode=True": (True, example.decode),
+        "decode=schema": (SCHEMA, partial(example.parse, schema=SCHEMA)),
+        "decode='tfds'": ("tfds", features.decoder()),
+    }
+    total = plan.num_examples
+    print(f"\n[decoding] {total:,} TFDS-like records, CPU time, medians of {repeats} rounds")
+    for name, (mode, one) in modes.items():
+        for label, run in (
+            ("batches()", lambda mode=mode: sum(map(len, Reader(plan, decode=mode).batches()))),
+            ("items", lambda mode=mode: sum(1 for _ in Reader(plan, decode=mode))),
+        ):
+            mine, old, ratio = cpu_ratio(
+                run,
+                lambda one=one: sum(
+                    len(list(map(one, batch.records))) for batch in Reader(plan).batches()
+                ),
+                repeats,
+            )
+            print(
+                f"  {name:<14} {label:<10} {mine / total * 1e6:6.2f} us/record; one record at "
+                f"a time {old / total * 1e6:6.2f} us/record; ratio {ratio:.2f}"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dir", help="write the shards here (default: a temporary directory)")
     parser.add_argument("--repeats", type=int, default=5, help="timed runs per figure")
+    parser.add_argument("--decoding", action="store_true", help="only the decoding readers")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="readplan-bench-") as scratch:
         directory = Path(args.dir or scratch)
         directory.mkdir(parents=True, exist_ok=True)
+        if args.decoding:
+            decoding_report(directory, args.repeats)
+            return
         plan = write_layout(directory)
         print(f"plan: {plan}")
         walked = report(plan, "without index sidecars", args.repeats)
@@ -153,6 +196,7 @@ def main() -> None:
                 bar.advance()
         indexed = report(plan, "with index sidecars", args.repeats)
         print(f"\nrestore without sidecars / with sidecars: {walked / indexed:.2f}")
+        decoding_report(directory, args.repeats)
 
 
 if __name__ == "__main__":

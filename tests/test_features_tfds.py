@@ -117,21 +117,26 @@ def _decoders(case: dict[str, Any]) -> dict[str, Any] | None:
     return {name: SkipDecoding() for name in names}
 
 
+@pytest.mark.parametrize("batched", [False, True], ids=["one at a time", "as one batch"])
 @pytest.mark.parametrize(("name", "index"), CASES, ids=[f"{n}-{i}" for n, i in CASES])
-def test_every_leaf_matches_tfds(name: str, index: int) -> None:
+def test_every_leaf_matches_tfds(name: str, index: int, batched: bool) -> None:
     case = _oracle(name)["cases"][index]
     if _needs_image_extra(name, case):
         pytest.importorskip("PIL")
         pytest.importorskip("simplejpeg")
     features = load_features(_dataset_dir(name))
     assert features is not None
-    decode = features.decoder(decoders=_decoders(case))
     assert len(case["examples"]) == case["num_examples"]
-    for k, (expected, (split, shard, offset)) in enumerate(
-        zip(case["examples"], case["positions"])
-    ):
+    records = [
+        _shard_records(name, split, shard)[offset] for split, shard, offset in case["positions"]
+    ]
+    if batched:
+        decoded = features.batch_decoder(decoders=_decoders(case))(records)
+    else:
+        decoded = list(map(features.decoder(decoders=_decoders(case)), records))
+    for k, (expected, (split, _, _)) in enumerate(zip(case["examples"], case["positions"])):
         assert split == case["split"]
-        got = _flatten(decode(_shard_records(name, split, shard)[offset]))
+        got = _flatten(decoded[k])
         assert sorted(got) == sorted(expected), f"example {k}: leaf paths differ"
         for path, leaf in expected.items():
             value = got[path]

@@ -37,7 +37,15 @@ from readplan.metadata._feature_types import (
 from readplan.metadata._images import decode_image
 from readplan.records import example
 
-__all__ = ["Decoded", "SkipDecoding", "Unknown", "compile_decoder"]
+__all__ = [
+    "Decoded",
+    "SkipDecoding",
+    "Unknown",
+    "compile_decoder",
+    "compile_steps",
+    "is_plain",
+    "parser",
+]
 
 Decoded: TypeAlias = dict[str, Any]
 """One decoded example: nested dicts of numpy scalars and arrays, and bytes."""
@@ -77,14 +85,7 @@ def compile_decoder(
     features: Mapping[str, Feature], decoders: Mapping[str, Any] | None, unknown: Unknown
 ) -> Callable[[bytes], Decoded]:
     """The function decoding one serialized record of ``features``."""
-    if unknown not in ("error", "raw"):
-        raise ConfigError(
-            f"unknown must be 'error' or 'raw', got {unknown!r}", field="unknown", value=unknown
-        )
-    skipped = _skipped_paths(features, decoders or {}, ())
-    leaves: list[_Leaf] = []
-    _collect(features, (), (), skipped, unknown, leaves)
-    steps = [(leaf.path, _step(leaf)) for leaf in leaves]
+    steps = [(leaf.path, step) for leaf, step in compile_steps(features, decoders, unknown)]
 
     def decode(record: bytes) -> Decoded:
         stored = example.decode(record)
@@ -97,6 +98,29 @@ def compile_decoder(
         return out
 
     return decode
+
+
+def compile_steps(
+    features: Mapping[str, Feature], decoders: Mapping[str, Any] | None, unknown: Unknown
+) -> list[tuple[_Leaf, Callable[[Mapping[str, Any]], Any]]]:
+    """Every leaf of ``features`` in the order its decoded example lists it, with its step."""
+    if unknown not in ("error", "raw"):
+        raise ConfigError(
+            f"unknown must be 'error' or 'raw', got {unknown!r}", field="unknown", value=unknown
+        )
+    skipped = _skipped_paths(features, decoders or {}, ())
+    leaves: list[_Leaf] = []
+    _collect(features, (), (), skipped, unknown, leaves)
+    return [(leaf, _step(leaf)) for leaf in leaves]
+
+
+def is_plain(leaf: _Leaf) -> bool:
+    """Whether the leaf's step is only its parse (no image, raw-buffer or unknown decoding)."""
+    if isinstance(leaf.feature, UnknownFeature):
+        return False
+    if isinstance(leaf.feature, Tensor) and leaf.feature.encoding != "none":
+        return False
+    return not (isinstance(leaf.feature, Image) and not leaf.skip)
 
 
 # --- decoders -------------------------------------------------------------------------------
@@ -222,14 +246,14 @@ def _step(leaf: _Leaf) -> _Step:
             k: v for k, v in stored.items() if k == leaf.key or k.startswith(prefix)
         }
     if isinstance(leaf.feature, Tensor) and leaf.feature.encoding != "none":
-        return encoded_step(leaf, _parser, _elementwise)
-    parse = _parser(leaf)
+        return encoded_step(leaf, parser, _elementwise)
+    parse = parser(leaf)
     if isinstance(leaf.feature, Image) and not leaf.skip:
         return _image_step(leaf, parse)
     return lambda stored: _as_numpy(parse(stored))
 
 
-def _parser(leaf: _Leaf) -> Callable[[_Stored], npt.NDArray[Any]]:
+def parser(leaf: _Leaf) -> Callable[[_Stored], npt.NDArray[Any]]:
     """TensorFlow's parse of one entry: checked, shaped like ``leaf.shape`` and cast."""
     unknown_dims = leaf.shape.count(None)
     kind = stored_kind(leaf.dtype)

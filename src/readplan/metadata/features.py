@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Sequence as Records
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from readplan import storage
 from readplan.errors import ConfigError, FeatureError
+from readplan.metadata._feature_batch import compile_batch_decoder
 from readplan.metadata._feature_decode import Decoded, SkipDecoding, Unknown, compile_decoder
 from readplan.metadata._feature_json import FEATURES_FILE, read_features
 from readplan.metadata._feature_types import (
@@ -135,6 +137,14 @@ class FeaturesDict(Feature, Mapping[str, Feature]):
         """The function ``decode`` applies, built once (reuse it for many records)."""
         return _decoder(self, _freeze(decoders), unknown)
 
+    def batch_decoder(
+        self, *, decoders: Mapping[str, Any] | None = None, unknown: Unknown = "error"
+    ) -> Callable[[Records[bytes]], list[Decoded]]:
+        """A function decoding a batch of records: per record exactly what :meth:`decoder`'s
+        function gives (or the first failing record's error), read through
+        :func:`readplan.example.decode_batch`'s columns (``specs/features.md`` §3.10)."""
+        return _batch_decoder(self, _freeze(decoders), unknown)
+
 
 def _freeze(decoders: Mapping[str, Any] | None) -> Any:
     if decoders is None:
@@ -162,6 +172,13 @@ def _thaw(frozen: Any) -> Any:
 @functools.lru_cache(maxsize=64)
 def _decoder(features: FeaturesDict, decoders: Any, unknown: Unknown) -> Callable[[bytes], Decoded]:
     return compile_decoder(features, _thaw(decoders), unknown)
+
+
+@functools.lru_cache(maxsize=64)
+def _batch_decoder(
+    features: FeaturesDict, decoders: Any, unknown: Unknown
+) -> Callable[[Records[bytes]], list[Decoded]]:
+    return compile_batch_decoder(features, _thaw(decoders), unknown)
 
 
 def load_features(

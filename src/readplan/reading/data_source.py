@@ -40,7 +40,7 @@ from readplan.metadata.dataset_info import DatasetInfo
 from readplan.planning.instructions import FileInstruction, LazySplit, file_instructions
 from readplan.planning.splits import SplitArg
 from readplan.reading import containers
-from readplan.reading.decoding import example_decoder
+from readplan.reading.decoding import RecordDecoder, example_decoder
 from readplan.reading.items import Record
 from readplan.records import index as _index
 
@@ -246,9 +246,12 @@ class RecordSource(Closing):
         for slots, read in zip(by_file.values(), payloads):
             for slot, payload in zip(slots, read):
                 found[slot] = payload
-        if self._decoder is not None:
-            return [self._decoder(raw) for raw in found]
-        return found
+        if self._decoder is None:
+            return found
+        decoded, error = self._decoder.decode_all(found)
+        if error is not None:
+            raise error
+        return decoded
 
     def _read_groups(self, groups: list[tuple[int, list[int]]]) -> list[list[bytes]]:
         return [self._read_group(group) for group in groups]
@@ -458,7 +461,7 @@ def _record_decoder(
     decode: Decode,
     decoders: Mapping[str, Any] | None,
     storage_options: Mapping[str, Any] | None,
-) -> Callable[[bytes], Any] | None:
+) -> RecordDecoder | None:
     if decode != "tfds":
         if decoders is not None:
             raise ConfigError(
@@ -476,12 +479,9 @@ def _record_decoder(
             field="decode",
             value=decode,
         )
-    decode_features = features.decoder(decoders=decoders)
-
-    def decode_record(raw: bytes) -> Any:
-        return _python_scalars(decode_features(raw))
-
-    return decode_record
+    return RecordDecoder(
+        features.decoder(decoders=decoders), features.batch_decoder(decoders=decoders)
+    ).map(_python_scalars)
 
 
 def _python_scalars(value: Any) -> Any:

@@ -1,19 +1,56 @@
 """What a reader delivers per record: bytes, ``tf.train.Example`` features, or TFDS examples.
 
-``specs/reader.md`` (the ``record`` field) and ``specs/features.md`` are normative.
+``specs/reader.md`` (the ``record`` field) and ``specs/features.md`` are normative. A
+:class:`RecordDecoder` decodes one record, or a batch at once through
+:func:`readplan.example.decode_batch`'s columns with exactly the one-record results.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
-from readplan.errors import ConfigError
+from readplan.errors import ConfigError, ExampleError, FeatureError
 from readplan.metadata.features import load_features
 from readplan.plan import ReadPlan
 from readplan.records import example
 
-__all__ = ["example_decoder", "record_decoder"]
+__all__ = ["RecordDecoder", "example_decoder", "record_decoder"]
+
+
+@dataclass(frozen=True)
+class RecordDecoder:
+    """``one`` decodes a record; ``many`` a batch, giving per record exactly ``one``'s result
+    (or raising, when some record does not decode)."""
+
+    one: Callable[[bytes], Any]
+    many: Callable[[Sequence[bytes]], list[Any]]
+
+    def __call__(self, raw: bytes) -> Any:
+        return self.one(raw)
+
+    def decode_all(self, records: Sequence[bytes]) -> tuple[list[Any], Exception | None]:
+        """The records decoded, up to the first one that does not decode, and its error."""
+        try:
+            return self.many(records), None
+        except (ExampleError, FeatureError):
+            pass  # one record at a time finds the first failing record and its error
+        decoded: list[Any] = []
+        try:
+            decoded.extend(map(self.one, records))
+        except (ExampleError, FeatureError) as err:
+            return decoded, err
+        return decoded, None
+
+    def map(self, transform: Callable[[Any], Any]) -> RecordDecoder:
+        """This decoder with ``transform`` applied to each decoded record."""
+        one, many = self.one, self.many
+        return RecordDecoder(
+            lambda raw: transform(one(raw)),
+            lambda records: list(map(transform, many(records))),
+        )
 
 
 def record_decoder(
@@ -21,8 +58,8 @@ def record_decoder(
     decoders: Mapping[str, Any] | None,
     plan: ReadPlan,
     data_dir: str | None,
-) -> Callable[[bytes], Any] | None:
-    """The function a reader applies to each record, or None to deliver bytes."""
+) -> RecordDecoder | None:
+    """The decoder a reader applies to its records, or None to deliver bytes."""
     if decode == "tfds":
         return _tfds_decoder(plan, data_dir, decoders)
     if decoders is not None:
@@ -37,15 +74,17 @@ def record_decoder(
 
 def example_decoder(
     decode: bool | Literal["tfds"] | Mapping[str, Any] | None,
-) -> Callable[[bytes], Any] | None:
+) -> RecordDecoder | None:
     """Bytes (None), ``tf.train.Example`` features (True) or a schema's parse (a mapping)."""
     if decode is None or decode is False:
         return None
     if decode is True:
-        return example.decode
+        return RecordDecoder(example.decode, example.decode_many)
     if isinstance(decode, Mapping):
         schema = dict(decode)
-        return lambda raw: example.parse(raw, schema)
+        return RecordDecoder(
+            partial(example.parse, schema=schema), partial(example.parse_many, schema=schema)
+        )
     raise ConfigError(
         f"decode must be 'tfds' (as tfds.as_numpy yields), None/False (bytes), True (decoded "
         "tf.train.Example features) or a schema mapping of readplan.example.FixedLen/VarLen, "
@@ -57,7 +96,7 @@ def example_decoder(
 
 def _tfds_decoder(
     plan: ReadPlan, data_dir: str | None, decoders: Mapping[str, Any] | None
-) -> Callable[[bytes], Any]:
+) -> RecordDecoder:
     features = plan.info.features
     if features is None and data_dir is not None:
         features = load_features(data_dir)
@@ -70,4 +109,6 @@ def _tfds_decoder(
             field="decode",
             value="tfds",
         )
-    return features.decoder(decoders=decoders)
+    return RecordDecoder(
+        features.decoder(decoders=decoders), features.batch_decoder(decoders=decoders)
+    )

@@ -481,15 +481,10 @@ class Reader(Closing):
     def _decoded(
         self, records: list[Any], failure: Exception | None
     ) -> tuple[list[Any], Exception | None]:
-        decode = self._decode
-        if decode is None:
+        if self._decode is None:
             return records, failure
-        decoded: list[Any] = []
-        try:
-            decoded.extend(map(decode, records))
-        except (ExampleError, FeatureError) as err:
-            return decoded, err
-        return decoded, failure
+        decoded, error = self._decode.decode_all(records)
+        return decoded, failure if error is None else error
 
     def _located(self, failure: Exception, epoch: int, runs: Runs, at: int) -> Exception:
         """The failure, with the plan position of the record that could not be delivered."""

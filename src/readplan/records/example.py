@@ -26,6 +26,14 @@ from google.protobuf.message import DecodeError
 from readplan.errors import ConfigError, ExampleError
 from readplan.records._columns import Column, decode_columns
 from readplan.records._example_pb import Example, Features
+from readplan.records._rows import (
+    NotRegularError,
+    decoded_rows,
+    fixed_rows,
+    records_as_dicts,
+    shaped,
+    variable_rows,
+)
 
 __all__ = [
     "BYTES",
@@ -40,8 +48,10 @@ __all__ = [
     "VarLen",
     "decode",
     "decode_batch",
+    "decode_many",
     "encode",
     "parse",
+    "parse_many",
 ]
 
 INT64 = "int64"
@@ -102,6 +112,22 @@ def decode_batch(records: Sequence[bytes]) -> dict[str, Column]:
     ``.index`` naming it). See ``specs/example.md`` §5.
     """
     return decode_columns(records, decode)
+
+
+def decode_many(records: Sequence[bytes]) -> list[dict[str, FeatureValue]]:
+    """``[decode(raw) for raw in records]``, read through :func:`decode_batch`'s columns.
+
+    Equal values, dtypes and shapes (numeric values are views of the batch's arrays). When
+    the columns cannot be formed (a record :func:`decode` refuses, a name with lists of
+    different kinds) the records are decoded one at a time, so the result or the first
+    record's error is exactly :func:`decode`'s. See ``specs/example.md`` §6.
+    """
+    if not records:
+        return []
+    try:
+        return decoded_rows(decode_batch(records), len(records))
+    except ExampleError:
+        return [decode(raw) for raw in records]
 
 
 def _parse_message(raw: bytes) -> Any:
@@ -444,14 +470,7 @@ def parse(raw: bytes, schema: Mapping[str, FixedLen | VarLen]) -> dict[str, Pars
     ``()``). A missing, mistyped or mis-sized feature raises
     :class:`~readplan.errors.ExampleError` with ``.key`` set. See ``specs/example.md`` §4.
     """
-    for key, spec in schema.items():
-        if not isinstance(key, str) or not isinstance(spec, (FixedLen, VarLen)):
-            raise ConfigError(
-                f"schema entry {key!r}: {_preview(spec)}; each entry must map a str feature "
-                "name to a FixedLen or a VarLen",
-                field=str(key),
-                value=spec,
-            )
+    _check_schema(schema)
     message = _parse_message(raw)  # held while its sub-messages are read
     features = message.features.feature
     parsed: dict[str, ParsedValue] = {}
@@ -464,6 +483,43 @@ def parse(raw: bytes, schema: Mapping[str, FixedLen | VarLen]) -> dict[str, Pars
     return parsed
 
 
+def parse_many(
+    records: Sequence[bytes], schema: Mapping[str, FixedLen | VarLen]
+) -> list[dict[str, ParsedValue]]:
+    """``[parse(raw, schema) for raw in records]``, read through :func:`decode_batch`'s columns.
+
+    Equal values, types, dtypes and shapes. When some record does not decode or does not fit
+    the schema, the records are parsed one at a time, so the result or the first record's
+    error is exactly :func:`parse`'s. See ``specs/example.md`` §6.
+    """
+    n = len(records)
+    if not n:
+        return []
+    _check_schema(schema)
+    try:
+        columns = decode_batch(records)
+        values = [
+            fixed_rows(columns.get(key), n, str(spec.dtype), spec.shape, spec.default)
+            if isinstance(spec, FixedLen)
+            else variable_rows(columns.get(key), n, str(spec.dtype), spec.shape[1:])
+            for key, spec in schema.items()
+        ]
+    except (ExampleError, NotRegularError):
+        return [parse(raw, schema) for raw in records]
+    return records_as_dicts(list(schema), values, n)
+
+
+def _check_schema(schema: Mapping[str, FixedLen | VarLen]) -> None:
+    for key, spec in schema.items():
+        if not isinstance(key, str) or not isinstance(spec, (FixedLen, VarLen)):
+            raise ConfigError(
+                f"schema entry {key!r}: {_preview(spec)}; each entry must map a str feature "
+                "name to a FixedLen or a VarLen",
+                field=str(key),
+                value=spec,
+            )
+
+
 def _parse_fixed(key: str, spec: FixedLen, found: _Found | None) -> ParsedValue:
     dtype = str(spec.dtype)
     if found is None:
@@ -473,7 +529,7 @@ def _parse_fixed(key: str, spec: FixedLen, found: _Found | None) -> ParsedValue:
                 "default; give FixedLen a default=... or read the feature with VarLen",
                 key=key,
             )
-        return _shaped(dtype, list(spec.default), spec.shape)
+        return shaped(dtype, list(spec.default), spec.shape)
     values = _checked_values(key, dtype, found)
     if len(values) != math.prod(spec.shape):
         raise ExampleError(
@@ -481,7 +537,7 @@ def _parse_fixed(key: str, spec: FixedLen, found: _Found | None) -> ParsedValue:
             f"needs {math.prod(spec.shape)}; fix the schema's shape or read it with VarLen",
             key=key,
         )
-    return _shaped(dtype, values, spec.shape)
+    return shaped(dtype, values, spec.shape)
 
 
 def _parse_var(key: str, spec: VarLen, found: _Found | None) -> ParsedValue:
@@ -495,7 +551,7 @@ def _parse_var(key: str, spec: VarLen, found: _Found | None) -> ParsedValue:
             f"of shape {inner} (VarLen shape {spec.shape}); fix the schema's shape",
             key=key,
         )
-    return _shaped(dtype, values, (rows, *inner))
+    return shaped(dtype, values, (rows, *inner))
 
 
 def _checked_values(key: str, dtype: str, found: _Found) -> FeatureValue:
@@ -507,20 +563,3 @@ def _checked_values(key: str, dtype: str, found: _Found) -> FeatureValue:
             key=key,
         )
     return values
-
-
-def _shaped(
-    dtype: str, values: Sequence[Any] | npt.NDArray[Any], shape: tuple[int, ...]
-) -> ParsedValue:
-    if dtype == BYTES:
-        if shape == ():
-            only: bytes = values[0]
-            return only
-        array = np.empty(len(values), dtype=object)
-        array[:] = values
-        return array.reshape(shape)
-    numeric = np.asarray(values, dtype=_NUMPY_DTYPE[dtype])
-    if shape == ():
-        scalar: np.generic = numeric[0]
-        return scalar
-    return numeric.reshape(shape)

@@ -197,6 +197,10 @@ def test_tfds_decoding_reads_the_features_with_the_storage_options(
         local[3]["id"],
         local[3]["id"],
     ]
+    # The Reader reads them with its storage options too.
+    plan = ReadPlan(DatasetInfo.load(url, storage_options=options), "train[:40]")
+    reader = Reader(plan, decode="tfds", storage_options=options)
+    assert [item.record["id"] for item in reader] == [r["id"] for r in local]  # type: ignore[index]
 
 
 # -- requests: exact spans, few requests per batch -------------------------------------------

@@ -16,6 +16,7 @@ from readplan.errors import ConfigError, ExampleError, FeatureError
 from readplan.metadata.features import load_features
 from readplan.plan import ReadPlan
 from readplan.records import example
+from readplan.storage import StorageOptions
 
 __all__ = ["RecordDecoder", "example_decoder", "record_decoder"]
 
@@ -58,10 +59,12 @@ def record_decoder(
     decoders: Mapping[str, Any] | None,
     plan: ReadPlan,
     data_dir: str | None,
+    storage_options: StorageOptions = None,
 ) -> RecordDecoder | None:
-    """The decoder a reader applies to its records, or None to deliver bytes."""
+    """The decoder a reader applies to its records, or None to deliver bytes; the features
+    of a dataset in a store are read with ``storage_options``."""
     if decode == "tfds":
-        return _tfds_decoder(plan, data_dir, decoders)
+        return _tfds_decoder(plan, data_dir, decoders, storage_options)
     if decoders is not None:
         raise ConfigError(
             "decoders apply to decode='tfds' (decoding with the dataset's features.json); "
@@ -95,11 +98,14 @@ def example_decoder(
 
 
 def _tfds_decoder(
-    plan: ReadPlan, data_dir: str | None, decoders: Mapping[str, Any] | None
+    plan: ReadPlan,
+    data_dir: str | None,
+    decoders: Mapping[str, Any] | None,
+    storage_options: StorageOptions,
 ) -> RecordDecoder:
-    features = plan.info.features
+    features = plan.info.resolve_features(storage_options)
     if features is None and data_dir is not None:
-        features = load_features(data_dir)
+        features = load_features(data_dir, storage_options=storage_options)
     if features is None:
         where = data_dir or plan.info.data_dir
         raise ConfigError(

@@ -138,7 +138,7 @@ class Reader(Closing):
         self.world_size = world_size
         self.on_corruption = on_corruption
         self.report = report
-        self._decode = record_decoder(decode, decoders, plan, self.data_dir)
+        self._decode = record_decoder(decode, decoders, plan, self.data_dir, storage_options)
         self._container = container_for(plan.info.file_format)
         # From the instruction columns: no step per file, whatever the number of files.
         table = plan.instructions

@@ -553,3 +553,23 @@ def test_tbl_file_reads_samples_and_metadata_from_a_store(tmp_path: Path) -> Non
     with pytest.raises(ConfigError, match="local file"):
         remote.raw_view()
     remote.close()
+
+
+def test_a_damaged_tbl_index_entry_is_never_fetched_from(tmp_path: Path) -> None:
+    pytest.importorskip("fastcrc")
+    local = tmp_path / "files" / "samples.tbl"
+    local.parent.mkdir()
+    tbl.write(local, [bytes([k]) * 1000 for k in range(8)])
+    data = bytearray(local.read_bytes())
+    entry = 64 + 24 * 3  # the header is 64 bytes, each index entry 24
+    data[entry + 8 : entry + 12] = (1 << 30).to_bytes(4, "little")  # size: 1 GiB
+    local.write_bytes(bytes(data))
+    url, options, fs = _wrapped(None, local.parent)
+    remote = tbl.TblFile(f"{url}/samples.tbl", storage_options=options, read_ahead=False)
+    assert remote.gather([7, 2]) == [bytes([7]) * 1000, bytes([2]) * 1000]
+    fs.ranges.clear()
+    with pytest.raises(CorruptTblError) as caught:
+        remote.gather([2, 3, 4])
+    assert caught.value.record_index == 3
+    # Sample 2 is read, then sample 3 raises from its entry alone (samples start at 256).
+    assert [(start, end) for _, start, end in fs.ranges] == [(2256, 3256)]

@@ -199,9 +199,11 @@ class TblFile(Closing):
         """Samples ``indices`` (any order, repeats allowed), in the order given, each checked
         as by ``tf[i]``.  Locally the index makes each one slice of the map; in a store,
         samples less than 1 MiB apart share one ranged request (at most 4 MiB)."""
-        if not isinstance(self._mm, BlobView):
-            return [self[i] for i in indices]
         wanted = [self._position(operator.index(i)) for i in indices]
+        damaged = self._any_damaged and bool(self._kinds[wanted].any())
+        if not isinstance(self._mm, BlobView) or damaged:
+            # A damaged entry's offset and size are not read from: it raises on its own.
+            return [self[i] for i in wanted]
         found = dict(zip(*self._gathered(sorted(set(wanted)), self._mm)))
         return [found[i] for i in wanted]
 

@@ -573,3 +573,20 @@ def test_a_damaged_tbl_index_entry_is_never_fetched_from(tmp_path: Path) -> None
     assert caught.value.record_index == 3
     # Sample 2 is read, then sample 3 raises from its entry alone (samples start at 256).
     assert [(start, end) for _, start, end in fs.ranges] == [(2256, 3256)]
+
+
+def test_sidecars_in_a_bucket_of_their_own(remote: tuple[str, Store]) -> None:
+    url, store = remote
+    fs = store.filesystem()
+    bucket = f"readplan-sidecars-{uuid.uuid4().hex[:8]}"
+    fs.mkdir(bucket)
+    index_dir = store.url(bucket, "remote_ds/1.0.0")
+    options = store.storage_options
+    source = data_source(url, "test", storage_options=options, index_dir=index_dir)
+    fs.invalidate_cache()
+    assert sorted(name.rsplit("/", 1)[-1] for name in fs.find(bucket)) == [
+        f"{_shard_name('test', k)}.index" for k in range(2)
+    ]
+    assert source.__getitems__([54, 0]) == [_record("test", 1, 24), _record("test", 0, 0)]
+    again = data_source(url, "test", storage_options=options, index_dir=index_dir)
+    assert list(again) == _expected([("test", 0, 55)])

@@ -19,6 +19,9 @@ from readplan.planning.instructions import InstructionTable
 
 __all__ = ["RecordIds", "tfds_id_prefixes"]
 
+# At most this many prefixes are kept named (a plan may have millions of files).
+_NAMED = 1 << 12
+
 
 class RecordIds:
     """The ``tfds_id`` prefixes of ``table``'s files.
@@ -32,6 +35,8 @@ class RecordIds:
     def __init__(self, table: InstructionTable, *, shard_names: bool) -> None:
         self._table = table
         self._one_directory = shard_names
+        # Prefixes named lately: a reader names the same open files batch after batch.
+        self._named: dict[int, str] = {}
 
     @cached_property
     def all(self) -> tuple[str, ...]:
@@ -66,9 +71,14 @@ class RecordIds:
         if not self._one_directory:
             every = self.all
             return [every[f] for f in indices]
-        table = self._table
-        names = {f: os.path.basename(table.filename(f)) for f in set(indices)}
-        return [names[f] for f in indices]
+        named = self._named
+        missing = set(indices).difference(named)
+        if missing:
+            if len(named) + len(missing) > _NAMED:
+                named.clear()
+            table = self._table
+            named.update((f, os.path.basename(table.filename(f))) for f in missing)
+        return [named[f] for f in indices]
 
 
 def tfds_id_prefixes(filenames: Sequence[str]) -> list[str]:

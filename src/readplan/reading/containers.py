@@ -3,7 +3,7 @@
 A dataset's ``dataset_info.json`` names its file format (TFDS's ``fileFormat``, also the
 ``{FILEFORMAT}`` part of shard names).  Every container offers the same ways in: random
 access (``len``, ``[i]``, ``read(skip, take)``, ``close``), a sequential stream from the
-first record, nearby records gathered in one go, and a salvage of a damaged shard, so the
+first record, nearby records read in spans, and a salvage of a damaged shard, so the
 reader drives TFRecord and TBL v2 shards alike (``specs/reader.md``, "Containers";
 ``specs/tbl.md``).
 """
@@ -19,14 +19,23 @@ import numpy as np
 import numpy.typing as npt
 
 from readplan.errors import CorruptTblError, DatasetInfoError
-from readplan.reading.gather import gather
 from readplan.reading.salvage import Lost, Salvage
 from readplan.reading.salvage_tbl import TblSalvage
+from readplan.reading.spans import FrameSpans
 from readplan.records import tbl, tfrecord
 from readplan.records._damage import CorruptionEvent
 from readplan.storage import Handle, StorageOptions
 
-__all__ = ["CONTAINERS", "RecordContainer", "RecordSource", "SalvageSource", "container_for"]
+__all__ = [
+    "CONTAINERS",
+    "RecordContainer",
+    "RecordSource",
+    "SalvageSource",
+    "SpanSource",
+    "container_for",
+]
+
+IntArray = npt.NDArray[np.int64]
 
 
 class RecordSource(Protocol):
@@ -41,6 +50,12 @@ class RecordSource(Protocol):
     def gather(self, indices: Sequence[SupportsIndex]) -> list[bytes]: ...
 
     def close(self) -> None: ...
+
+
+class SpanSource(Protocol):
+    """Records of one open shard read by index, many at once (``spans.py``)."""
+
+    def read(self, indices: IntArray, to_end: bool) -> list[bytes] | None: ...
 
 
 class SalvageSource(Protocol):
@@ -67,23 +82,41 @@ class RecordContainer:
     open: Callable[..., RecordSource]
     stream: Callable[..., Iterator[bytes]]
     salvage: Callable[..., SalvageSource]
-    # (open file, descriptor, increasing nearby indices) -> their records, or None when
-    # one of them is damaged (the caller then reads them one by one).
-    gather: Callable[..., list[bytes] | None]
+    # (open file, descriptor) -> the file read by increasing indices in spans; its reads
+    # give None when a record is damaged (the caller then reads them one by one).
+    spans: Callable[..., SpanSource | None]
     # (path, index sidecar or None for offsets found without one, storage options) -> the
     # file opened for keyed access; ``sidecars`` is False when the file carries its own index.
     keyed: Callable[[str, str | None, StorageOptions], RecordSource]
     sidecars: bool
 
 
-def _gather_tbl(
-    samples: tbl.TblFile, fd: Handle, indices: npt.NDArray[np.int64]
-) -> list[bytes] | None:
-    """A TBL file's index already locates each sample: it reads them itself."""
-    try:
-        return samples.gather(indices.tolist())
-    except CorruptTblError:
+def _tfrecord_spans(records: tfrecord.RecordFile, fd: Handle) -> FrameSpans | None:
+    """Spans are read where frames lie as written: not in GZIP/ZLIB files (those are read
+    record by record, decompressing)."""
+    if records.compression is not None:
         return None
+    return FrameSpans(fd, records.offsets if records.indexed else None)
+
+
+@dataclass(frozen=True)
+class _TblSpans:
+    """A TBL file's index already locates each sample: it reads them itself."""
+
+    samples: tbl.TblFile
+
+    def read(self, indices: IntArray, to_end: bool) -> list[bytes] | None:
+        total, last = len(self.samples), int(indices[-1])
+        if total <= last or (to_end and total != last + 1):
+            return None
+        try:
+            return self.samples.gather(indices.tolist())
+        except CorruptTblError:
+            return None
+
+
+def _tbl_spans(samples: tbl.TblFile, fd: Handle) -> _TblSpans:
+    return _TblSpans(samples)
 
 
 def _keyed_tfrecord(
@@ -120,7 +153,7 @@ CONTAINERS = {
             tfrecord.RecordFile,
             tfrecord.read,
             Salvage,
-            gather,
+            _tfrecord_spans,
             keyed=_keyed_tfrecord,
             sidecars=True,
         ),
@@ -129,7 +162,7 @@ CONTAINERS = {
             _open_tbl,
             tbl.read,
             TblSalvage,
-            _gather_tbl,
+            _tbl_spans,
             keyed=_keyed_tbl,
             sidecars=False,
         ),

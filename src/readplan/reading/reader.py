@@ -20,6 +20,7 @@ import json
 import operator
 import os
 from collections.abc import Callable, Generator, Iterator, Mapping
+from functools import partial
 from itertools import chain, islice
 from typing import Any, Literal, TypeAlias
 
@@ -51,7 +52,7 @@ from readplan.reading.options import (
 )
 from readplan.reading.prefetch import ShardWarmer
 from readplan.reading.ranks import STATE_KEY, count_below, owner, reader_bindings
-from readplan.reading.runs import Runs, Shard, close_shard
+from readplan.reading.runs import Closes, Runs, Shard, close_shard, read_spans
 from readplan.reading.salvage import Lost
 from readplan.records._damage import CorruptionReport, LostRecord
 from readplan.records.tfrecord import OnCorruption
@@ -72,6 +73,9 @@ IntArray = npt.NDArray[np.int64]
 _CHUNK = 1 << 16
 _FIRST_CHUNK = 1 << 12
 _BATCH = 256
+# Bytes of records a rank of several reads together (in spans, file by file): enough that
+# the per-file costs vanish, little enough to hold.
+_WINDOW_BYTES = 1 << 23
 
 
 class Reader(Closing):
@@ -146,6 +150,7 @@ class Reader(Closing):
         self._last_records = self._ends - 1
         self._warmer = ShardWarmer(self._path, self._any_remote(), storage_options)
         self._sequential = world_size == 1 and plan.config.example_shuffle is None
+        self._record_bytes = _WINDOW_BYTES  # unknown: the first window is one batch
         self._epoch = 0
         self._next = self._first_share(0)
         self._current: tuple[list[Item], Iterator[Item]] | None = None
@@ -401,58 +406,111 @@ class Reader(Closing):
     ) -> Iterator[Batch]:
         runs = Runs.of(chunk, is_last, self.rank, self.world_size, _BATCH)
         self._warmer.start_chunk(runs.file, runs.first, shards)
-        closes = iter(zip(runs.close_before, runs.close_files))
-        pending = next(closes, None)
-        for first_run, stop_run in runs.batches(_BATCH):
-            records: list[Any] = []
-            lost = 0
-            failure: Exception | None = None
-            try:
-                for k, file_index, first, count, span in zip(
-                    range(first_run, stop_run),
-                    runs.file[first_run:stop_run],
-                    runs.first[first_run:stop_run],
-                    runs.count[first_run:stop_run],
-                    runs.span[first_run:stop_run],
-                ):
-                    while pending is not None and pending[0] <= k:
-                        close_shard(shards, pending[1])
-                        pending = next(closes, None)
-                    shard = shards.get(file_index)
-                    if shard is None:
-                        self._warmer.opening()
-                        shard = shards[file_index] = self._open(file_index)
-                    if span == count:
-                        lost += shard.take_into(records, first, count)
-                    else:
-                        begin = runs.start[k]
-                        indices = runs.record_index[begin : begin + count]
-                        lost += shard.gather_into(records, indices)
-            except (ReadplanError, OSError) as err:
-                failure = err
-            begin = runs.start[first_run]
-            end = begin + len(records)  # where a read failure happened
-            taken = np.arange(begin, end)
-            if lost:
-                records, taken = self._without_lost(records, taken, chunk.epoch, runs)
-            records, failure = self._decoded(records, failure)
-            if records:
-                delivered = taken[: len(records)]
-                yield Batch(
-                    plan=self.plan,
-                    epoch=chunk.epoch,
-                    records=records,
-                    positions=runs.positions[delivered],
-                    file_index=runs.file_index[delivered],
-                    record_index=runs.record_index[delivered],
+        closes = Closes(runs, shards)
+        # One rank streaming its files reads batch by batch; otherwise about _WINDOW_BYTES
+        # of records are read together, in spans (``specs/reader.md`` §2).
+        size = 0 if self._sequential else max(1, _WINDOW_BYTES // self._record_bytes)
+        for window in runs.windows(_BATCH, size):
+            records = None if self._sequential else self._read_spans(runs, window, closes)
+            if records is None:
+                for first_run, stop_run in window:
+                    yield from self._read_runs(chunk, runs, first_run, stop_run, closes)
+                continue
+            offset = runs.start[window[0][0]]
+            for first_run, stop_run in window:
+                begin, end = runs.deliveries(first_run, stop_run)
+                yield from self._batch(
+                    chunk, runs, first_run, records[begin - offset : end - offset], 0
                 )
-            if failure is not None:
-                # A decoding failure stops at a taken record, a read failure after them.
-                at = int(taken[len(records)]) if len(records) < len(taken) else end
-                raise self._located(failure, chunk.epoch, runs, at) from failure
-        while pending is not None:
-            close_shard(shards, pending[1])
-            pending = next(closes, None)
+        closes.through(len(runs.start))
+
+    def _read_spans(
+        self, runs: Runs, window: list[tuple[int, int]], closes: Closes
+    ) -> list[Any] | None:
+        first_run, stop_run = window[0][0], window[-1][1]
+        closes.through(first_run)
+        finishing = closes.finishing(stop_run)
+
+        def finished(file_index: int) -> None:
+            if file_index in finishing:
+                close_shard(closes.shards, file_index)
+
+        begin, end = runs.deliveries(first_run, stop_run)
+        records = read_spans(runs, begin, end, partial(self._shard, closes.shards), finished)
+        if records is not None:
+            # About _WINDOW_BYTES per window, from the sizes of the records just read.
+            self._record_bytes = 16 + sum(map(len, records)) // len(records)
+        return records
+
+    def _shard(self, shards: dict[int, Shard], file_index: int) -> Shard:
+        shard = shards.get(file_index)
+        if shard is None:
+            self._warmer.opening()
+            shard = shards[file_index] = self._open(file_index)
+        return shard
+
+    def _read_runs(
+        self,
+        chunk: EpochOrder,
+        runs: Runs,
+        first_run: int,
+        stop_run: int,
+        closes: Closes,
+    ) -> Iterator[Batch]:
+        """One batch read run by run: streams, seeks, and one record at a time after damage."""
+        records: list[Any] = []
+        lost = 0
+        failure: Exception | None = None
+        try:
+            for k, file_index, first, count, span in zip(
+                range(first_run, stop_run),
+                runs.file[first_run:stop_run],
+                runs.first[first_run:stop_run],
+                runs.count[first_run:stop_run],
+                runs.span[first_run:stop_run],
+            ):
+                closes.through(k)
+                shard = self._shard(closes.shards, file_index)
+                if span == count:
+                    lost += shard.take_into(records, first, count)
+                else:
+                    begin = runs.start[k]
+                    indices = runs.record_index[begin : begin + count]
+                    lost += shard.gather_into(records, indices)
+        except (ReadplanError, OSError) as err:
+            failure = err
+        yield from self._batch(chunk, runs, first_run, records, lost, failure)
+
+    def _batch(
+        self,
+        chunk: EpochOrder,
+        runs: Runs,
+        first_run: int,
+        records: list[Any],
+        lost: int,
+        failure: Exception | None = None,
+    ) -> Iterator[Batch]:
+        """The batch of ``records`` read from run ``first_run`` on; then ``failure``, located."""
+        begin = runs.start[first_run]
+        end = begin + len(records)  # where a read failure happened
+        taken = np.arange(begin, end)
+        if lost:
+            records, taken = self._without_lost(records, taken, chunk.epoch, runs)
+        records, failure = self._decoded(records, failure)
+        if records:
+            delivered = taken[: len(records)]
+            yield Batch(
+                plan=self.plan,
+                epoch=chunk.epoch,
+                records=records,
+                positions=runs.positions[delivered],
+                file_index=runs.file_index[delivered],
+                record_index=runs.record_index[delivered],
+            )
+        if failure is not None:
+            # A decoding failure stops at a taken record, a read failure after them.
+            at = int(taken[len(records)]) if len(records) < len(taken) else end
+            raise self._located(failure, chunk.epoch, runs, at) from failure
 
     def _without_lost(
         self, records: list[Any], taken: IntArray, epoch: int, runs: Runs

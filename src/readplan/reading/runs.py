@@ -3,7 +3,7 @@ file, and the open shard files they are read from (``specs/reader.md``, "Reading
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import chain, islice, pairwise
 from typing import Any
@@ -11,22 +11,19 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from readplan.errors import CorruptRecordError, DatasetInfoError, IndexFileError
+from readplan.errors import CorruptRecordError, DatasetInfoError, IndexFileError, ReadplanError
 from readplan.plan import EpochOrder
-from readplan.reading.containers import RecordContainer, RecordSource, SalvageSource
+from readplan.reading.containers import RecordContainer, RecordSource, SalvageSource, SpanSource
 from readplan.reading.salvage import Lost
+from readplan.reading.spans import MAX_GAP
 from readplan.records._damage import KIND_DATA_CRC, CorruptionReport
 from readplan.records._stream import open_handle
 from readplan.storage import Handle, PathLike, StorageOptions
 from readplan.storage import close as close_handle
 
-__all__ = ["Runs", "Shard", "close_shard"]
+__all__ = ["Closes", "Runs", "Shard", "close_shard", "read_spans"]
 
 IntArray = npt.NDArray[np.int64]
-
-MAX_GAP = 16
-"""Largest step between two delivered records of one run: the records between are read
-from disk (not parsed) to save a positioned read per record."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -89,6 +86,26 @@ class Runs:
             close_before=close_before.tolist(),
         )
 
+    def deliveries(self, first_run: int, stop_run: int) -> tuple[int, int]:
+        """``(begin, end)``: runs ``first_run .. stop_run - 1`` deliver ``begin .. end - 1``."""
+        end = self.start[stop_run] if stop_run < len(self.start) else len(self.positions)
+        return self.start[first_run], end
+
+    def windows(self, batch_size: int, deliveries: int) -> Iterator[list[tuple[int, int]]]:
+        """Consecutive batches (``(first run, stop run)`` each) read together: as many as
+        hold at most ``deliveries`` deliveries, one at least."""
+        window: list[tuple[int, int]] = []
+        size = 0
+        for bounds in self.batches(batch_size):
+            begin, end = self.deliveries(*bounds)
+            if window and size + end - begin > deliveries:
+                yield window
+                window, size = [], 0
+            window.append(bounds)
+            size += end - begin
+        if window:
+            yield window
+
     def batches(self, batch_size: int) -> Iterator[tuple[int, int]]:
         """``(first run, stop run)`` of each batch of ``batch_size`` deliveries."""
         if not self.start:
@@ -142,6 +159,8 @@ class Shard:
         self._stream: Iterator[bytes] | None = None
         self._salvage: SalvageSource | None = None
         self._gather_fd: Handle | None = None
+        self._spans: SpanSource | None = None
+        self._spans_opened = False
 
     def take_into(self, out: list[Any], first: int, count: int) -> int:
         """Append records ``first .. first + count - 1`` to ``out``; return how many are lost."""
@@ -185,19 +204,47 @@ class Shard:
         """Append the records at ``indices`` (increasing, nearby) to ``out``; return lost."""
         if self._salvage is None and not self._sequential:
             last = int(indices[-1])
+            to_end = last + 1 == self._end == self._planned
             try:
-                records = self._records(last + 1, last + 1 == self._end == self._planned)
+                self._records(last + 1, to_end)
             except (CorruptRecordError, IndexFileError):
                 if not self._skip:
                     raise
             else:
-                gathered = self._container.gather(records, self._fd(), indices)
+                spans = self._span_source()
+                gathered = None if spans is None else spans.read(indices, to_end)
                 if gathered is not None:
                     out.extend(gathered)
                     return 0
         # Damage among the records, or a salvaged file: one record at a time, which
         # reports exactly the damage of the delivered records.
         return sum(self.take_into(out, int(index), 1) for index in indices.tolist())
+
+    def spans_into(self, out: list[Any], indices: IntArray) -> bool:
+        """Append the records at ``indices`` (increasing) to ``out``, read in spans.
+
+        ``False``, with nothing appended, when they must be read run by run instead: the
+        file is salvaged, its container has no span reads, a check failed, or opening it
+        failed (the careful reads then report exactly what is wrong, and where).
+        """
+        if self._salvage is not None:
+            return False
+        to_end = int(indices[-1]) + 1 == self._end == self._planned
+        try:
+            spans = self._span_source()
+            got = None if spans is None else spans.read(indices, to_end)
+        except (ReadplanError, OSError):
+            return False
+        if got is None:
+            return False
+        out.extend(got)
+        return True
+
+    def _span_source(self) -> SpanSource | None:
+        if not self._spans_opened:
+            self._spans = self._container.spans(self._opened(), self._fd())
+            self._spans_opened = True
+        return self._spans
 
     def _fd(self) -> Handle:
         if self._gather_fd is None:
@@ -252,17 +299,21 @@ class Shard:
         self._close_file()
         yield stream
 
-    def _records(self, needed: int, to_end: bool) -> RecordSource:
+    def _opened(self) -> RecordSource:
         if self._file is None:
             self._file = self._container.open(self.path, **self._open_options)
+        return self._file
+
+    def _records(self, needed: int, to_end: bool) -> RecordSource:
+        file = self._opened()
         # Offsets come from a header walk to the file's end or from a sidecar bound to the
         # file's size: a file read to its end is checked to end there.
-        found = len(self._file)
+        found = len(file)
         if found < needed:
             raise self._short(found)
         if to_end and found > self._planned:
             raise self._longer()
-        return self._file
+        return file
 
     def _short(self, found: int) -> DatasetInfoError:
         return DatasetInfoError(
@@ -291,6 +342,7 @@ class Shard:
 
     def _close_reading(self) -> None:
         self._stream = None
+        self._spans, self._spans_opened = None, False
         self._close_file()
         if self._gather_fd is not None:
             close_handle(self._gather_fd)
@@ -308,4 +360,73 @@ def close_shard(shards: dict[int, Shard], file_index: int) -> None:
         shard.close()
 
 
-# -- states of several ranks ---------------------------------------------------------------
+class Closes:
+    """Closes the files of ``shards`` as a rank passes the plan's last read of each."""
+
+    def __init__(self, runs: Runs, shards: dict[int, Shard]) -> None:
+        self._pending = list(zip(runs.close_before, runs.close_files))
+        self._next = 0
+        self.shards = shards
+
+    def through(self, run: int) -> None:
+        """Close the files the plan reads for the last time before run ``run``."""
+        pending = self._pending
+        while self._next < len(pending) and pending[self._next][0] <= run:
+            close_shard(self.shards, pending[self._next][1])
+            self._next += 1
+
+    def finishing(self, run: int) -> set[int]:
+        """The files still open whose last read by the plan comes before run ``run``."""
+        pending = self._pending
+        stop = self._next
+        while stop < len(pending) and pending[stop][0] <= run:
+            stop += 1
+        return {file_index for _, file_index in pending[self._next : stop]}
+
+
+def read_spans(
+    runs: Runs,
+    begin: int,
+    stop: int,
+    shard: Callable[[int], Shard],
+    finished: Callable[[int], None],
+) -> list[Any] | None:
+    """The records of deliveries ``begin .. stop - 1`` of ``runs`` in delivery order, read
+    file by file in spans (``specs/reader.md`` §2); ``None`` when some file must be read
+    run by run (damage, or a file that cannot be read in spans).
+
+    Files are read in the order of their first delivery, each with its records in
+    increasing order: ``shard(f)`` gives file ``f`` open, and ``finished(f)`` is called
+    once its records are read.
+    """
+    files = runs.file_index[begin:stop]
+    records = runs.record_index[begin:stop]
+    order = np.argsort(files, kind="stable")
+    sorted_files, sorted_records = files[order], records[order]
+    same = sorted_files[1:] == sorted_files[:-1]
+    if (np.diff(sorted_records)[same] <= 0).any():
+        # An example shuffle: a file's records are delivered out of order.
+        order = np.lexsort((records, files))
+        sorted_files, sorted_records = files[order], records[order]
+    starts = np.flatnonzero(~same) + 1
+    bounds = [0, *starts.tolist(), len(order)]
+    # Files in the order of their first delivery: one is done before the next opens.
+    firsts = np.minimum.reduceat(order, bounds[:-1])
+    payloads: list[Any] = []
+    taken: list[IntArray] = []
+    for group in np.argsort(firsts).tolist():
+        lo, hi = bounds[group], bounds[group + 1]
+        file_index = int(sorted_files[lo])
+        try:
+            read = shard(file_index).spans_into(payloads, sorted_records[lo:hi])
+        except (ReadplanError, OSError):
+            return None  # opening failed: the run-by-run reads report it where it belongs
+        if not read:
+            return None
+        finished(file_index)
+        taken.append(order[lo:hi])
+    # Back from file order to delivery order without a Python step per record.
+    delivered = np.empty(len(order), dtype=object)
+    delivered[np.concatenate(taken)] = payloads
+    result: list[Any] = delivered.tolist()
+    return result

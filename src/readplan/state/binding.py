@@ -122,10 +122,12 @@ class ReaderBinding:
         self._expected, self._bound = dict(expected), {}
 
     def check_open(self, file_index: int) -> None:
-        """Refuse to open a file the restored state names if it changed since."""
-        expected = self._expected.pop(file_index, None)
+        """Refuse to open a file the restored state names if it changed since (every time
+        it is opened, until it passes once)."""
+        expected = self._expected.get(file_index)
         if expected is not None:
             expected.check(self._path(file_index), self._options)
+            del self._expected[file_index]
 
     def to_json(self, held: Iterable[int]) -> list[list[int]]:
         """The ``reader.files`` list for a state holding the files ``held``: a file still to

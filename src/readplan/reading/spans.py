@@ -1,0 +1,186 @@
+"""Records of one file read in byte spans (``specs/reader.md`` §2, "Reading in spans").
+
+A rank of several, or an example shuffle, delivers records of a file that are near but
+not consecutive (every ``w``-th record of a block).  :class:`FrameSpans` reads such records
+of an uncompressed TFRecord file with one positioned read per span (the bytes from the
+first to the last of records no more than ``MAX_GAP`` apart) and checks the delivered
+frames all at once with numpy: length field against the file's offsets, length CRC, data
+CRC.  The payloads between are read but never checked: their records are other ranks'.
+
+Offsets come from the index sidecar when there is one.  Otherwise the frame headers are
+walked forward from the file's start over the very bytes read for the records (no
+separate pass over the file), and every walked header's length CRC is checked before its
+length is trusted to find the next frame.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import numpy.typing as npt
+
+from readplan.records._cap import DEFAULT_MAX_RECORD_BYTES
+from readplan.records._crc import crc32c, mask, mask_array
+from readplan.records._walk import gather_u32, good_headers, leading_matches, walk_frames
+from readplan.storage import Handle, read_span, size_of
+
+__all__ = ["MAX_GAP", "FrameSpans"]
+
+IntArray = npt.NDArray[np.int64]
+
+MAX_GAP = 16
+"""Largest step between two record indices read in one span: the records between are read
+from disk (not parsed) to save a positioned read per record."""
+
+_HEADER = struct.Struct("<QI")
+# A header walk reads ahead at least this much (one system call per many small frames) and,
+# unless one frame is longer, at most this much per read.
+_MIN_READ = 1 << 18
+_MAX_READ = 1 << 24
+
+
+class FrameSpans:
+    """Records of the open, uncompressed TFRecord file ``fd`` (not closed here), by index.
+
+    ``offsets`` are the frame offsets from an index sidecar bound to the file, or ``None``:
+    then frames are found by walking their headers as the reads go forward.  Every failed
+    check (damage, a file shorter than asked, bytes after the last frame of a file read to
+    its end) makes :meth:`read` return ``None``: the caller then reads the records one by
+    one, which names the exact damage.
+    """
+
+    def __init__(self, fd: Handle, offsets: IntArray | None) -> None:
+        self._fd = fd
+        self._size = size_of(fd)
+        # bounds[i] is where frame i starts for i < known, bounds[known] where the frames
+        # known end (the walk's frontier).
+        self._indexed = offsets is not None
+        if offsets is None:
+            self._bounds = np.zeros(1024, dtype=np.int64)
+            self._known = 0
+        else:
+            self._bounds = np.append(offsets, np.int64(self._size))
+            self._known = len(offsets)
+        # Bytes read by the walk, from file offset ``_base``; those before ``_keep`` are no
+        # longer needed (reads go forward).
+        self._data = b""
+        self._base = 0
+        self._keep = 0
+
+    def read(self, indices: IntArray, to_end: bool) -> list[bytes] | None:
+        """The payloads of records ``indices`` (increasing), or ``None`` when one fails a check.
+
+        ``to_end``: the last of them is the last record of the file, so nothing may follow it.
+        """
+        first, last = int(indices[0]), int(indices[-1])
+        if last >= self._known and not self._walk(last + 1, first):
+            return None
+        if to_end and not (self._known == last + 1 and self._bounds[last + 1] == self._size):
+            return None
+        gaps = np.flatnonzero(np.diff(indices) > MAX_GAP) + 1
+        if not gaps.size:
+            payloads = self._span(indices)
+        else:
+            payloads = []
+            for part in np.split(indices, gaps):
+                got = self._span(part)
+                if got is None:
+                    return None
+                payloads.extend(got)
+        self._keep = max(self._keep, int(self._bounds[last + 1]))
+        return payloads
+
+    def _span(self, indices: IntArray) -> list[bytes] | None:
+        """One positioned read from the first to the last of ``indices``, all frames checked."""
+        bounds = self._bounds
+        start, stop = int(bounds[indices[0]]), int(bounds[indices[-1] + 1])
+        data, origin = self._data, self._base
+        if not origin <= start <= stop <= origin + len(data):
+            data, origin = read_span(self._fd, stop - start, start), start
+            if len(data) != stop - start:
+                return None
+        begins = bounds[indices] - origin
+        ends = bounds[indices + 1] - origin
+        count = len(indices)
+        # Headers the walk verified in these very bytes need no second look.
+        if data is not self._data or self._indexed:
+            lengths = ends - begins - 16
+            if int(lengths.min()) < 0 or int(lengths.max()) > DEFAULT_MAX_RECORD_BYTES:
+                return None
+            # The stored length field (two little-endian halves) must be what the offsets say.
+            low = gather_u32(data, begins).astype(np.int64)
+            high = gather_u32(data, begins + 4).astype(np.int64)
+            if not np.array_equal(low | (high << 32), lengths):
+                return None
+            if good_headers(data, begins, lengths) < count:
+                return None
+        payloads = [data[b:e] for b, e in zip((begins + 12).tolist(), (ends - 4).tolist())]
+        crcs = np.fromiter(map(crc32c, payloads), dtype=np.uint32, count=count)
+        if leading_matches(mask_array(crcs), gather_u32(data, ends - 4)) < count:
+            return None
+        return payloads
+
+    # -- the header walk (no sidecar) -----------------------------------------------------
+
+    def _walk(self, count: int, first: int) -> bool:
+        """Walk until ``count`` frames are known, keeping the bytes from frame ``first`` on;
+        ``False`` when the file holds fewer sound frames."""
+        while self._known < count:
+            end = self._base + len(self._data)
+            want = self._read_size(count, end)
+            if want is None:
+                return False
+            # Bytes still needed are read again with the new ones (cheaper than joining).
+            frontier = int(self._bounds[self._known])
+            keep = min(frontier, int(self._bounds[first])) if first < self._known else frontier
+            keep = max(keep, self._keep)
+            data = read_span(self._fd, end + want - keep, keep)
+            if len(data) != end + want - keep:
+                return False
+            self._data, self._base = data, keep
+            if not self._walk_buffer():
+                return False
+        return True
+
+    def _read_size(self, count: int, end: int) -> int | None:
+        """Bytes to read at ``end`` to reach ``count`` frames; ``None`` at the end of the file
+        or at a damaged header."""
+        left = self._size - end
+        if left <= 0:
+            return None
+        frontier = int(self._bounds[self._known])
+        average = frontier // self._known if self._known else 1024
+        want = min(max(_MIN_READ, (count - self._known) * average), _MAX_READ)
+        head = frontier - self._base
+        if len(self._data) - head >= 12:
+            # The frame at the frontier did not fit: read at least all of it.
+            length, stored = _HEADER.unpack_from(self._data, head)
+            if mask(crc32c(self._data[head : head + 8])) != stored:
+                return None
+            if length > DEFAULT_MAX_RECORD_BYTES:
+                return None
+            want = max(want, frontier + length + 16 - end)
+        return min(want, left)
+
+    def _walk_buffer(self) -> bool:
+        """Add the frames that lie complete in the buffer; ``False`` at a damaged header."""
+        data, base = self._data, self._base
+        begin, after = walk_frames(data, int(self._bounds[self._known]) - base)
+        found = len(begin)
+        if not found:
+            return True
+        lengths = np.diff(begin, append=after) - 16
+        if int(lengths.max()) > DEFAULT_MAX_RECORD_BYTES:
+            return False
+        if good_headers(data, begin, lengths) < found:
+            return False
+        known = self._known
+        if known + found + 1 > len(self._bounds):
+            grown = np.zeros(max(2 * len(self._bounds), known + found + 1), dtype=np.int64)
+            grown[: known + 1] = self._bounds[: known + 1]
+            self._bounds = grown
+        self._bounds[known : known + found] = begin + base
+        self._known = known + found
+        self._bounds[self._known] = after + base
+        return True

@@ -381,7 +381,9 @@ class Reader(Closing):
         # for the plan of a whole large chunk.
         head = min(start + _FIRST_CHUNK, self.plan.num_examples)
         yield from islice(self.plan.iter_epoch(epoch, chunk_size=_FIRST_CHUNK, start=start), 1)
-        yield from self.plan.iter_epoch(epoch, chunk_size=_CHUNK, start=head)
+        # A rank's share of a chunk, not the chunk, is what its reads handle at once.
+        chunk_size = _CHUNK * self.world_size
+        yield from self.plan.iter_epoch(epoch, chunk_size=chunk_size, start=head)
 
     def _last_delivery(self, epoch: int) -> Callable[[EpochOrder], npt.NDArray[np.bool_]]:
         """Marks, per position of a chunk, whether the plan reads its file there last."""
@@ -435,11 +437,13 @@ class Reader(Closing):
             if file_index in finishing:
                 close_shard(closes.shards, file_index)
 
-        begin, end = runs.deliveries(first_run, stop_run)
-        records = read_spans(runs, begin, end, partial(self._shard, closes.shards), finished)
+        records = read_spans(
+            runs, first_run, stop_run, partial(self._shard, closes.shards), finished
+        )
         if records is not None:
-            # About _WINDOW_BYTES per window, from the sizes of the records just read.
-            self._record_bytes = 16 + sum(map(len, records)) // len(records)
+            # About _WINDOW_BYTES per window, from the sizes of some records just read.
+            sample = records[:: max(1, len(records) // 64)]
+            self._record_bytes = 16 + sum(map(len, sample)) // len(sample)
         return records
 
     def _shard(self, shards: dict[int, Shard], file_index: int) -> Shard:

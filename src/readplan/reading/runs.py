@@ -386,37 +386,40 @@ class Closes:
 
 def read_spans(
     runs: Runs,
-    begin: int,
-    stop: int,
+    first_run: int,
+    stop_run: int,
     shard: Callable[[int], Shard],
     finished: Callable[[int], None],
 ) -> list[Any] | None:
-    """The records of deliveries ``begin .. stop - 1`` of ``runs`` in delivery order, read
-    file by file in spans (``specs/reader.md`` §2); ``None`` when some file must be read
-    run by run (damage, or a file that cannot be read in spans).
+    """The records of runs ``first_run .. stop_run - 1`` in delivery order, read file by
+    file in spans (``specs/reader.md`` §2); ``None`` when some file must be read run by run
+    (damage, or a file that cannot be read in spans).
 
     Files are read in the order of their first delivery, each with its records in
     increasing order: ``shard(f)`` gives file ``f`` open, and ``finished(f)`` is called
     once its records are read.
     """
+    begin, stop = runs.deliveries(first_run, stop_run)
     files = runs.file_index[begin:stop]
     records = runs.record_index[begin:stop]
-    order = np.argsort(files, kind="stable")
-    sorted_files, sorted_records = files[order], records[order]
-    same = sorted_files[1:] == sorted_files[:-1]
+    # Each file's number in the order of first delivery (runs name it once per run), so
+    # that a stable sort of small numbers groups the deliveries by file in that order.
+    named = np.fromiter(dict.fromkeys(runs.file[first_run:stop_run]), np.int64)
+    by_name = np.argsort(named)
+    small = np.int16 if len(named) <= 1 << 15 else np.int64  # radix-sorted when small
+    codes = by_name[np.searchsorted(named, files, sorter=by_name)].astype(small)
+    order = np.argsort(codes, kind="stable")
+    sorted_records = records[order]
+    bounds = np.searchsorted(codes[order], np.arange(len(named) + 1)).tolist()
+    same = np.ones(len(order) - 1, dtype=bool)
+    same[np.array(bounds[1:-1], dtype=np.int64) - 1] = False
     if (np.diff(sorted_records)[same] <= 0).any():
         # An example shuffle: a file's records are delivered out of order.
-        order = np.lexsort((records, files))
-        sorted_files, sorted_records = files[order], records[order]
-    starts = np.flatnonzero(~same) + 1
-    bounds = [0, *starts.tolist(), len(order)]
-    # Files in the order of their first delivery: one is done before the next opens.
-    firsts = np.minimum.reduceat(order, bounds[:-1])
+        order = np.lexsort((records, codes))
+        sorted_records = records[order]
     payloads: list[Any] = []
     taken: list[IntArray] = []
-    for group in np.argsort(firsts).tolist():
-        lo, hi = bounds[group], bounds[group + 1]
-        file_index = int(sorted_files[lo])
+    for file_index, lo, hi in zip(named.tolist(), bounds, bounds[1:]):
         try:
             read = shard(file_index).spans_into(payloads, sorted_records[lo:hi])
         except (ReadplanError, OSError):

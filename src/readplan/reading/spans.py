@@ -115,7 +115,7 @@ class FrameSpans:
                 return None
             if good_headers(data, begins, lengths) < count:
                 return None
-        payloads = [data[b:e] for b, e in zip((begins + 12).tolist(), (ends - 4).tolist())]
+        payloads = _payloads(data, begins + 12, ends - 4)
         crcs = np.fromiter(map(crc32c, payloads), dtype=np.uint32, count=count)
         if leading_matches(mask_array(crcs), gather_u32(data, ends - 4)) < count:
             return None
@@ -184,3 +184,14 @@ class FrameSpans:
         self._known = known + found
         self._bounds[self._known] = after + base
         return True
+
+
+def _payloads(data: bytes, begins: IntArray, ends: IntArray) -> list[bytes]:
+    """``data[b:e]`` for each ``b, e``; records of one length are cut without a Python step
+    each, as the elements of a byte-string view of ``data``."""
+    length = int(ends[0] - begins[0])
+    if length and not (ends - begins != length).any():
+        view = np.ndarray((len(data) - length + 1,), dtype=f"V{length}", buffer=data, strides=(1,))
+        cut: list[bytes] = view[begins].tolist()
+        return cut
+    return [data[b:e] for b, e in zip(begins.tolist(), ends.tolist())]

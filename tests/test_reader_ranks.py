@@ -13,6 +13,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -82,52 +83,63 @@ def _small_reads(window: int, batch: int, chunk: int, read_ahead: int) -> Iterat
         yield
 
 
-sizes = st.tuples(
-    st.sampled_from([1, 200, 2_000, 1 << 23]),  # window bytes
-    st.sampled_from([1, 2, 5, 256]),  # batch
-    st.sampled_from([1, 3, 7, 1 << 16]),  # chunk
-    st.sampled_from([1, 40, 300, 1 << 18]),  # read-ahead of a header walk
+@dataclass(frozen=True)
+class _Case:
+    plan: ReadPlan
+    world_size: int
+    sidecars: bool
+    uniform: bool
+    read_sizes: tuple[int, int, int, int]  # window bytes, batch, chunk, walk read-ahead
+
+
+cases = st.builds(
+    _Case,
+    plans(),
+    st.integers(2, 5),
+    st.booleans(),
+    st.booleans(),
+    st.tuples(
+        st.sampled_from([1, 200, 2_000, 1 << 23]),
+        st.sampled_from([1, 2, 5, 256]),
+        st.sampled_from([1, 3, 7, 1 << 16]),
+        st.sampled_from([1, 40, 300, 1 << 18]),
+    ),
 )
 
 
 @settings(max_examples=60, deadline=None)
-@given(plans(), st.integers(2, 5), st.booleans(), st.booleans(), sizes, st.data())
+@given(cases, st.data())
 def test_a_rank_delivers_every_wth_position_of_the_one_rank_order(
-    plan: ReadPlan,
-    world_size: int,
-    sidecars: bool,
-    uniform: bool,
-    read_sizes: tuple[int, int, int, int],
-    data: st.DataObject,
+    case: _Case, data: st.DataObject
 ) -> None:
-    expected = _expected(plan, 2, uniform)
-    with _shards(plan, uniform) as directory, _small_reads(*read_sizes):
-        if sidecars:
+    plan, world_size = case.plan, case.world_size
+    expected = _expected(plan, 2, case.uniform)
+    with _shards(plan, case.uniform) as directory, _small_reads(*case.read_sizes):
+        if case.sidecars:
             _build_sidecars(directory)
         one = [_key(i) for i in Reader(plan, data_dir=directory, epochs=2)]
         assert one == expected
+
+        def reader(rank: int) -> Reader:
+            return Reader(plan, data_dir=directory, epochs=2, rank=rank, world_size=world_size)
+
         for rank in range(world_size):
             mine = [e for e in expected if e[1] % world_size == rank]
-            reader = Reader(plan, data_dir=directory, epochs=2, rank=rank, world_size=world_size)
-            items = list(reader)
+            items = list(reader(rank))
             assert [_key(i) for i in items] == mine
             assert [i.tfds_id for i in items] == [
                 f"{os.path.basename(plan.instructions[e[3]].filename)}__{e[4]}" for e in mine
             ]
-            batches = list(
-                Reader(
-                    plan, data_dir=directory, epochs=2, rank=rank, world_size=world_size
-                ).batches()
-            )
-            assert all(0 < len(b) <= read_sizes[1] for b in batches)
+            batches = list(reader(rank).batches())
+            assert all(0 < len(b) <= case.read_sizes[1] for b in batches)
             assert [_key(i) for b in batches for i in b.items()] == mine
         rank = data.draw(st.integers(0, world_size - 1))
 
         def restored(state: dict[str, Any] | None) -> Reader:
-            reader = Reader(plan, data_dir=directory, epochs=2, rank=rank, world_size=world_size)
+            restoring = reader(rank)
             if state is not None:
-                reader.load_state_dict(state)
-            return reader
+                restoring.load_state_dict(state)
+            return restoring
 
         assert_resumes_exactly(restored, Reader.state_dict, key=_key)
 
@@ -156,98 +168,98 @@ def _damaged_positions(plan: ReadPlan, directory: Path, path: Path, record_index
     ]
 
 
-def _read(reader: Reader) -> tuple[list[Expected], CorruptRecordError | None]:
-    delivered: list[Expected] = []
-    try:
-        for item in reader:
-            delivered.append(_key(item))
-    except CorruptRecordError as err:
-        return delivered, err
-    return delivered, None
+@dataclass(frozen=True)
+class _RankRun:
+    mine: list[Expected]  # what the rank delivers from undamaged files
+    delivered: list[Expected]
+    error: CorruptRecordError | None
+    stops: list[int]  # the rank's positions reading the damaged record
+    position: int  # of the rank's state after the run
+
+
+def _damaged_ranks(
+    case: _Case, data: st.DataObject, header: bool
+) -> tuple[Path, int, int, list[_RankRun]]:
+    """Every rank's run over the shards with one record damaged (its header or payload):
+    the damaged file, the frame's offset and its record index, and the runs."""
+    plan, world_size = case.plan, case.world_size
+    assume(plan.num_examples > 0)
+    expected = _expected(plan, 1, case.uniform)
+    position = data.draw(st.integers(0, plan.num_examples - 1))
+    at = data.draw(st.integers(0, 11) if header else st.integers(12, 99))
+    with _shards(plan, case.uniform) as directory, _small_reads(*case.read_sizes):
+        written = {p: p.read_bytes() for p in directory.iterdir()}
+        path, offset, record_index = _damage(directory, plan, position, at)
+        if case.sidecars:
+            _bound_sidecars(written)
+        damaged = _damaged_positions(plan, directory, path, record_index)
+        runs = []
+        for rank in range(world_size):
+            reader = Reader(plan, data_dir=directory, rank=rank, world_size=world_size)
+            delivered: list[Expected] = []
+            error = None
+            try:
+                for item in reader:
+                    delivered.append(_key(item))
+            except CorruptRecordError as err:
+                error = err
+            mine = [e for e in expected if e[1] % world_size == rank]
+            stops = [p for p in damaged if p % world_size == rank]
+            position = reader.state_dict()["position"]
+            runs.append(_RankRun(mine, delivered, error, stops, position))
+    return path, offset, record_index, runs
+
+
+def _bound_sidecars(written: dict[Path, bytes]) -> None:
+    """Sidecars of the files as written, bound to them as they are now (as where damage
+    lies outside the spans a sidecar binds, in any file larger than 128 KiB)."""
+    for shard, content in written.items():
+        starts = [start for start, _ in tfrecord_frames(content)]
+        fd = os.open(shard, os.O_RDONLY)
+        try:
+            size, binding = _binding(fd)
+        finally:
+            os.close(fd)
+        write_index(RecordIndex(str(shard), None, starts, size, size, binding))
 
 
 @settings(max_examples=60, deadline=None)
-@given(plans(), st.integers(2, 4), st.booleans(), st.booleans(), sizes, st.data())
+@given(cases, st.data())
 def test_a_damaged_payload_stops_only_the_rank_that_delivers_it(
-    plan: ReadPlan,
-    world_size: int,
-    sidecars: bool,
-    uniform: bool,
-    read_sizes: tuple[int, int, int, int],
-    data: st.DataObject,
+    case: _Case, data: st.DataObject
 ) -> None:
-    assume(plan.num_examples > 0)
-    expected = _expected(plan, 1, uniform)
-    position = data.draw(st.integers(0, plan.num_examples - 1))
-    with _shards(plan, uniform) as directory, _small_reads(*read_sizes):
-        path, offset, record_index = _damage(
-            directory, plan, position, data.draw(st.integers(12, 99))
-        )
-        if sidecars:
-            _build_sidecars(directory)
-        damaged = _damaged_positions(plan, directory, path, record_index)
-        for rank in range(world_size):
-            mine = [e for e in expected if e[1] % world_size == rank]
-            reader = Reader(plan, data_dir=directory, rank=rank, world_size=world_size)
-            delivered, err = _read(reader)
-            stops = [p for p in damaged if p % world_size == rank]
-            if not stops:
-                # Another rank's record: its payload is not this rank's to check.
-                assert err is None
-                assert delivered == mine
-                continue
-            assert err is not None
-            assert (err.path, err.offset, err.record_index) == (str(path), offset, record_index)
-            assert err.kind == tfrecord.KIND_DATA_CRC
-            assert f"position {stops[0]} of epoch 0" in str(err)
-            assert delivered == [e for e in mine if e[1] < stops[0]]
-            assert reader.state_dict()["position"] == stops[0]
+    path, offset, record_index, runs = _damaged_ranks(case, data, header=False)
+    for run in runs:
+        if not run.stops:
+            # Another rank's record: its payload is not this rank's to check.
+            assert run.error is None
+            assert run.delivered == run.mine
+            continue
+        err = run.error
+        assert err is not None
+        assert (err.path, err.offset, err.record_index) == (str(path), offset, record_index)
+        assert err.kind == tfrecord.KIND_DATA_CRC
+        assert f"position {run.stops[0]} of epoch 0" in str(err)
+        assert run.delivered == [e for e in run.mine if e[1] < run.stops[0]]
+        assert run.position == run.stops[0]
 
 
 @settings(max_examples=60, deadline=None)
-@given(plans(), st.integers(2, 4), st.booleans(), st.booleans(), sizes, st.data())
+@given(cases, st.data())
 def test_a_damaged_header_is_reported_by_every_rank_that_cannot_pass_it(
-    plan: ReadPlan,
-    world_size: int,
-    sidecars: bool,
-    uniform: bool,
-    read_sizes: tuple[int, int, int, int],
-    data: st.DataObject,
+    case: _Case, data: st.DataObject
 ) -> None:
-    assume(plan.num_examples > 0)
-    expected = _expected(plan, 1, uniform)
-    position = data.draw(st.integers(0, plan.num_examples - 1))
-    with _shards(plan, uniform) as directory, _small_reads(*read_sizes):
-        original = {p: p.read_bytes() for p in directory.iterdir()}
-        path, offset, record_index = _damage(
-            directory, plan, position, data.draw(st.integers(0, 11))
-        )
-        if sidecars:
-            # A sidecar of the file as written, bound to it as it is now (the damage lies
-            # outside the spans a sidecar binds, as in any file larger than 128 KiB).
-            for shard, written in original.items():
-                starts = [start for start, _ in tfrecord_frames(written)]
-                fd = os.open(shard, os.O_RDONLY)
-                try:
-                    size, binding = _binding(fd)
-                finally:
-                    os.close(fd)
-                write_index(RecordIndex(str(shard), None, starts, size, size, binding))
-        damaged = _damaged_positions(plan, directory, path, record_index)
-        for rank in range(world_size):
-            mine = [e for e in expected if e[1] % world_size == rank]
-            reader = Reader(plan, data_dir=directory, rank=rank, world_size=world_size)
-            delivered, err = _read(reader)
-            stops = [p for p in damaged if p % world_size == rank]
-            if err is None:
-                # A rank that finds its frames from a sidecar never reads another rank's
-                # header; without one, only a rank whose walk stops before it.
-                assert not stops
-                assert delivered == mine
-                continue
-            assert (err.path, err.offset) == (str(path), offset)
-            assert err.kind == tfrecord.KIND_HEADER_CRC
-            assert delivered == mine[: len(delivered)]
-            if sidecars:
-                assert stops
-                assert delivered == [e for e in mine if e[1] < stops[0]]
+    path, offset, _, runs = _damaged_ranks(case, data, header=True)
+    for run in runs:
+        if run.error is None:
+            # A rank that finds its frames from a sidecar never reads another rank's
+            # header; without one, only a rank whose walk stops before it.
+            assert not run.stops
+            assert run.delivered == run.mine
+            continue
+        assert (run.error.path, run.error.offset) == (str(path), offset)
+        assert run.error.kind == tfrecord.KIND_HEADER_CRC
+        assert run.delivered == run.mine[: len(run.delivered)]
+        if case.sidecars:
+            assert run.stops
+            assert run.delivered == [e for e in run.mine if e[1] < run.stops[0]]

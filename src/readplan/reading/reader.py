@@ -52,7 +52,7 @@ from readplan.reading.options import (
 )
 from readplan.reading.prefetch import ShardWarmer
 from readplan.reading.ranks import STATE_KEY, count_below, owner, reader_bindings
-from readplan.reading.runs import Closes, Runs, Shard, close_shard, read_spans
+from readplan.reading.runs import Closes, Runs, Shard, read_spans
 from readplan.reading.salvage import Lost
 from readplan.records._damage import CorruptionReport, LostRecord
 from readplan.records.tfrecord import OnCorruption
@@ -430,16 +430,9 @@ class Reader(Closing):
         self, runs: Runs, window: list[tuple[int, int]], closes: Closes
     ) -> list[Any] | None:
         first_run, stop_run = window[0][0], window[-1][1]
-        closes.through(first_run)
-        finishing = closes.finishing(stop_run)
-
-        def finished(file_index: int) -> None:
-            if file_index in finishing:
-                close_shard(closes.shards, file_index)
-
-        records = read_spans(
-            runs, first_run, stop_run, partial(self._shard, closes.shards), finished
-        )
+        closes.start_window(first_run, stop_run)
+        shard = partial(self._shard, closes.shards)
+        records = read_spans(runs, first_run, stop_run, shard, closes.finished)
         if records is not None:
             # About _WINDOW_BYTES per window, from the sizes of some records just read.
             sample = records[:: max(1, len(records) // 64)]

@@ -21,7 +21,7 @@ from readplan.records._stream import open_handle
 from readplan.storage import Handle, PathLike, StorageOptions
 from readplan.storage import close as close_handle
 
-__all__ = ["Closes", "Runs", "Shard", "close_shard", "read_spans"]
+__all__ = ["Closes", "Runs", "Shard", "read_spans"]
 
 IntArray = npt.NDArray[np.int64]
 
@@ -366,6 +366,7 @@ class Closes:
     def __init__(self, runs: Runs, shards: dict[int, Shard]) -> None:
         self._pending = list(zip(runs.close_before, runs.close_files))
         self._next = 0
+        self._finishing: set[int] = set()
         self.shards = shards
 
     def through(self, run: int) -> None:
@@ -375,13 +376,20 @@ class Closes:
             close_shard(self.shards, pending[self._next][1])
             self._next += 1
 
-    def finishing(self, run: int) -> set[int]:
-        """The files still open whose last read by the plan comes before run ``run``."""
+    def start_window(self, first_run: int, stop_run: int) -> None:
+        """Runs ``first_run .. stop_run - 1`` are read next, file by file: close the files
+        done before them, and note those done within them, for :meth:`finished`."""
+        self.through(first_run)
         pending = self._pending
         stop = self._next
-        while stop < len(pending) and pending[stop][0] <= run:
+        while stop < len(pending) and pending[stop][0] <= stop_run:
             stop += 1
-        return {file_index for _, file_index in pending[self._next : stop]}
+        self._finishing = {file_index for _, file_index in pending[self._next : stop]}
+
+    def finished(self, file_index: int) -> None:
+        """The window's reads of ``file_index`` are done: close it if the plan's are too."""
+        if file_index in self._finishing:
+            close_shard(self.shards, file_index)
 
 
 def read_spans(

@@ -82,8 +82,8 @@ class RecordContainer:
     open: Callable[..., RecordSource]
     stream: Callable[..., Iterator[bytes]]
     salvage: Callable[..., SalvageSource]
-    # (open file, descriptor) -> the file read by increasing indices in spans; its reads
-    # give None when a record is damaged (the caller then reads them one by one).
+    # (open file, opener of a descriptor) -> the file read by increasing indices in spans;
+    # its reads give None when a record is damaged (the caller then reads them one by one).
     spans: Callable[..., SpanSource | None]
     # (path, index sidecar or None for offsets found without one, storage options) -> the
     # file opened for keyed access; ``sidecars`` is False when the file carries its own index.
@@ -91,12 +91,14 @@ class RecordContainer:
     sidecars: bool
 
 
-def _tfrecord_spans(records: tfrecord.RecordFile, fd: Handle) -> FrameSpans | None:
+def _tfrecord_spans(
+    records: tfrecord.RecordFile, descriptor: Callable[[], Handle]
+) -> FrameSpans | None:
     """Spans are read where frames lie as written: not in GZIP/ZLIB files (those are read
     record by record, decompressing)."""
     if records.compression is not None:
         return None
-    return FrameSpans(fd, records.offsets if records.indexed else None)
+    return FrameSpans(descriptor(), records.offsets if records.indexed else None)
 
 
 @dataclass(frozen=True)
@@ -115,7 +117,7 @@ class _TblSpans:
             return None
 
 
-def _tbl_spans(samples: tbl.TblFile, fd: Handle) -> _TblSpans:
+def _tbl_spans(samples: tbl.TblFile, descriptor: Callable[[], Handle]) -> _TblSpans:
     return _TblSpans(samples)
 
 

@@ -242,7 +242,7 @@ class Shard:
 
     def _span_source(self) -> SpanSource | None:
         if not self._spans_opened:
-            self._spans = self._container.spans(self._opened(), self._fd())
+            self._spans = self._container.spans(self._opened(), self._fd)
             self._spans_opened = True
         return self._spans
 

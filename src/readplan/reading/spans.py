@@ -21,8 +21,8 @@ import numpy as np
 import numpy.typing as npt
 
 from readplan.records._cap import DEFAULT_MAX_RECORD_BYTES
-from readplan.records._crc import crc32c, mask, mask_array
-from readplan.records._walk import gather_u32, good_headers, leading_matches, walk_frames
+from readplan.records._crc import crc32c, mask, mask_array, masked_length_crcs
+from readplan.records._walk import gather_u32, good_frames, walk_frames
 from readplan.storage import Handle, read_span, size_of
 
 __all__ = ["MAX_GAP", "FrameSpans"]
@@ -104,20 +104,11 @@ class FrameSpans:
         ends = bounds[indices + 1] - origin
         count = len(indices)
         # Headers the walk verified in these very bytes need no second look.
-        if data is not self._data or self._indexed:
-            lengths = ends - begins - 16
-            if int(lengths.min()) < 0 or int(lengths.max()) > DEFAULT_MAX_RECORD_BYTES:
-                return None
-            # The stored length field (two little-endian halves) must be what the offsets say.
-            low = gather_u32(data, begins).astype(np.int64)
-            high = gather_u32(data, begins + 4).astype(np.int64)
-            if not np.array_equal(low | (high << 32), lengths):
-                return None
-            if good_headers(data, begins, lengths) < count:
-                return None
+        if (data is not self._data or self._indexed) and not _sound_headers(data, begins, ends):
+            return None
         payloads = _payloads(data, begins + 12, ends - 4)
         crcs = np.fromiter(map(crc32c, payloads), dtype=np.uint32, count=count)
-        if leading_matches(mask_array(crcs), gather_u32(data, ends - 4)) < count:
+        if not np.array_equal(mask_array(crcs), gather_u32(data, ends - 4)):
             return None
         return payloads
 
@@ -166,14 +157,15 @@ class FrameSpans:
     def _walk_buffer(self) -> bool:
         """Add the frames that lie complete in the buffer; ``False`` at a damaged header."""
         data, base = self._data, self._base
-        begin, after = walk_frames(data, int(self._bounds[self._known]) - base)
+        walked = walk_frames(data, int(self._bounds[self._known]) - base)
+        begin, after = walked[:-1], int(walked[-1])
         found = len(begin)
         if not found:
             return True
-        lengths = np.diff(begin, append=after) - 16
+        lengths = np.diff(walked) - 16
         if int(lengths.max()) > DEFAULT_MAX_RECORD_BYTES:
             return False
-        if good_headers(data, begin, lengths) < found:
+        if good_frames(data, begin, lengths) < found:
             return False
         known = self._known
         if known + found + 1 > len(self._bounds):
@@ -184,6 +176,20 @@ class FrameSpans:
         self._known = known + found
         self._bounds[self._known] = after + base
         return True
+
+
+def _sound_headers(data: bytes, begins: IntArray, ends: IntArray) -> bool:
+    """Whether the frames ``[begins, ends)`` of ``data`` (not adjacent) store the lengths
+    their offsets imply, within the record cap, each with its length CRC."""
+    lengths = ends - begins - 16
+    if int(lengths.min()) < 0 or int(lengths.max()) > DEFAULT_MAX_RECORD_BYTES:
+        return False
+    # The stored length field, two little-endian halves.
+    low = gather_u32(data, begins).astype(np.int64)
+    high = gather_u32(data, begins + 4).astype(np.int64)
+    if not np.array_equal(low | (high << 32), lengths):
+        return False
+    return bool(np.array_equal(gather_u32(data, begins + 8), masked_length_crcs(lengths)))
 
 
 def _payloads(data: bytes, begins: IntArray, ends: IntArray) -> list[bytes]:

@@ -590,3 +590,28 @@ def test_sidecars_in_a_bucket_of_their_own(remote: tuple[str, Store]) -> None:
     assert source.__getitems__([54, 0]) == [_record("test", 1, 24), _record("test", 0, 0)]
     again = data_source(url, "test", storage_options=options, index_dir=index_dir)
     assert list(again) == _expected([("test", 0, 55)])
+
+
+def test_grain_worker_processes_read_a_source_in_a_bucket(gcs_store: Store) -> None:
+    grain = pytest.importorskip("grain")
+    from absl import flags  # installed with grain
+
+    from readplan.grain import OrderSampler
+
+    flags.FLAGS.mark_as_parsed()  # Grain's workers read absl flags, parsed by absl apps only
+    toy = json.loads((DATA / "tfds" / "readplan_toy_orders.json").read_text())
+    case = next(c for c in toy["cases"] if c["shuffle_files"])
+    bucket = f"readplan-grain-{uuid.uuid4().hex[:8]}"
+    url = upload_tree(gcs_store, DATA / "tfds" / "readplan_toy" / "1.0.0", bucket, "toy/1.0.0")
+    options = gcs_store.storage_options
+    info = DatasetInfo.load(url, storage_options=options)
+    config = ReadConfig(**case["read_config"], shuffle_files=True)
+    epochs = len(case["epochs"])
+    loader = grain.DataLoader(
+        data_source=data_source(info, case["spec"], decode=True, storage_options=options),
+        sampler=OrderSampler(ReadPlan(info, case["spec"], config), epochs=epochs),
+        worker_count=2,
+        shard_options=grain.sharding.NoSharding(),
+    )
+    ids = [int(record["id"][0]) for record in loader]
+    assert ids == [entry[3] for epoch in case["epochs"] for entry in epoch]

@@ -17,9 +17,9 @@ first without index sidecars, then with them, and finally the restore time witho
 sidecars relative to with them (target: <= 2).  Then decoding readers over 16 shards x 2,000
 TFDS-like ``tf.train.Example`` records (``benchmarks/_examples.py``): ``batches()`` and items
 with ``decode=True``, a schema and ``"tfds"``, whose batches are decoded through
-``decode_batch``'s columns, against the undecoding reader's batches decoded one record at a
-time (what a decoding reader did before), as CPU time.  ``--decoding`` runs only that part.
-Prints medians and the load average.
+``decode_batch``'s columns, and ``batches(256)`` (collated), against the undecoding
+reader's batches decoded one record at a time (and collated), as CPU time.
+``--decoding`` runs only that part.  Prints medians and the load average.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from readplan import ReadConfig, Reader, ReadPlan, example, tfrecord
 from readplan._internal.progress import Progress
 from readplan.index import build_index
 from readplan.metadata.dataset_info import DatasetInfo
+from readplan.reading.collate import collate
 
 SHARDS = 256
 RECORDS = 4_000
@@ -159,19 +160,28 @@ def decoding_report(directory: Path, repeats: int) -> None:
     total = plan.num_examples
     print(f"\n[decoding] {total:,} TFDS-like records, CPU time, medians of {repeats} rounds")
     for name, (mode, one) in modes.items():
-        for label, run in (
-            ("batches()", lambda mode=mode: sum(map(len, Reader(plan, decode=mode).batches()))),
-            ("items", lambda mode=mode: sum(1 for _ in Reader(plan, decode=mode))),
-        ):
-            mine, old, ratio = cpu_ratio(
-                run,
+        for label, run, anchor in (
+            (
+                "batches()",
+                lambda mode=mode: sum(map(len, Reader(plan, decode=mode).batches())),
+                lambda one=one: sum(len(list(map(one, b.records))) for b in Reader(plan).batches()),
+            ),
+            (
+                "items",
+                lambda mode=mode: sum(1 for _ in Reader(plan, decode=mode)),
+                lambda one=one: sum(len(list(map(one, b.records))) for b in Reader(plan).batches()),
+            ),
+            (
+                "batches(256)",
+                lambda mode=mode: sum(map(len, Reader(plan, decode=mode).batches(256))),
                 lambda one=one: sum(
-                    len(list(map(one, batch.records))) for batch in Reader(plan).batches()
+                    len(collate(list(map(one, b.records)))) for b in Reader(plan).batches(256)
                 ),
-                repeats,
-            )
+            ),
+        ):
+            mine, old, ratio = cpu_ratio(run, anchor, repeats)
             print(
-                f"  {name:<14} {label:<10} {mine / total * 1e6:6.2f} us/record; one record at "
+                f"  {name:<14} {label:<13} {mine / total * 1e6:6.2f} us/record; one record at "
                 f"a time {old / total * 1e6:6.2f} us/record; ratio {ratio:.2f}"
             )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -172,3 +173,77 @@ def test_save_and_start_from_a_path_a_state_or_a_checkpoint(plan: ReadPlan, tmp_
     bad.write_text("not json")
     with pytest.raises(CheckpointError, match=str(bad)):
         Reader(plan, start=bad)
+
+
+LEAF_DTYPES = ("int8", "uint16", "int64", "bool", "float16", "float32", "float64")
+
+
+@st.composite
+def leaf_values(draw: st.DrawFn, n: int) -> list[Any]:
+    """One leaf over ``n`` decoded examples: numpy scalars, arrays, bytes or bytes lists, all of
+    one kind and shape, or now and then of other ones (a ragged leaf)."""
+    kind = draw(st.sampled_from(("scalar", "array", "bytes", "list")))
+    dtype = np.dtype(draw(st.sampled_from(LEAF_DTYPES)))
+    shape = tuple(draw(st.lists(st.integers(0, 3), max_size=2)))
+    length = draw(st.integers(0, 3))
+
+    def one() -> Any:
+        if kind == "bytes":
+            return draw(st.binary(max_size=4))
+        if kind == "list":
+            return draw(st.lists(st.binary(max_size=3), min_size=length, max_size=length))
+        size = 1 if kind == "scalar" else math.prod(shape)
+        raw = draw(st.binary(min_size=size * dtype.itemsize, max_size=size * dtype.itemsize))
+        values = np.frombuffer(raw, dtype=np.uint8).copy().view(dtype)  # every bit pattern
+        return values[0] if kind == "scalar" else values.reshape(shape)
+
+    values = [one() for _ in range(n)]
+    if n and draw(st.integers(0, 4)) == 0:
+        values[draw(st.integers(0, n - 1))] = draw(
+            st.sampled_from([np.zeros(2, np.int64), [b"x"] * 4, b"y", np.float32(1), [1, 2]])
+        )
+    return values
+
+
+def _reference_leaf(values: list[Any]) -> Any:
+    """Each value as an array on its own (bytes and lists of bytes as object arrays), stacked
+    when the shapes agree, else listed."""
+    arrays = []
+    for value in values:
+        if isinstance(value, bytes):
+            array = np.empty((), dtype=object)
+            array[()] = value
+        elif isinstance(value, list) and (not value or isinstance(value[0], bytes)):
+            array = np.empty(len(value), dtype=object)
+            array[:] = value
+        else:
+            array = np.asarray(value)
+        arrays.append(array)
+    if len({array.shape for array in arrays}) == 1:
+        return np.stack(arrays)
+    return arrays
+
+
+def _assert_same_leaf(got: Any, want: Any) -> None:
+    if isinstance(want, list):
+        assert isinstance(got, list)
+        assert len(got) == len(want)
+        for mine, theirs in zip(got, want):
+            _assert_same_leaf(mine, theirs)
+        return
+    assert isinstance(got, np.ndarray)
+    assert (got.dtype, got.shape) == (want.dtype, want.shape)
+    if want.dtype == object:
+        assert got.tolist() == want.tolist()
+    else:
+        assert got.tobytes() == want.tobytes()
+
+
+@given(st.integers(1, 5).flatmap(lambda n: st.lists(leaf_values(n), min_size=1, max_size=4)))
+def test_collate_stacks_each_leaf_as_its_values_stacked_one_by_one(leaves: list[Any]) -> None:
+    n = len(leaves[0])
+    examples = [{f"k{j}": {"v": leaf[i]} for j, leaf in enumerate(leaves)} for i in range(n)]
+    batch = collate(examples)
+    assert list(batch) == [f"k{j}" for j in range(len(leaves))]
+    for j, leaf in enumerate(leaves):
+        _assert_same_leaf(batch[f"k{j}"]["v"], _reference_leaf(leaf))

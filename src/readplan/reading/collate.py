@@ -13,6 +13,7 @@ array padded at the end of every dimension to the batch's largest size, like tf.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import chain
 from typing import Any, Literal, TypeAlias, get_args
 
 import numpy as np
@@ -78,6 +79,11 @@ def _collate_dicts(
 
 
 def _common_keys(examples: Sequence[Any], prefix: str) -> list[str]:
+    if set(map(type, examples)) == {dict}:
+        # The decoders' dicts, checked in C; anything else is looked at one by one below.
+        expected = examples[0].keys()
+        if all(map(expected.__eq__, map(dict.keys, examples))):
+            return list(expected)
     where = prefix.rstrip("/") or "the top level"
     for k, example in enumerate(examples):
         if not isinstance(example, Mapping):
@@ -107,6 +113,9 @@ def _collate_leaf_or_dict(
 ) -> Any:
     if isinstance(values[0], Mapping):
         return _collate_dicts(values, f"{path}/", ragged, pads)
+    stacked = _stacked_alike(values)
+    if stacked is not None:
+        return stacked
     arrays = [_as_array(value, path) for value in values]
     shape = arrays[0].shape
     if all(array.shape == shape for array in arrays):
@@ -114,6 +123,31 @@ def _collate_leaf_or_dict(
     if ragged == "list":
         return arrays
     return _padded(arrays, path, pads)
+
+
+def _stacked_alike(values: list[Any]) -> npt.NDArray[Any] | None:
+    """The common leaves of a decoded batch (values of one type: arrays of one shape and
+    dtype, numpy scalars or bytes) stacked without a step per value; None for any other."""
+    kinds = set(map(type, values))
+    if len(kinds) != 1:
+        return None
+    kind = kinds.pop()
+    if kind is bytes:
+        strings = np.empty(len(values), dtype=object)
+        strings[:] = values
+        return strings
+    if issubclass(kind, np.generic):
+        return np.array(values, dtype=values[0].dtype)
+    if kind is np.ndarray and len({(value.shape, value.dtype) for value in values}) == 1:
+        return np.stack(values)
+    if kind is list and len(set(map(len, values))) == 1:
+        # Lists of bytes (tf.train.Example bytes lists) of one length: a table of objects.
+        flat = list(chain.from_iterable(values))
+        if set(map(type, flat)) <= {bytes}:
+            table = np.empty(len(flat), dtype=object)
+            table[:] = flat
+            return table.reshape(len(values), -1 if flat else 0)
+    return None
 
 
 def _as_array(value: Any, path: str) -> npt.NDArray[Any]:

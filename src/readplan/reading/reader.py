@@ -72,6 +72,7 @@ IntArray = npt.NDArray[np.int64]
 # numpy's fixed costs vanish, small enough that a batch of large records stays in memory.
 _CHUNK = 1 << 16
 _FIRST_CHUNK = 1 << 12
+_CHUNK_RANKS = 4
 _BATCH = 256
 # Bytes of records a rank of several reads together (in spans, file by file): enough that
 # the per-file costs vanish, little enough to hold.
@@ -381,8 +382,9 @@ class Reader(Closing):
         # for the plan of a whole large chunk.
         head = min(start + _FIRST_CHUNK, self.plan.num_examples)
         yield from islice(self.plan.iter_epoch(epoch, chunk_size=_FIRST_CHUNK, start=start), 1)
-        # A rank's share of a chunk, not the chunk, is what its reads handle at once.
-        chunk_size = _CHUNK * self.world_size
+        # A rank's share of a chunk is what its reads handle at once: larger chunks for a
+        # few ranks; the plan's arrays for a chunk stay within a few tens of MB.
+        chunk_size = _CHUNK * min(self.world_size, _CHUNK_RANKS)
         yield from self.plan.iter_epoch(epoch, chunk_size=chunk_size, start=head)
 
     def _last_delivery(self, epoch: int) -> Callable[[EpochOrder], npt.NDArray[np.bool_]]:

@@ -62,11 +62,9 @@ class FrameSpans:
         else:
             self._bounds = np.append(offsets, np.int64(self._size))
             self._known = len(offsets)
-        # Bytes read by the walk, from file offset ``_base``; those before ``_keep`` are no
-        # longer needed (reads go forward).
+        # Bytes the walk read and no read has consumed yet, from file offset ``_base``.
         self._data = b""
         self._base = 0
-        self._keep = 0
 
     def read(self, indices: IntArray, to_end: bool) -> list[bytes] | None:
         """The payloads of records ``indices`` (increasing), or ``None`` when one fails a check.
@@ -88,7 +86,9 @@ class FrameSpans:
                 if got is None:
                     return None
                 payloads.extend(got)
-        self._keep = max(self._keep, int(self._bounds[last + 1]))
+        # Keep only what the walk read ahead: reads go forward.
+        cut = min(max(int(self._bounds[last + 1]) - self._base, 0), len(self._data))
+        self._data, self._base = self._data[cut:], self._base + cut
         return payloads
 
     def _span(self, indices: IntArray) -> list[bytes] | None:
@@ -125,7 +125,6 @@ class FrameSpans:
             # Bytes still needed are read again with the new ones (cheaper than joining).
             frontier = int(self._bounds[self._known])
             keep = min(frontier, int(self._bounds[first])) if first < self._known else frontier
-            keep = max(keep, self._keep)
             data = read_span(self._fd, end + want - keep, keep)
             if len(data) != end + want - keep:
                 return False

@@ -28,7 +28,6 @@ import argparse
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +38,7 @@ from _timing import median_ms
 from array_record.python.array_record_data_source import ArrayRecordDataSource
 from array_record.python.array_record_module import ArrayRecordWriter
 
-from readplan import ReadConfig, ReadPlan, example, tfrecord
+from readplan import ReadConfig, ReadPlan, tfrecord
 from readplan._internal.progress import Progress
 from readplan.grain import OrderSampler
 from readplan.metadata.dataset_info import DatasetInfo
@@ -179,20 +178,15 @@ def compare_streaming(info: DatasetInfo, twins: list[str], repeats: int) -> None
 def compare_decoding(directory: Path, repeats: int) -> None:
     """Batched reads with decoding, through columns, against one record at a time."""
     info = write_examples(directory, shards=16, per_shard=2_000)
-    features = info.features
-    assert features is not None
     raw = data_source(info, "train")
     rng = np.random.default_rng(2)
     batches = [rng.integers(0, len(raw), size=BATCH).tolist() for _ in range(40)]
-    modes: dict[str, tuple[Any, Callable[[bytes], Any]]] = {
-        "decode=True": (True, example.decode),
-        "decode=schema": (SCHEMA, partial(example.parse, schema=SCHEMA)),
-        "decode='tfds'": ("tfds", features.decoder()),
-    }
     count = len(batches) * BATCH
     print(f"__getitems__({BATCH} keys) with decoding, TFDS-like records, CPU time")
-    for name, (mode, one) in modes.items():
+    for name, mode in (("decode=True", True), ("decode=schema", SCHEMA), ("decode='tfds'", "tfds")):
         source = data_source(info, "train", decode=mode)
+        one = source._decoder  # the source's one-record decoder, as source[k] applies it
+        assert one is not None
         mine, old, ratio = cpu_ratio(
             lambda source=source: [source.__getitems__(keys) for keys in batches],
             lambda one=one: [list(map(one, raw.__getitems__(keys))) for keys in batches],

@@ -43,6 +43,7 @@ from readplan.reading import containers
 from readplan.reading.decoding import RecordDecoder, example_decoder
 from readplan.reading.items import Record
 from readplan.records import index as _index
+from readplan.records._rows import records_as_dicts
 
 __all__ = ["RecordSource", "data_source"]
 
@@ -479,9 +480,11 @@ def _record_decoder(
             field="decode",
             value=decode,
         )
+    one, many = features.decoder(decoders=decoders), features.batch_decoder(decoders=decoders)
     return RecordDecoder(
-        features.decoder(decoders=decoders), features.batch_decoder(decoders=decoders)
-    ).map(_python_scalars)
+        lambda raw: _python_scalars(one(raw)),
+        lambda records: _python_scalars_of_all(many(records)) if records else [],
+    )
 
 
 def _python_scalars(value: Any) -> Any:
@@ -491,6 +494,21 @@ def _python_scalars(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
     return value
+
+
+def _python_scalars_of_all(values: list[Any]) -> list[Any]:
+    """``_python_scalars`` of each value, leaf by leaf when the values share one structure
+    (a batch's decoded examples do): a leaf of numpy scalars of one type converts in C."""
+    kinds = set(map(type, values))
+    if kinds == {dict}:
+        keys = values[0].keys()
+        if all(map(keys.__eq__, map(dict.keys, values))):
+            leaves = [_python_scalars_of_all([value[key] for value in values]) for key in keys]
+            return records_as_dicts(list(keys), leaves, len(values))
+    elif len(kinds) == 1 and issubclass(kinds.pop(), np.generic):
+        converted: list[Any] = np.array(values).tolist()
+        return converted
+    return list(map(_python_scalars, values))
 
 
 def _check_takes(instructions: Sequence[FileInstruction], spec: str) -> None:

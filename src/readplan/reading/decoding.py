@@ -45,14 +45,6 @@ class RecordDecoder:
             return decoded, err
         return decoded, None
 
-    def map(self, transform: Callable[[Any], Any]) -> RecordDecoder:
-        """This decoder with ``transform`` applied to each decoded record."""
-        one, many = self.one, self.many
-        return RecordDecoder(
-            lambda raw: transform(one(raw)),
-            lambda records: list(map(transform, many(records))),
-        )
-
 
 def record_decoder(
     decode: bool | Literal["tfds"] | Mapping[str, Any] | None,

@@ -73,13 +73,16 @@ def _key(item: Item) -> Expected:
 
 
 @contextmanager
-def _small_reads(window: int, batch: int, chunk: int, read_ahead: int) -> Iterator[None]:
+def _small_reads(
+    window: int, batch: int, chunk: int, read_ahead: int, large: int
+) -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(reader_module, "_WINDOW_BYTES", window)
         patch.setattr(reader_module, "_BATCH", batch)
         patch.setattr(reader_module, "_CHUNK", chunk)
         patch.setattr(reader_module, "_FIRST_CHUNK", chunk)
         patch.setattr(spans_module, "_MIN_READ", read_ahead)
+        patch.setattr(spans_module, "_LARGE", large)
         yield
 
 
@@ -89,7 +92,8 @@ class _Case:
     world_size: int
     sidecars: bool
     uniform: bool
-    read_sizes: tuple[int, int, int, int]  # window bytes, batch, chunk, walk read-ahead
+    # window bytes, batch, chunk, walk read-ahead, record size walked without payloads
+    read_sizes: tuple[int, int, int, int, int]
 
 
 cases = st.builds(
@@ -103,6 +107,7 @@ cases = st.builds(
         st.sampled_from([1, 2, 5, 256]),
         st.sampled_from([1, 3, 7, 1 << 16]),
         st.sampled_from([1, 40, 300, 1 << 18]),
+        st.sampled_from([1, 1 << 16]),
     ),
 )
 

@@ -21,7 +21,7 @@ import numpy.typing as npt
 from readplan.errors import CorruptTblError, DatasetInfoError
 from readplan.reading.salvage import Lost, Salvage
 from readplan.reading.salvage_tbl import TblSalvage
-from readplan.reading.spans import FrameSpans
+from readplan.reading.spans import FrameSpans, walks_over_payloads
 from readplan.records import tbl, tfrecord
 from readplan.records._damage import CorruptionEvent
 from readplan.storage import Handle, StorageOptions
@@ -98,7 +98,9 @@ def _tfrecord_spans(
     record by record, decompressing)."""
     if records.compression is not None:
         return None
-    return FrameSpans(descriptor(), records.offsets if records.indexed else None)
+    fd = descriptor()
+    walk = not records.indexed and walks_over_payloads(fd)
+    return FrameSpans(fd, None if walk else records.offsets)
 
 
 @dataclass(frozen=True)

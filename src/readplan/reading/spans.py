@@ -25,7 +25,7 @@ from readplan.records._crc import crc32c, mask, mask_array, masked_length_crcs
 from readplan.records._walk import gather_u32, good_frames, walk_frames
 from readplan.storage import Handle, read_span, size_of
 
-__all__ = ["MAX_GAP", "FrameSpans"]
+__all__ = ["MAX_GAP", "FrameSpans", "walks_over_payloads"]
 
 IntArray = npt.NDArray[np.int64]
 
@@ -38,6 +38,19 @@ _HEADER = struct.Struct("<QI")
 # unless one frame is longer, at most this much per read.
 _MIN_READ = 1 << 18
 _MAX_READ = 1 << 24
+# From this size on, frames are found by reading their 12-byte headers alone (the header
+# walk of ``RecordFile``): reading other ranks' payloads to walk over them costs more.
+_LARGE = 1 << 16
+# Records up to this size are cut from a view (the Python step per record costs more than
+# copying them twice).
+_SMALL = 1 << 12
+
+
+def walks_over_payloads(fd: Handle) -> bool:
+    """Whether frames of the file ``fd`` are best found by a walk over the bytes read for
+    the records: its first frame is small (datasets hold records of similar sizes)."""
+    head = read_span(fd, 8, 0)
+    return len(head) < 8 or int.from_bytes(head, "little") < _LARGE
 
 
 class FrameSpans:
@@ -192,10 +205,11 @@ def _sound_headers(data: bytes, begins: IntArray, ends: IntArray) -> bool:
 
 
 def _payloads(data: bytes, begins: IntArray, ends: IntArray) -> list[bytes]:
-    """``data[b:e]`` for each ``b, e``; records of one length are cut without a Python step
-    each, as the elements of a byte-string view of ``data``."""
+    """``data[b:e]`` for each ``b, e``; small records of one length are cut without a
+    Python step each, as the elements of a byte-string view of ``data`` (large ones are
+    sliced: one copy each, where the view makes two)."""
     length = int(ends[0] - begins[0])
-    if length and not (ends - begins != length).any():
+    if 0 < length <= _SMALL and not (ends - begins != length).any():
         view = np.ndarray((len(data) - length + 1,), dtype=f"V{length}", buffer=data, strides=(1,))
         cut: list[bytes] = view[begins].tolist()
         return cut

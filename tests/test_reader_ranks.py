@@ -200,19 +200,44 @@ def _damaged_ranks(
         damaged = _damaged_positions(plan, directory, path, record_index)
         runs = []
         for rank in range(world_size):
-            reader = Reader(plan, data_dir=directory, rank=rank, world_size=world_size)
-            delivered: list[Expected] = []
-            error = None
-            try:
-                for item in reader:
-                    delivered.append(_key(item))
-            except CorruptRecordError as err:
-                error = err
+
+            def reader(state: dict[str, Any] | None, rank: int = rank) -> Reader:
+                made = Reader(plan, data_dir=directory, rank=rank, world_size=world_size)
+                if state is not None:
+                    made.load_state_dict(state)
+                return made
+
+            first = reader(None)
+            delivered, states, error = _until_damage(first)
+            # Resumed after any delivery, the rank continues alike and meets the same damage.
+            for step, state in enumerate(states):
+                again, _, met = _until_damage(reader(state))
+                assert again == delivered[step:]
+                assert _where(met) == _where(error)
             mine = [e for e in expected if e[1] % world_size == rank]
             stops = [p for p in damaged if p % world_size == rank]
-            position = reader.state_dict()["position"]
+            position = first.state_dict()["position"]
             runs.append(_RankRun(mine, delivered, error, stops, position))
     return path, offset, record_index, runs
+
+
+def _until_damage(
+    reader: Reader,
+) -> tuple[list[Expected], list[dict[str, Any]], CorruptRecordError | None]:
+    """What ``reader`` delivers, its state before each delivery, and the damage it met."""
+    delivered: list[Expected] = []
+    states = [reader.state_dict()]
+    try:
+        for item in reader:
+            delivered.append(_key(item))
+            states.append(reader.state_dict())
+    except CorruptRecordError as err:
+        return delivered, states, err
+    return delivered, states, None
+
+
+def _where(error: CorruptRecordError | None) -> tuple[str, int] | None:
+    return None if error is None else (error.path, error.offset)
 
 
 def _bound_sidecars(written: dict[Path, bytes]) -> None:

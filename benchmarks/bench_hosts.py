@@ -6,11 +6,13 @@ Every host builds its own plan of the same split, as a TFDS input pipeline does 
 ``input_context`` (host ``h`` of ``H`` reads files ``h, h + H, ...``), with shuffled files
 (seed 32). Measured per host: building the plan (the dataset's metadata, loaded once per host,
 is timed on its own) and its first epoch's schedule; for ``--checkpoints`` of the hosts (and
-the first host at least), the peak memory of both (tracemalloc), and a checkpoint at a random
-position (time, JSON size, peak memory). Computed over all hosts: every file of the split
-belongs to exactly one host, each host's epoch feeds exactly its own files, and the hosts'
-epochs add up to the split's 10^10 examples, so together they read one epoch exactly once.
-The anchor for the per-host work is ``np.random.permutation(10**6)``, timed in the same run.
+the first host at least), the peak memory of both, and a checkpoint at a random position
+(time, JSON size, peak memory). Memory is traced (tracemalloc) in calls of its own, since
+tracing slows the work: every timed call runs untraced. Computed over all hosts: every file
+of the split belongs to exactly one host, each host's epoch feeds exactly its own files, and
+the hosts' epochs add up to the split's 10^10 examples, so together they read one epoch
+exactly once. The anchor for the per-host work is ``np.random.permutation(10**6)``, timed
+in the same run.
 """
 
 from __future__ import annotations
@@ -19,25 +21,34 @@ import argparse
 import statistics
 import time
 import tracemalloc
+from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
 from _timing import median_ms
 
 from readplan import DatasetInfo, InputContext, ReadConfig, ReadPlan
 
+T = TypeVar("T")
+
 SHARDS = 1_000_000
 PER_SHARD = 10_000
 
 
-def _traced(fn: object) -> tuple[object, float, float]:
-    """``fn()``'s result, seconds and peak traced megabytes."""
-    tracemalloc.start()
+def _timed(fn: Callable[[], T]) -> tuple[T, float]:
+    """``fn()``'s result and seconds, untraced."""
     start = time.perf_counter()
-    result = fn()  # type: ignore[operator]
-    seconds = time.perf_counter() - start
+    result = fn()
+    return result, time.perf_counter() - start
+
+
+def _peak_mb(fn: Callable[[], object]) -> float:
+    """Peak traced megabytes of ``fn()``; tracing slows it, so it is never the timed call."""
+    tracemalloc.start()
+    fn()
     peak = tracemalloc.get_traced_memory()[1] / 1e6
     tracemalloc.stop()
-    return result, seconds, peak
+    return peak
 
 
 def main() -> None:
@@ -47,10 +58,11 @@ def main() -> None:
     args = parser.parse_args()
     hosts = args.hosts
 
-    info, info_s, info_mb = _traced(
-        lambda: DatasetInfo(name="web", splits={"train": [PER_SHARD] * SHARDS})
-    )
-    assert isinstance(info, DatasetInfo)
+    def metadata() -> DatasetInfo:
+        return DatasetInfo(name="web", splits={"train": [PER_SHARD] * SHARDS})
+
+    info, info_s = _timed(metadata)
+    info_mb = _peak_mb(metadata)
     anchor_ms = median_ms(lambda: np.random.permutation(SHARDS), 5)
     owner = np.zeros(SHARDS, dtype=np.int64)
     total = 0
@@ -73,13 +85,15 @@ def main() -> None:
         np.add.at(owner, plan.selected, 1)
         total += plan.num_examples
         if host < max(1, args.checkpoints):
-            # Tracing slows the work down, so the sampled hosts are built again for memory.
-            _, _, peak = _traced(lambda c=config: ReadPlan(info, "train", c).file_order(0))
-            peaks.append(peak)
+            peaks.append(_peak_mb(lambda c=config: ReadPlan(info, "train", c).file_order(0)))
         if host < args.checkpoints:
             position = int(rng.integers(0, plan.num_examples))
-            checkpoint, seconds, peak = _traced(lambda plan=plan, p=position: plan.checkpoint(0, p))
-            size = len(checkpoint.to_json())  # type: ignore[attr-defined]
+            checkpoint, seconds = _timed(lambda plan=plan, p=position: plan.checkpoint(0, p))
+            # A plan of its own, so the traced checkpoint does the same work as the timed one.
+            fresh = ReadPlan(info, "train", config)
+            fresh.file_order(0)
+            peak = _peak_mb(lambda plan=fresh, p=position: plan.checkpoint(0, p))
+            size = len(checkpoint.to_json())
             checkpoint_rows.append((host, position, seconds, size, peak))
     covered = bool((owner == 1).all()) and total == SHARDS * PER_SHARD
 

@@ -51,7 +51,7 @@ def digest(fields: Any) -> str:
 def lengths_digest(lengths: Sequence[int] | np.ndarray) -> str:
     """The digest of a list of shard lengths: SHA-256 of their little-endian int64 bytes."""
     # Hashed through the buffer protocol: a copy of 10^6 lengths would cost more than the hash.
-    return hashlib.sha256(np.ascontiguousarray(lengths, dtype="<i8")).hexdigest()[:32]
+    return hashlib.sha256(np.ascontiguousarray(lengths, dtype="<i8").data).hexdigest()[:32]
 
 
 def files_digest(table: InstructionTable) -> str:
@@ -69,7 +69,7 @@ def files_digest(table: InstructionTable) -> str:
     hasher.update("\n".join(table.filename(k).rpartition("/")[2] for k in unnamed).encode())
     hasher.update(b"\x00")
     columns = (table.split, table.shard_index, table.skip, table.take, table.examples_in_shard)
-    hasher.update(np.stack(columns, axis=1, dtype="<i8"))
+    hasher.update(np.stack(columns, axis=1, dtype="<i8").data)
     return hasher.hexdigest()[:32]
 
 

@@ -1,6 +1,6 @@
 """Reader throughput in plan order, and the time from a restore to the first record.
 
-Usage: python benchmarks/bench_reader.py [--dir DIR] [--repeats N]
+Usage: python benchmarks/bench_reader.py [--dir DIR] [--repeats N] [--large | --decoding]
 
 Writes 256 shards x 4,000 records x 100 bytes (a TFDS layout) and reads them in the order
 of a plan with cycle length 16, block length 16 and shuffled files (seed 32):
@@ -14,7 +14,9 @@ of a plan with cycle length 16, block length 16 and shuffled files (seed 32):
   (target: late/early <= 2, and <= 10 ms with index sidecars);
 
 first without index sidecars, then with them, and finally the restore time without
-sidecars relative to with them (target: <= 2).  Then decoding readers over 16 shards x 2,000
+sidecars relative to with them (target: <= 2).  Then one rank of four over 32 shards x 64
+records of 100 KiB, without and with sidecars, against ``tfrecord.read`` of the same files
+(``--large`` runs only that part).  Then decoding readers over 16 shards x 2,000
 TFDS-like ``tf.train.Example`` records (``benchmarks/_examples.py``): ``batches()`` and items
 with ``decode=True``, a schema and ``"tfds"``, whose batches are decoded through
 ``decode_batch``'s columns, and ``batches(256)`` (collated), against the undecoding
@@ -45,6 +47,10 @@ from readplan.reading.collate import collate
 SHARDS = 256
 RECORDS = 4_000
 SIZE = 100
+# The large-record layout: a rank of four skips 300 KiB between its records of a block.
+LARGE_SHARDS = 32
+LARGE_RECORDS = 64
+LARGE_SIZE = 100 * 1024
 CONFIG = ReadConfig(
     interleave_cycle_length=16, interleave_block_length=16, shuffle_files=True, shuffle_seed=32
 )
@@ -146,6 +152,28 @@ def report(plan: ReadPlan, label: str, repeats: int) -> float:
     return early_s
 
 
+def large_rank_report(directory: Path, repeats: int) -> None:
+    """One rank of four on 100 KiB records, without and then with sidecars, against
+    ``tfrecord.read`` of the same files, in CPU time."""
+    info = DatasetInfo("large", {"train": [LARGE_RECORDS] * LARGE_SHARDS}, data_dir=directory)
+    record = bytes(range(256)) * (LARGE_SIZE // 256)
+    for path in info.shard_paths("train"):
+        tfrecord.write(path, [record] * LARGE_RECORDS)
+    plan = ReadPlan(info, "train", CONFIG)
+    total = plan.num_examples
+    share = len(range(1, total, 4))
+    print(f"\n[100 KiB records] {total:,} records, rank 1 of 4, CPU time, medians of {repeats}")
+    for label in ("without index sidecars", "with index sidecars"):
+        if label.startswith("with "):
+            for path in info.shard_paths("train"):
+                build_index(path)
+        mine, base, ratio = cpu_ratio(partial(rank_items, plan), partial(sequential, plan), repeats)
+        print(
+            f"  {label:<23} {share / mine / 1e3:6.2f} k records/s per rank; tfrecord.read "
+            f"{total / base / 1e3:6.2f} k/s; ratio {share / total / ratio:.2f}"
+        )
+
+
 def decoding_report(directory: Path, repeats: int) -> None:
     """Decoding readers, batched through columns, against decoding one record at a time."""
     info = write_examples(directory / "examples", shards=16, per_shard=2_000)
@@ -208,12 +236,16 @@ def main() -> None:
     parser.add_argument("--dir", help="write the shards here (default: a temporary directory)")
     parser.add_argument("--repeats", type=int, default=5, help="timed runs per figure")
     parser.add_argument("--decoding", action="store_true", help="only the decoding readers")
+    parser.add_argument("--large", action="store_true", help="only the 100 KiB rank figures")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="readplan-bench-") as scratch:
         directory = Path(args.dir or scratch)
         directory.mkdir(parents=True, exist_ok=True)
         if args.decoding:
             decoding_report(directory, args.repeats)
+            return
+        if args.large:
+            large_rank_report(directory, args.repeats)
             return
         plan = write_layout(directory)
         print(f"plan: {plan}")
@@ -225,6 +257,7 @@ def main() -> None:
                 bar.advance()
         indexed = report(plan, "with index sidecars", args.repeats)
         print(f"\nrestore without sidecars / with sidecars: {walked / indexed:.2f}")
+        large_rank_report(directory / "large", args.repeats)
         decoding_report(directory, args.repeats)
         print("load average at end: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
 

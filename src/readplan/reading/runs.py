@@ -170,9 +170,11 @@ class Shard:
         try:
             self._take(out, first, count)
         except (CorruptRecordError, IndexFileError):
-            if not self._skip:
-                raise
             got = len(out) - before
+            if not self._skip:
+                if not self._sequential:
+                    self._reachable_into(out, np.arange(first + got, first + count))
+                raise
             self._salvage = self._container.salvage(
                 self.path, planned=self._planned, **self._options
             )
@@ -209,6 +211,7 @@ class Shard:
                 self._records(last + 1, to_end)
             except (CorruptRecordError, IndexFileError):
                 if not self._skip:
+                    self._reachable_into(out, indices)
                     raise
             else:
                 spans = self._span_source()
@@ -219,6 +222,23 @@ class Shard:
         # Damage among the records, or a salvaged file: one record at a time, which
         # reports exactly the damage of the delivered records.
         return sum(self.take_into(out, int(index), 1) for index in indices.tolist())
+
+    def _reachable_into(self, out: list[Any], indices: IntArray) -> None:
+        """Append the records at ``indices`` that lie before damage in the file (one span
+        each, up to the first that cannot be read): what reads in spans deliver before it,
+        wherever the reader started."""
+        try:
+            spans = self._span_source()
+            if spans is None:
+                return
+            for index in indices.tolist():
+                one = np.array([index], dtype=np.int64)
+                got = spans.read(one, index + 1 == self._end == self._planned)
+                if got is None:
+                    return
+                out.extend(got)
+        except (ReadplanError, OSError):
+            return
 
     def spans_into(self, out: list[Any], indices: IntArray) -> bool:
         """Append the records at ``indices`` (increasing) to ``out``, read in spans.

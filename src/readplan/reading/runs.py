@@ -172,8 +172,9 @@ class Shard:
         except (CorruptRecordError, IndexFileError):
             got = len(out) - before
             if not self._skip:
-                if not self._sequential:
-                    self._reachable_into(out, np.arange(first + got, first + count))
+                rest = np.arange(first + got, first + count)
+                if not self._sequential and self._reachable_into(out, rest):
+                    return 0  # the damage lies beyond these records
                 raise
             self._salvage = self._container.salvage(
                 self.path, planned=self._planned, **self._options
@@ -211,7 +212,8 @@ class Shard:
                 self._records(last + 1, to_end)
             except (CorruptRecordError, IndexFileError):
                 if not self._skip:
-                    self._reachable_into(out, indices)
+                    if self._reachable_into(out, indices):
+                        return 0  # the damage lies beyond these records
                     raise
             else:
                 spans = self._span_source()
@@ -223,22 +225,24 @@ class Shard:
         # reports exactly the damage of the delivered records.
         return sum(self.take_into(out, int(index), 1) for index in indices.tolist())
 
-    def _reachable_into(self, out: list[Any], indices: IntArray) -> None:
+    def _reachable_into(self, out: list[Any], indices: IntArray) -> bool:
         """Append the records at ``indices`` that lie before damage in the file (one span
-        each, up to the first that cannot be read): what reads in spans deliver before it,
-        wherever the reader started."""
+        each, up to the first that cannot be read); whether that is all of them.  Reads in
+        spans deliver exactly these, so a rank delivers the same records wherever it
+        started."""
         try:
             spans = self._span_source()
             if spans is None:
-                return
+                return False
             for index in indices.tolist():
                 one = np.array([index], dtype=np.int64)
                 got = spans.read(one, index + 1 == self._end == self._planned)
                 if got is None:
-                    return
+                    return False
                 out.extend(got)
         except (ReadplanError, OSError):
-            return
+            return False
+        return True
 
     def spans_into(self, out: list[Any], indices: IntArray) -> bool:
         """Append the records at ``indices`` (increasing) to ``out``, read in spans.

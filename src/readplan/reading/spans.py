@@ -181,7 +181,8 @@ class FrameSpans:
                 return False
             self._data, self._base = data, keep
             if not self._walk_buffer():
-                return False
+                # Damage: the frames before it are known, none after.
+                return self._known >= count
         return True
 
     def _read_size(self, count: int, end: int) -> int | None:
@@ -205,27 +206,33 @@ class FrameSpans:
         return min(want, left)
 
     def _walk_buffer(self) -> bool:
-        """Add the frames that lie complete in the buffer; ``False`` at a damaged header."""
+        """Add the frames that lie complete in the buffer up to any damaged header (so that
+        what a walk finds does not depend on how far it read); ``False`` at one."""
         data, base = self._data, self._base
         walked = walk_frames(data, int(self._bounds[self._known]) - base)
-        begin, after = walked[:-1], int(walked[-1])
-        found = len(begin)
+        found = len(walked) - 1
         if not found:
             return True
         lengths = np.diff(walked) - 16
-        if int(lengths.max()) > DEFAULT_MAX_RECORD_BYTES:
-            return False
-        if good_frames(data, begin, lengths) < found:
-            return False
+        over = np.flatnonzero(lengths > DEFAULT_MAX_RECORD_BYTES)
+        sound = int(over[0]) if over.size else found
+        if sound:
+            sound = good_frames(data, walked[:sound], lengths[:sound])
+        begin, after = walked[:sound], int(walked[sound])
+        self._add(begin + base, after + base)
+        return sound == found
+
+    def _add(self, begin: IntArray, after: int) -> None:
+        """Frames found at offsets ``begin``, the last ending at ``after``."""
+        found = len(begin)
         known = self._known
         if known + found + 1 > len(self._bounds):
             grown = np.zeros(max(2 * len(self._bounds), known + found + 1), dtype=np.int64)
             grown[: known + 1] = self._bounds[: known + 1]
             self._bounds = grown
-        self._bounds[known : known + found] = begin + base
+        self._bounds[known : known + found] = begin
         self._known = known + found
-        self._bounds[self._known] = after + base
-        return True
+        self._bounds[self._known] = after
 
 
 def _sound_headers(data: bytes, begins: IntArray, ends: IntArray) -> bool:

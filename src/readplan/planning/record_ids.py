@@ -69,8 +69,7 @@ class RecordIds:
         """The prefix of each of the files ``file_index``."""
         indices = file_index.tolist()
         if not self._one_directory:
-            every = self.all
-            return [every[f] for f in indices]
+            return list(map(self.all.__getitem__, indices))
         named = self._named
         missing = set(indices).difference(named)
         if missing:
@@ -78,7 +77,7 @@ class RecordIds:
                 named.clear()
             table = self._table
             named.update((f, os.path.basename(table.filename(f))) for f in missing)
-        return [named[f] for f in indices]
+        return list(map(named.__getitem__, indices))
 
 
 def tfds_id_prefixes(filenames: Sequence[str]) -> list[str]:

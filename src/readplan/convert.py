@@ -3,7 +3,9 @@
 ``convert(src, dst, format="tbl")`` writes every shard of every split of ``src`` as a TBL
 v2 file of the same records in the same order, under the name TFDS's template gives for
 the new file format, and a ``dataset_info.json`` that is the source's with ``fileFormat``
-changed; every other file of the directory (``features.json``, label files) is copied.
+changed (and no ``alternativeFileFormats``: the new directory holds one format); every
+other file of the directory (``features.json``, label files) is copied.  A source stored in
+several formats is read in the first one readplan reads.
 ``format="tfrecord"`` converts back: the TFRecord files are byte-identical to the ones
 converted from.  Plans, readers and checkpoints treat both directories alike.
 """
@@ -21,7 +23,7 @@ from readplan._internal.atomic import atomic_write
 from readplan.errors import ConfigError, DatasetInfoError
 from readplan.metadata.dataset_info import DatasetInfo
 from readplan.metadata.naming import format_shard_name
-from readplan.reading.containers import CONTAINERS, container_for
+from readplan.reading.containers import CONTAINERS, container_for, readable
 from readplan.records import tbl, tfrecord
 
 __all__ = ["ConvertedShard", "convert"]
@@ -74,8 +76,13 @@ def convert(
             field="compression",
             value=compression,
         )
-    info = DatasetInfo.load(source, verify_files=True)
-    reader = container_for(info.file_format, path=os.path.join(source, _INFO))
+    stored = DatasetInfo.load(source)
+    reader = container_for(
+        readable(stored).file_format,
+        path=os.path.join(source, _INFO),
+        available=stored.available_file_formats,
+    )
+    info = DatasetInfo.load(source, verify_files=True, file_format=reader.file_format)
     if os.path.abspath(source) == os.path.abspath(target):
         raise ConfigError(
             f"the target directory {target} is the source directory; convert into a new one",
@@ -134,9 +141,13 @@ def _write(file_format: str, path: str, records: Iterable[bytes], compression: b
 
 
 def _copy_other_files(info: DatasetInfo, source: str, target: str) -> None:
-    """Copy every regular file of ``source`` that is not a shard, a sidecar or the info."""
+    """Copy every regular file of ``source`` that is not a shard (of any of its formats), a
+    sidecar or the info."""
     shard_names = {
-        os.path.basename(path) for split in info.splits for path in info.shard_paths(split)
+        os.path.basename(path)
+        for file_format in info.available_file_formats
+        for split in info.splits
+        for path in info.with_file_format(file_format).shard_paths(split)
     }
     for name in sorted(os.listdir(source)):
         stem = name
@@ -149,9 +160,12 @@ def _copy_other_files(info: DatasetInfo, source: str, target: str) -> None:
 
 
 def _write_info(source: str, target: str, file_format: str) -> None:
-    """The source's dataset_info.json, every field kept, ``fileFormat`` replaced."""
+    """The source's dataset_info.json, every field kept but the formats: ``fileFormat``
+    replaced, ``alternativeFileFormats`` dropped."""
     with open(os.path.join(source, _INFO), encoding="utf-8") as handle:
         fields = json.load(handle)
     fields["fileFormat"] = file_format
+    fields.pop("alternativeFileFormats", None)
+    fields.pop("alternative_file_formats", None)
     text = json.dumps(fields, indent=2, ensure_ascii=False)
     atomic_write(os.path.join(target, _INFO), text.encode("utf-8"))

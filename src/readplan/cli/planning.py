@@ -49,14 +49,24 @@ def add_dataset_argument(parser: argparse.ArgumentParser) -> None:
         "files; a local path or a URL such as gs://bucket/tensorflow_datasets/mnist/3.0.1) "
         f"or a catalog name ({', '.join(catalog_names())})",
     )
+    parser.add_argument(
+        "--file-format",
+        metavar="FORMAT",
+        default=None,
+        help="name the shard files of this format, one of those the dataset is stored in "
+        "(dataset_info.json's fileFormat, the default, and alternativeFileFormats, e.g. "
+        "array_record after tfds convert_format)",
+    )
 
 
-def load_dataset(arg: str) -> DatasetInfo:
-    """DATASET as given on the command line: a URL or an existing path, else a catalog name."""
+def load_dataset(arg: str, file_format: str | None = None) -> DatasetInfo:
+    """DATASET as given on the command line: a URL or an existing path, else a catalog name;
+    in ``file_format`` when given."""
     if is_remote(arg) or os.path.exists(arg):
-        return DatasetInfo.load(arg)
+        return DatasetInfo.load(arg, file_format=file_format)
     if arg in catalog_names():
-        return DatasetInfo.from_catalog(arg)
+        info = DatasetInfo.from_catalog(arg)
+        return info if file_format is None else info.with_file_format(file_format)
     raise DatasetInfoError(
         f"{arg!r} is neither an existing dataset directory nor a catalog name; pass the folder "
         "that holds dataset_info.json (<data_dir>/<dataset>/[<config>/]<version>) or one of "
@@ -89,7 +99,7 @@ def register_plan(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 
 def run_plan(args: argparse.Namespace) -> int:
-    info = load_dataset(args.dataset)
+    info = load_dataset(args.dataset, args.file_format)
     instructions = file_instructions(info, args.spec, strict=args.strict)
     if not instructions:
         sizes = ", ".join(f"{s.name}={s.num_examples}" for s in info.splits.values())
@@ -218,7 +228,7 @@ def _plan_from_args(args: argparse.Namespace) -> ReadPlan:
             "--shuffle-files (the files are read in their planned order)",
             file=sys.stderr,
         )
-    info = load_dataset(args.dataset)
+    info = load_dataset(args.dataset, args.file_format)
     cycle = {} if args.cycle_length is None else {"interleave_cycle_length": args.cycle_length}
     config = ReadConfig(
         **cycle,

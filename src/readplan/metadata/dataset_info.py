@@ -19,7 +19,7 @@ from readplan._internal.validate import is_int
 from readplan.errors import DatasetInfoError
 from readplan.metadata.catalog import catalog, catalog_names
 from readplan.metadata.features import FeaturesDict, load_features
-from readplan.metadata.loader import load_info
+from readplan.metadata.loader import available_file_formats, choose_file_format, load_info
 from readplan.metadata.naming import DEFAULT_FILEPATH_TEMPLATE, format_shard_name, shard_lengths
 from readplan.metadata.split_info import SplitInfo, split_table
 from readplan.storage import StorageOptions, join, to_str
@@ -53,6 +53,7 @@ class DatasetInfo:
     version: str | None
     config_name: str | None
     disable_shuffling: bool
+    alternative_file_formats: tuple[str, ...]
 
     def __init__(
         self,
@@ -65,6 +66,7 @@ class DatasetInfo:
         config_name: str | None = None,
         disable_shuffling: bool = False,
         features: FeaturesDict | None = None,
+        alternative_file_formats: Sequence[str] = (),
     ) -> None:
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "splits", split_table(splits))
@@ -73,6 +75,12 @@ class DatasetInfo:
         object.__setattr__(self, "version", version)
         object.__setattr__(self, "config_name", config_name)
         object.__setattr__(self, "disable_shuffling", disable_shuffling)
+        formats = alternative_file_formats
+        object.__setattr__(
+            self,
+            "alternative_file_formats",
+            formats if isinstance(formats, str) else tuple(formats),
+        )
         # Not a field: features describe the records, not the layout that plans depend on.
         object.__setattr__(self, "_features", features)
         self.__post_init__()
@@ -88,6 +96,15 @@ class DatasetInfo:
             raise DatasetInfoError(
                 f"file_format {self.file_format!r} must be a file suffix such as 'tfrecord'",
                 field="file_format",
+            )
+        alternatives = self.alternative_file_formats
+        if not isinstance(alternatives, tuple) or not all(
+            isinstance(f, str) and _FILE_FORMAT.fullmatch(f) for f in alternatives
+        ):
+            raise DatasetInfoError(
+                "alternative_file_formats must be a sequence of file suffixes such as "
+                f"('array_record',), got {alternatives!r:.80}",
+                field="alternative_file_formats",
             )
         for key in ("version", "config_name", "data_dir"):
             value = getattr(self, key)
@@ -122,6 +139,32 @@ class DatasetInfo:
             features = load_features(self.data_dir, storage_options=storage_options)
             object.__setattr__(self, "_features", features)
         return features
+
+    @property
+    def available_file_formats(self) -> tuple[str, ...]:
+        """The formats the dataset's shards are stored in: ``file_format`` first, then the
+        ``alternativeFileFormats`` of ``dataset_info.json`` (``specs/splits.md`` §11)."""
+        return available_file_formats(self.file_format, self.alternative_file_formats)
+
+    def with_file_format(self, file_format: str) -> DatasetInfo:
+        """This dataset read in ``file_format``, one of :attr:`available_file_formats`, as
+        ``tfds.builder_from_directory(dir, file_format=...)`` does: only the shard files'
+        suffix changes (``<name>-<split>.<file_format>-NNNNN-of-NNNNN``); the other formats
+        stay available."""
+        chosen, others = choose_file_format(file_format, self.available_file_formats, self.name)
+        if chosen == self.file_format:
+            return self
+        return DatasetInfo(
+            self.name,
+            self.splits,
+            data_dir=self.data_dir,
+            file_format=chosen,
+            version=self.version,
+            config_name=self.config_name,
+            disable_shuffling=self.disable_shuffling,
+            features=self.__dict__["_features"],
+            alternative_file_formats=others,
+        )
 
     def split(self, split: str) -> SplitInfo:
         """The split called ``split``; an unknown name is a DatasetInfoError listing them all."""
@@ -170,18 +213,22 @@ class DatasetInfo:
         *,
         verify_files: bool = False,
         storage_options: StorageOptions = None,
+        file_format: str | None = None,
     ) -> DatasetInfo:
         """Read ``<dataset_dir>/dataset_info.json`` (the folder holding the shard files).
 
         ``dataset_dir`` may be a URL (``gs://``, ``s3://``, any fsspec protocol; see
         ``specs/storage.md``), reached with fsspec's configuration and ``storage_options``.
-        With ``verify_files``, every shard file named by the splits must exist.
+        ``file_format`` picks one of the formats the dataset is stored in (see
+        :meth:`with_file_format`); by default its ``fileFormat``.  With ``verify_files``,
+        every shard file named by the splits must exist.
         """
         return load_info(
             to_str(dataset_dir),
             verify_files=verify_files,
             build=cls,
             storage_options=storage_options,
+            file_format=file_format,
         )
 
     @classmethod

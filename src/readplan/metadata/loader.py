@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from readplan._internal.jsonfields import JsonFields
@@ -30,7 +30,13 @@ from readplan.storage import (
 if TYPE_CHECKING:
     from readplan.metadata.dataset_info import DatasetInfo
 
-__all__ = ["INFO_FILE", "ProtoFields", "load_info"]
+__all__ = [
+    "INFO_FILE",
+    "ProtoFields",
+    "available_file_formats",
+    "choose_file_format",
+    "load_info",
+]
 
 INFO_FILE = "dataset_info.json"
 _DECIMAL = re.compile(r"-?[0-9]+")
@@ -45,8 +51,10 @@ def load_info(
     verify_files: bool,
     build: Build[_I],
     storage_options: StorageOptions = None,
+    file_format: str | None = None,
 ) -> _I:
-    """The DatasetInfo (made by ``build``) of ``<directory>/dataset_info.json``.
+    """The DatasetInfo (made by ``build``) of ``<directory>/dataset_info.json``, in
+    ``file_format`` (one of the formats it lists) when given.
 
     ``directory`` may also name the ``dataset_info.json`` file itself; it may be a URL
     (``specs/storage.md``).
@@ -55,7 +63,9 @@ def load_info(
         directory = parent(directory)
     path = join(directory, INFO_FILE)
     document = _read_json(path, directory, storage_options)
-    info = _info_from_json(document, path=path, data_dir=directory, build=build)
+    info = _info_from_json(
+        document, path=path, data_dir=directory, build=build, file_format=file_format
+    )
     if verify_files:
         _verify_files(info, path, directory, storage_options)  # type: ignore[arg-type]
     return info
@@ -152,7 +162,29 @@ class ProtoFields(JsonFields):
         return number
 
 
-def _info_from_json(obj: Any, *, path: str, data_dir: str | None, build: Build[_I]) -> _I:
+def available_file_formats(file_format: str, alternatives: Sequence[str]) -> tuple[str, ...]:
+    """The formats a dataset is stored in: its ``fileFormat`` first, then the others."""
+    return tuple(dict.fromkeys((file_format, *alternatives)))
+
+
+def choose_file_format(
+    wanted: str, available: Sequence[str], name: str
+) -> tuple[str, tuple[str, ...]]:
+    """``wanted`` and the dataset's other formats, when the dataset ``name`` is stored in it
+    (TFDS's ``builder_from_directory(dir, file_format=...)`` check); else a DatasetInfoError."""
+    if wanted not in available:
+        raise DatasetInfoError(
+            f"the dataset {name!r} is not stored in file format {wanted!r}: its "
+            f"dataset_info.json lists {sorted(available)} (fileFormat and "
+            "alternativeFileFormats); pass one of those",
+            field="file_format",
+        )
+    return wanted, tuple(f for f in available if f != wanted)
+
+
+def _info_from_json(
+    obj: Any, *, path: str, data_dir: str | None, build: Build[_I], file_format: str | None
+) -> _I:
     top = ProtoFields(obj, "", path)
     name = top.required_string("name")
     raw_splits = top.value("splits")
@@ -175,25 +207,45 @@ def _info_from_json(obj: Any, *, path: str, data_dir: str | None, build: Build[_
     disable_shuffling = top.value("disableShuffling")
     if disable_shuffling is not None and not isinstance(disable_shuffling, bool):
         raise top.fail("disableShuffling", f"expected true or false, got {disable_shuffling!r}")
-    file_format = top.string("fileFormat") or "tfrecord"
+    chosen, others = _file_formats(top, name, file_format)
     try:
         return build(
             name,
             splits,
             data_dir=data_dir,
-            file_format=file_format,
+            file_format=chosen,
             version=top.string("version"),
             config_name=top.string("configName"),
             disable_shuffling=bool(disable_shuffling),
+            alternative_file_formats=others,
         )
     except DatasetInfoError as err:
         camel = _CAMEL.get(err.field or "", err.field or "")
         raise top.fail(camel, str(err)) from None
 
 
+def _file_formats(top: ProtoFields, name: str, wanted: str | None) -> tuple[str, tuple[str, ...]]:
+    """The format the dataset is read in (``wanted``, else its ``fileFormat``) and its others."""
+    declared = top.string("fileFormat") or "tfrecord"
+    alternatives = top.value("alternativeFileFormats") or []
+    if not isinstance(alternatives, list) or not all(isinstance(f, str) for f in alternatives):
+        raise top.fail(
+            "alternativeFileFormats",
+            f"expected a list of file format names such as ['array_record'], got "
+            f"{alternatives!r:.80}",
+        )
+    if wanted is None:
+        return declared, tuple(alternatives)
+    try:
+        return choose_file_format(wanted, available_file_formats(declared, alternatives), name)
+    except DatasetInfoError as err:
+        raise DatasetInfoError(f"{top.path}: {err}", path=top.path, field=err.field) from None
+
+
 _CAMEL = {
     "name": "name",
     "file_format": "fileFormat",
+    "alternative_file_formats": "alternativeFileFormats",
     "shard_lengths": "shardLengths",
     "filepath_template": "filepathTemplate",
     "num_bytes": "numBytes",

@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from readplan.errors import CorruptTblError, DatasetInfoError
+from readplan.metadata.dataset_info import DatasetInfo
 from readplan.reading.salvage import Lost, Salvage
 from readplan.reading.salvage_tbl import TblSalvage
 from readplan.reading.spans import FrameSpans, walks_over_payloads
@@ -33,6 +34,7 @@ __all__ = [
     "SalvageSource",
     "SpanSource",
     "container_for",
+    "readable",
 ]
 
 IntArray = npt.NDArray[np.int64]
@@ -175,16 +177,36 @@ CONTAINERS = {
 
 
 def container_for(
-    file_format: str, *, path: str | os.PathLike[str] | None = None
+    file_format: str,
+    *,
+    path: str | os.PathLike[str] | None = None,
+    available: Sequence[str] = (),
 ) -> RecordContainer:
-    """The container of ``file_format``; an unknown one is a :class:`DatasetInfoError`."""
+    """The container of ``file_format``; an unknown one is a :class:`DatasetInfoError`
+    (naming those of the dataset's ``available`` formats that readplan reads)."""
     container = CONTAINERS.get(file_format)
     if container is None:
+        readable = [f for f in available if f in CONTAINERS]
+        hint = (
+            f"; the dataset is also stored as {readable[0]!r}: load it with "
+            f"DatasetInfo.load(dir, file_format={readable[0]!r})"
+            if readable
+            else " (dataset_info.json's fileFormat; readplan convert rewrites a dataset from "
+            "one to the other)"
+        )
         raise DatasetInfoError(
             f"file format {file_format!r} has no reader in readplan: shards can be read in "
-            f"the formats {', '.join(sorted(CONTAINERS))} (dataset_info.json's fileFormat; "
-            "readplan convert rewrites a dataset from one to the other)",
+            f"the formats {', '.join(sorted(CONTAINERS))}{hint}",
             path=None if path is None else os.fspath(path),
             field="fileFormat",
         )
     return container
+
+
+def readable(info: DatasetInfo) -> DatasetInfo:
+    """``info`` in the first format readplan reads among those the dataset is stored in (as
+    TFDS's data sources pick a random-access one); ``info`` itself when there is none."""
+    for file_format in info.available_file_formats:
+        if file_format in CONTAINERS:
+            return info.with_file_format(file_format)
+    return info

@@ -88,7 +88,7 @@ def data_source(
     """
     info = dataset if isinstance(dataset, DatasetInfo) else _load(dataset, storage_options)
     return RecordSource(
-        info,
+        containers.readable(info),
         split,
         decode=decode,
         decoders=decoders,

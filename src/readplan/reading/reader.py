@@ -144,7 +144,9 @@ class Reader(Closing):
         self.on_corruption = on_corruption
         self.report = report
         self._decode = record_decoder(decode, decoders, plan, self.data_dir, storage_options)
-        self._container = container_for(plan.info.file_format)
+        self._container = container_for(
+            plan.info.file_format, available=plan.info.available_file_formats
+        )
         # From the instruction columns: no step per file, whatever the number of files.
         table = plan.instructions
         self._ends = table.skip + table.num_records

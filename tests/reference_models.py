@@ -1,7 +1,8 @@
 """Plain, element-by-element models of tf.data behaviour, written from the specification.
 
 They are deliberately naive (one Python step per element, no shortcuts) so that the fast
-closed forms in ``readplan`` can be checked against an independent implementation.
+closed forms in ``readplan`` can be checked against an independent implementation. The
+TFRecord frame layout is modelled the same way: frames built and walked field by field.
 """
 
 from __future__ import annotations
@@ -9,6 +10,10 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+
+from crc32c import crc32c
+
+from readplan.records._crc import mask
 
 # tf.data.UNKNOWN_CARDINALITY as a shuffle buffer size: buffer the whole input.
 UNKNOWN_CARDINALITY = -2
@@ -161,3 +166,12 @@ def tfrecord_frames(data: bytes) -> list[tuple[int, int]]:
         out.append((offset, length))
         offset += 16 + length
     return out
+
+
+def tfrecord_frame(data: bytes, *, length: int | None = None) -> bytes:
+    """A TFRecord frame built from the format's definition (``length`` overrides the header's
+    length field, to build damaged frames)."""
+    head = struct.pack("<Q", len(data) if length is None else length)
+    return (
+        head + struct.pack("<I", mask(crc32c(head))) + data + struct.pack("<I", mask(crc32c(data)))
+    )

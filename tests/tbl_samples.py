@@ -1,13 +1,20 @@
 """Deterministic TBL v2 sample sets: the recipes behind the golden files in tests/data/tbl.
 
 The golden files were written by TurboLoader 2.39.0's ``TblWriterV2`` from these recipes
-(``test_tbl_oracle.py`` checks that the reference still writes exactly those bytes).
+(``test_tbl_oracle.py`` checks that the reference still writes exactly those bytes); they
+live in ``GOLDEN_DIR``. ``write_spec`` writes a recipe with readplan's writer.
 """
 
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from typing import NamedTuple
+
+from readplan import tbl
+from tests.conftest import DATA
+
+GOLDEN_DIR = DATA / "tbl"
 
 
 class Spec(NamedTuple):
@@ -62,3 +69,10 @@ GOLDEN: dict[str, tuple[list[Spec], bool]] = {
     "mixed_lz4": (mixed(1, 14), True),
     "raw_u8": (raw_u8(2, 5, 4, 6), False),
 }
+
+
+def write_spec(path: Path, specs: list[Spec], compression: bool) -> bytes:
+    """The bytes readplan's writer gives for these samples, written to ``path``."""
+    samples = [tbl.Sample(s.data, s.format, s.width, s.height, s.metadata) for s in specs]  # type: ignore[arg-type]
+    tbl.write(path, samples, compression=compression)
+    return path.read_bytes()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import io
-import json
 import pickle
 import shutil
 import tempfile
@@ -26,7 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import readplan
-from readplan import ReadPlan, SkipDecoding, example, tbl, tfrecord
+from readplan import ReadPlan, SkipDecoding, example, tfrecord
 from readplan.errors import (
     ConfigError,
     CorruptRecordError,
@@ -43,19 +42,17 @@ from readplan.records import tfrecord as records_tfrecord
 from readplan.records.example import FixedLen
 from readplan.records.index import build_index
 from readplan.testing import plans
-from tests.conftest import DATA
-from tests.test_reader import _expected as plan_records
-from tests.test_reader import _Shards
-
-FIXTURE = DATA / "tfds_data_source"
-CASES = json.loads((FIXTURE / "data_source_cases.json").read_text(encoding="utf-8"))
-TFDS_DIR = FIXTURE / CASES["tfrecord_dir"]
-TFDS_INFO = DatasetInfo.load(TFDS_DIR)
-PAYLOADS = {int(k): base64.b64decode(v) for k, v in CASES["payloads"].items()}
-
-
-def _id(record: Any) -> int:
-    return int(record["id"][0])
+from tests.data_source_checks import (
+    CASES,
+    TFDS_DIR,
+    TFDS_INFO,
+    check_access_paths,
+    check_case,
+    record_id,
+    write_layout,
+)
+from tests.named_shards import NamedShards, plan_records
+from tests.strategies import layouts_and_specs
 
 
 @pytest.fixture(scope="module")
@@ -75,40 +72,14 @@ def test_keys_map_to_the_records_tfds_data_source_returns(
     check_case(TFDS_DIR, case, index_dir)
 
 
-def check_case(directory: Path, case: dict[str, Any], index_dir: Path) -> None:
-    """The dataset in ``directory`` gives the ids TFDS's data source gave for ``case``."""
-    source = data_source(directory, case["spec"], decode="tfds", index_dir=index_dir)
-    if "data_source" in case:
-        # TFDS's ArrayRecord backend raises for a split without records; readplan gives an
-        # empty source (specs/data_source.md, "Empty splits").
-        assert case["data_source"]["message"] == "Paths sequence can not be of 0 length"
-        assert len(source) == 0
-        assert list(source) == []
-        return
-    assert len(source) == case["len"]
-    assert [source[k]["id"] for k in range(len(source))] == case["ids"]
-    assert [r["id"] for r in source] == case["ids"]
-    backwards = source.__getitems__(list(range(len(source)))[::-1])
-    assert [r["id"] for r in backwards] == case["ids"][::-1]
-    keys, ids = case["getitems"]["keys"], case["getitems"]["ids"]
-    got = source.__getitems__(keys)
-    assert [r["id"] for r in got] == ids
-    assert [r["id"] for r in source._getitems(np.array(keys))] == ids
-    # TFDS's data source yields plain Python scalars (probes.item_types).
-    assert {name: type(v).__name__ for name, v in got[0].items()} == CASES["probes"]["item_types"]
-    assert all(r["payload"] == PAYLOADS[r["id"]] for r in got)
-    examples = data_source(directory, case["spec"], decode=True, index_dir=index_dir)
-    assert [_id(r) for r in examples.__getitems__(keys)] == ids
-
-
 def test_tfds_probes(index_dir: Path) -> None:
     probes = CASES["probes"]
     source = data_source(TFDS_INFO, "train", index_dir=index_dir)
     raw = data_source(TFDS_INFO, "train", decode=True, index_dir=index_dir)
-    assert _id(raw[0]) == probes["item0"]["id"]
+    assert record_id(raw[0]) == probes["item0"]["id"]
     assert raw[0]["payload"] == [base64.b64decode(probes["item0"]["payload_b64"])]
     assert isinstance(source[0], bytes)
-    assert _id(raw[np.int64(3)]) == probes["getitem_np_int64_3"]["id"]
+    assert record_id(raw[np.int64(3)]) == probes["getitem_np_int64_3"]["id"]
     assert source.__getitems__([]) == probes["getitems_empty"]["result"]
     assert probes["getitem_neg1"]["error"] == "ValueError"
     for key in (-1, len(source), len(source) + 5, np.int64(-1), 1 << 70):
@@ -321,7 +292,7 @@ def test_tfds_decoding_takes_decoders(tmp_path: Path) -> None:
     }
     copy = pickle.loads(pickle.dumps(skipping))
     assert copy.__getitems__([3, 0]) == skipping.__getitems__([3, 0])
-    bare = _write(tmp_path / "bare", {"train": [2]})
+    bare = write_layout(tmp_path / "bare", {"train": [2]})
     with pytest.raises(ConfigError, match=r"no features\.json"):
         data_source(bare, "train", decode="tfds")
     with pytest.raises(ConfigError, match="decode='tfds'"):
@@ -344,78 +315,12 @@ def test_arguments_are_checked() -> None:
 # -- properties --------------------------------------------------------------------------
 
 
-@st.composite
-def layouts_and_specs(draw: st.DrawFn) -> tuple[dict[str, list[int]], list[tuple[str, int, int]]]:
-    """Shard lengths per split, and a union of absolute ranges ``name[a:b]``."""
-    names = draw(st.lists(st.sampled_from(["train", "test"]), min_size=1, unique=True))
-    lengths = {name: draw(st.lists(st.integers(0, 9), min_size=1, max_size=5)) for name in names}
-    parts = []
-    for _ in range(draw(st.integers(1, 3))):
-        name = draw(st.sampled_from(names))
-        n = sum(lengths[name])
-        a = draw(st.integers(0, n))
-        parts.append((name, a, draw(st.integers(a, n))))
-    return lengths, parts
-
-
-_WRITERS = {"tfrecord": tfrecord.write, "tbl": tbl.write}
-
-
-def _write(
-    directory: Path, lengths: dict[str, list[int]], file_format: str = "tfrecord"
-) -> DatasetInfo:
-    directory.mkdir(parents=True, exist_ok=True)
-    info = DatasetInfo("made", lengths, data_dir=str(directory), file_format=file_format)
-    for name, shards in lengths.items():
-        for k, count in enumerate(shards):
-            _WRITERS[file_format](
-                info.shard_path(name, k), [f"{name}/{k}/{i}".encode() for i in range(count)]
-            )
-    return info
-
-
-def _expected(lengths: dict[str, list[int]], parts: list[tuple[str, int, int]]) -> list[bytes]:
-    """Records ``a .. b-1`` of each split, in order, named by shard and index."""
-    out = []
-    for name, a, b in parts:
-        shard_of = [(k, i) for k, count in enumerate(lengths[name]) for i in range(count)]
-        out.extend(f"{name}/{k}/{i}".encode() for k, i in shard_of[a:b])
-    return out
-
-
 @settings(max_examples=60)
 @given(layouts_and_specs(), st.data())
 def test_keys_follow_the_split_and_every_access_path_agrees(
     layout: tuple[dict[str, list[int]], list[tuple[str, int, int]]], data: st.DataObject
 ) -> None:
     check_access_paths(layout, "tfrecord", data)
-
-
-def check_access_paths(
-    layout: tuple[dict[str, list[int]], list[tuple[str, int, int]]],
-    file_format: str,
-    data: st.DataObject,
-) -> None:
-    """Every access path of a source over shards of ``file_format`` gives the split's records."""
-    lengths, parts = layout
-    spec = "+".join(f"{name}[{a}:{b}]" for name, a, b in parts)
-    with tempfile.TemporaryDirectory() as folder:
-        source = data_source(_write(Path(folder), lengths, file_format), spec)
-        expected = _expected(lengths, parts)
-        assert len(source) == len(expected)
-        assert [source[k] for k in range(len(source))] == expected
-        assert list(source) == expected
-        keys = (
-            data.draw(st.lists(st.integers(0, len(expected) - 1), max_size=30)) if expected else []
-        )
-        assert source.__getitems__(keys) == [expected[k] for k in keys]
-        bad = data.draw(st.one_of(st.integers(max_value=-1), st.integers(min_value=len(expected))))
-        with pytest.raises(RecordKeyError):
-            source[bad]
-        with pytest.raises(RecordKeyError):
-            source.__getitems__([*keys, bad])
-        assert pickle.loads(pickle.dumps(source)).__getitems__(keys) == source.__getitems__(keys)
-        source.close()
 
 
 @settings(max_examples=40)
@@ -458,7 +363,7 @@ def test_large_records_of_many_files_read_alike_in_parallel(tmp_path: Path) -> N
 @settings(max_examples=40)
 @given(plans(), st.integers(1, 3))
 def test_order_keys_read_the_plans_records_in_order(plan: ReadPlan, epochs: int) -> None:
-    with _Shards(plan.info) as shards:
+    with NamedShards(plan.info) as shards:
         layout = {name: list(split.shard_lengths) for name, split in plan.info.splits.items()}
         info = DatasetInfo(plan.info.name, layout, data_dir=str(shards.directory))
         source = data_source(info, plan.spec)

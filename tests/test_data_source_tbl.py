@@ -21,13 +21,8 @@ from readplan.convert import convert
 from readplan.errors import CorruptTblError, DatasetInfoError, RecordKeyError
 from readplan.metadata.dataset_info import DatasetInfo
 from readplan.reading.data_source import data_source
-from tests.test_data_source import (
-    CASES,
-    TFDS_DIR,
-    check_access_paths,
-    check_case,
-    layouts_and_specs,
-)
+from tests.data_source_checks import CASES, TFDS_DIR, check_access_paths, check_case
+from tests.strategies import layouts_and_specs
 
 pytest.importorskip("fastcrc")
 

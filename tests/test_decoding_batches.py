@@ -25,9 +25,8 @@ from readplan.example import decode, parse
 from readplan.metadata.features import FeaturesDict
 from readplan.reading.data_source import data_source
 from readplan.reading.decoding import example_decoder
-from tests.test_example_batch import any_batches
-from tests.test_example_many import assert_same_value, schema_batches
-from tests.test_features_batch import _skips, assert_same_nested, batches
+from tests.assertions import assert_same_nested, assert_same_value
+from tests.strategies import any_batches, feature_batches, image_skips, schema_batches
 
 FAILURES = (ExampleError, FeatureError)
 
@@ -83,7 +82,7 @@ def _drained(reader: Reader, batched: bool) -> tuple[list[Any], Exception | None
 def _decodable(features: FeaturesDict, records: list[bytes]) -> dict[str, Any] | None:
     """The decoders skipping every image, or None when there is nothing to decode: no records,
     or features readplan refuses to decode at all (tests/test_features_batch.py)."""
-    skips = _skips(features)
+    skips = image_skips(features)
     try:
         features.decoder(decoders=skips)
     except FeatureError:
@@ -127,7 +126,7 @@ def test_reader_parses_a_schema_as_one_record_at_a_time(
 
 
 @settings(max_examples=25)
-@given(batches(), st.integers(1, 3))
+@given(feature_batches(), st.integers(1, 3))
 def test_reader_decodes_tfds_features_as_one_record_at_a_time(
     drawn: tuple[FeaturesDict, list[bytes]], shards: int
 ) -> None:
@@ -160,7 +159,7 @@ def test_data_source_batched_reads_decode_as_one_record_at_a_time(
 
 
 @settings(max_examples=25)
-@given(batches(), st.data())
+@given(feature_batches(), st.data())
 def test_data_source_tfds_batched_reads_decode_as_one_record_at_a_time(
     drawn: tuple[FeaturesDict, list[bytes]], data: st.DataObject
 ) -> None:

@@ -1,9 +1,9 @@
 """Tests for readplan.example against TensorFlow-written records and an independent encoder.
 
-Expected bytes come from specs/example.md's vectors or from the small wire writer below,
-written straight from the protobuf wire rules (tag varint, length, payload); it shares no code
-with the module. A second, TensorFlow-style declaration of the messages (``float`` values)
-lets the protobuf runtime itself judge readplan's output.
+Expected bytes come from specs/example.md's vectors or from the small wire writer of
+tests/example_wire.py, written straight from the protobuf wire rules (tag varint, length,
+payload); it shares no code with the module. A second, TensorFlow-style declaration of the
+messages (``float`` values) lets the protobuf runtime itself judge readplan's output.
 """
 
 from __future__ import annotations
@@ -30,69 +30,23 @@ from hypothesis import strategies as st
 from readplan.errors import ConfigError, ExampleError
 from readplan.example import FixedLen, VarLen, decode, encode, parse
 from readplan.records import _example_pb
+from tests import example_wire as wire
 from tests.conftest import DATA
+from tests.strategies import (
+    FLOAT_BITS_PINS,
+    INT64_MAX,
+    INT64_MIN,
+    SNAN,
+    feature_dicts,
+    int64s,
+)
 
 SPEC_PROTO = Path(__file__).parents[1] / "specs" / "example.proto"
 MANIFEST = json.loads((DATA / "tfrecord" / "manifest.json").read_text(encoding="utf-8"))
 EXAMPLE_FILES = sorted(name for name, info in MANIFEST["files"].items() if "examples" in info)
 
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-SNAN = 0x7F800001  # signalling NaN: quiet bit clear, payload 1
-FLOAT_BITS_PINS = [
-    SNAN,
-    0xFFBFFFFF,  # negative signalling NaN, largest payload
-    0x7FC00000,
-    0xFFC12345,
-    0x7F800000,
-    0xFF800000,
-    0x80000000,
-    0x00000001,
-    0x807FFFFF,
-    0x7F7FFFFF,
-]
 
-
-# --- an independent wire writer -----------------------------------------------------------
-
-
-def _varint(value: int) -> bytes:
-    value &= 2**64 - 1
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _len_field(number: int, payload: bytes) -> bytes:
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
-
-
-def _entry(key: str | bytes, feature: bytes) -> bytes:
-    name = key.encode("utf-8") if isinstance(key, str) else key
-    return _len_field(1, _len_field(1, name) + _len_field(2, feature))
-
-
-def _example(*entries: bytes) -> bytes:
-    return _len_field(1, b"".join(entries))
-
-
-def _int64_feature(*values: int, packed: bool = True) -> bytes:
-    if packed:
-        return _len_field(3, _len_field(1, b"".join(_varint(v) for v in values)))
-    return _len_field(3, b"".join(b"\x08" + _varint(v) for v in values))
-
-
-def _float_feature(*bits: int, packed: bool = True) -> bytes:
-    words = [struct.pack("<I", b) for b in bits]
-    if packed:
-        return _len_field(2, _len_field(1, b"".join(words)))
-    return _len_field(2, b"".join(b"\x0d" + w for w in words))
-
-
-def _bytes_feature(*values: bytes) -> bytes:
-    return _len_field(1, b"".join(_len_field(1, v) for v in values))
+# --- values -------------------------------------------------------------------------------
 
 
 def _f32(*bits: int) -> np.ndarray[Any, np.dtype[np.float32]]:
@@ -114,10 +68,6 @@ def _array(value: object, dtype: Any, shape: tuple[int, ...]) -> np.ndarray[Any,
 def _float_bits(value: float) -> int:
     word: int = struct.unpack("<I", struct.pack("<f", value))[0]
     return word
-
-
-def _is_signalling_nan(bits: int) -> bool:
-    return bits & 0x7F800000 == 0x7F800000 and bits & 0x003FFFFF != 0 and not bits & 0x00400000
 
 
 # --- comparison ---------------------------------------------------------------------------
@@ -310,13 +260,13 @@ def test_object_detection_record_encodes_and_parses() -> None:
             "bboxes": boxes,
         }
     )
-    assert raw == _example(
-        _entry("bboxes", _float_feature(*boxes.reshape(-1).view(np.uint32).tolist())),
-        _entry("height", _int64_feature(480)),
-        _entry("image", _bytes_feature(b"\xff\xd8jpeg")),
-        _entry("image_name", _bytes_feature(b"img_0.jpg")),
-        _entry("objects", _int64_feature(3, 17)),
-        _entry("width", _int64_feature(640)),
+    assert raw == wire.example(
+        wire.entry("bboxes", wire.float_feature(*boxes.reshape(-1).view(np.uint32).tolist())),
+        wire.entry("height", wire.int64_feature(480)),
+        wire.entry("image", wire.bytes_feature(b"\xff\xd8jpeg")),
+        wire.entry("image_name", wire.bytes_feature(b"img_0.jpg")),
+        wire.entry("objects", wire.int64_feature(3, 17)),
+        wire.entry("width", wire.int64_feature(640)),
     )
     parsed = parse(raw, DETECTION_SCHEMA)
     assert list(parsed) == list(DETECTION_SCHEMA)
@@ -394,80 +344,91 @@ def test_unpacked_vector_decodes() -> None:
 
 DECODING_CASES = [
     pytest.param(
-        _example(_entry("x", _int64_feature(1)), _entry("x", _int64_feature(2, 3))),
+        wire.example(
+            wire.entry("x", wire.int64_feature(1)), wire.entry("x", wire.int64_feature(2, 3))
+        ),
         {"x": _i64(2, 3)},
         id="duplicate-key-last-wins",
     ),
     pytest.param(
-        _example(_entry("x", _int64_feature(1)), _entry("x", _bytes_feature(b"q"))),
+        wire.example(
+            wire.entry("x", wire.int64_feature(1)), wire.entry("x", wire.bytes_feature(b"q"))
+        ),
         {"x": [b"q"]},
         id="duplicate-key-other-kind-last-wins",
     ),
     pytest.param(
-        _example(_entry("x", _int64_feature(1) + _bytes_feature(b"q"))),
+        wire.example(wire.entry("x", wire.int64_feature(1) + wire.bytes_feature(b"q"))),
         {"x": [b"q"]},
         id="two-kinds-in-one-feature-last-wins",
     ),
     pytest.param(
-        _example(_entry("x", _int64_feature(1) + _int64_feature(2))),
+        wire.example(wire.entry("x", wire.int64_feature(1) + wire.int64_feature(2))),
         {"x": _i64(1, 2)},
         id="same-list-twice-merges",
     ),
     pytest.param(
-        _example(_entry("x", _int64_feature(1))) + _example(_entry("y", _bytes_feature(b"z"))),
+        wire.example(wire.entry("x", wire.int64_feature(1)))
+        + wire.example(wire.entry("y", wire.bytes_feature(b"z"))),
         {"x": _i64(1), "y": [b"z"]},
         id="two-features-fields-merge",
     ),
     pytest.param(
-        _example(_entry("x", _int64_feature(7, -1, packed=False))),
+        wire.example(wire.entry("x", wire.int64_feature(7, -1, packed=False))),
         {"x": _i64(7, -1)},
         id="unpacked-int64",
     ),
     pytest.param(
-        _example(_entry("f", _float_feature(SNAN, 0x80000000, packed=False))),
+        wire.example(wire.entry("f", wire.float_feature(SNAN, 0x80000000, packed=False))),
         {"f": _f32(SNAN, 0x80000000)},
         id="unpacked-float",
     ),
     pytest.param(
-        _example(
-            _entry("x", _len_field(3, b"\x08\x07" + _len_field(1, b"\x01\x02") + b"\x08\x09"))
+        wire.example(
+            wire.entry(
+                "x", wire.len_field(3, b"\x08\x07" + wire.len_field(1, b"\x01\x02") + b"\x08\x09")
+            )
         ),
         {"x": _i64(7, 1, 2, 9)},
         id="packed-between-unpacked",
     ),
     pytest.param(
-        _example(_entry("x", _int64_feature(1) + b"\x20\x05")) + b"\x10\x05" + _len_field(9, b"?"),
+        wire.example(wire.entry("x", wire.int64_feature(1) + b"\x20\x05"))
+        + b"\x10\x05"
+        + wire.len_field(9, b"?"),
         {"x": _i64(1)},
         id="unknown-fields-skipped",
     ),
     pytest.param(
-        _example(_entry("k", b""), _entry("x", _int64_feature(1))),
+        wire.example(wire.entry("k", b""), wire.entry("x", wire.int64_feature(1))),
         {"x": _i64(1)},
         id="feature-without-kind-left-out",
     ),
     pytest.param(
-        _example(_len_field(1, _len_field(1, b"k")), _entry("x", _int64_feature(1))),
+        wire.example(
+            wire.len_field(1, wire.len_field(1, b"k")), wire.entry("x", wire.int64_feature(1))
+        ),
         {"x": _i64(1)},
         id="entry-without-value-left-out",
     ),
     pytest.param(
-        _example(_len_field(1, _len_field(2, _int64_feature(4)))),
+        wire.example(wire.len_field(1, wire.len_field(2, wire.int64_feature(4)))),
         {"": _i64(4)},
         id="entry-without-key-is-empty-name",
     ),
     pytest.param(
-        _example(
-            _entry("i", _len_field(3, b"")),
-            _entry("f", _len_field(2, b"")),
-            _entry("b", _len_field(1, b"")),
+        wire.example(
+            wire.entry("i", wire.len_field(3, b"")),
+            wire.entry("f", wire.len_field(2, b"")),
+            wire.entry("b", wire.len_field(1, b"")),
         ),
         {"i": _i64(), "f": _f32(), "b": []},
         id="empty-lists-keep-kinds",
     ),
     pytest.param(
-        _example(
-            _entry("naïve/ключ", _float_feature(0x7F800000, 0x80000000, 0x00000001)),
-            _entry("neg", _int64_feature(INT64_MIN, INT64_MAX, -1)),
+        wire.example(
+            wire.entry("naïve/ключ", wire.float_feature(0x7F800000, 0x80000000, 0x00000001)),
+            wire.entry("neg", wire.int64_feature(INT64_MIN, INT64_MAX, -1)),
         ),
         {"naïve/ключ": _f32(0x7F800000, 0x80000000, 1), "neg": _i64(INT64_MIN, INT64_MAX, -1)},
         id="extremes",
@@ -484,12 +445,13 @@ MALFORMED = [
     pytest.param(b"\x0a", id="truncated-length"),
     pytest.param(b"\x0a\x05\x0a\x03", id="truncated-body"),
     pytest.param(b"\xff\xff", id="bad-tag"),
-    pytest.param(_example(_entry(b"\xff", _int64_feature(1))), id="key-not-utf8"),
+    pytest.param(wire.example(wire.entry(b"\xff", wire.int64_feature(1))), id="key-not-utf8"),
     pytest.param(
-        _example(_entry("x", _len_field(2, _len_field(1, b"\0\0\x80")))), id="float-3-bytes"
+        wire.example(wire.entry("x", wire.len_field(2, wire.len_field(1, b"\0\0\x80")))),
+        id="float-3-bytes",
     ),
     pytest.param(
-        _example(_entry("x", _len_field(3, _len_field(1, b"\xff" * 10 + b"\x01")))),
+        wire.example(wire.entry("x", wire.len_field(3, wire.len_field(1, b"\xff" * 10 + b"\x01")))),
         id="varint-11-bytes",
     ),
     pytest.param(b"\x13" * 200 + b"\x14" * 200, id="groups-too-deep"),
@@ -512,27 +474,7 @@ def test_decode_accepts_bytes_like_input() -> None:
         _assert_same_features(decode(view), {"x": _i64(7)})  # type: ignore[arg-type]
 
 
-# --- hypothesis strategies ----------------------------------------------------------------
-
-int64s = st.one_of(
-    st.sampled_from([INT64_MIN, INT64_MAX, -1, 0, 300]), st.integers(INT64_MIN, INT64_MAX)
-)
-# Lists longer than 32 take the module's bulk conversion path, shorter ones the iterating one.
-int64_arrays = st.lists(int64s, max_size=40).map(lambda v: np.array(v, dtype=np.int64))
-bytes_lists = st.lists(st.binary(max_size=12), max_size=5)
-
-
-def float32_arrays(*, signalling_nans: bool = True) -> st.SearchStrategy[Any]:
-    bits = st.one_of(st.sampled_from(FLOAT_BITS_PINS), st.integers(0, 2**32 - 1))
-    if not signalling_nans:
-        bits = bits.filter(lambda b: not _is_signalling_nan(b))
-    return st.lists(bits, max_size=40).map(lambda v: np.array(v, dtype=np.uint32).view(np.float32))
-
-
-def feature_dicts(*, signalling_nans: bool = True) -> st.SearchStrategy[dict[str, Any]]:
-    values = st.one_of(int64_arrays, float32_arrays(signalling_nans=signalling_nans), bytes_lists)
-    return st.dictionaries(st.text(max_size=6), values, max_size=6)
-
+# --- pinned examples ----------------------------------------------------------------------
 
 PINNED_DICTS: list[dict[str, Any]] = [
     {},
@@ -582,9 +524,9 @@ def test_encode_ignores_insertion_order(features: dict[str, Any]) -> None:
 @example([7, 9], [SNAN])
 @example(list(range(-20, 20)), FLOAT_BITS_PINS * 4)
 def test_unpacked_lists_decode_like_packed(ints: list[int], bits: list[int]) -> None:
-    raw = _example(
-        _entry("f", _float_feature(*bits, packed=False)),
-        _entry("i", _int64_feature(*ints, packed=False)),
+    raw = wire.example(
+        wire.entry("f", wire.float_feature(*bits, packed=False)),
+        wire.entry("i", wire.int64_feature(*ints, packed=False)),
     )
     _assert_same_features(decode(raw), {"f": _f32(*bits), "i": _i64(*ints)})
 
@@ -709,50 +651,52 @@ def test_encode_writes_entries_in_code_point_order(features: dict[str, Any]) -> 
 # --- encoding: kinds and refusals ---------------------------------------------------------
 
 ENCODE_KINDS = [
-    pytest.param([1, 2], _int64_feature(1, 2), id="int-list"),
-    pytest.param((True, 2, np.int8(-3)), _int64_feature(1, 2, -3), id="bools-count-as-ints"),
-    pytest.param(range(3), _int64_feature(0, 1, 2), id="range"),
+    pytest.param([1, 2], wire.int64_feature(1, 2), id="int-list"),
+    pytest.param((True, 2, np.int8(-3)), wire.int64_feature(1, 2, -3), id="bools-count-as-ints"),
+    pytest.param(range(3), wire.int64_feature(0, 1, 2), id="range"),
     pytest.param(
-        [1, 2.5], _float_feature(_float_bits(1.0), _float_bits(2.5)), id="numbers-with-float"
+        [1, 2.5], wire.float_feature(_float_bits(1.0), _float_bits(2.5)), id="numbers-with-float"
     ),
-    pytest.param([0.1], _float_feature(_float_bits(0.1)), id="float-rounded-to-float32"),
-    pytest.param(7, _int64_feature(7), id="int-scalar"),
-    pytest.param(2.5, _float_feature(_float_bits(2.5)), id="float-scalar"),
-    pytest.param(np.float32(1.5), _float_feature(_float_bits(1.5)), id="numpy-float-scalar"),
-    pytest.param(np.int64(INT64_MIN), _int64_feature(INT64_MIN), id="numpy-int-scalar"),
+    pytest.param([0.1], wire.float_feature(_float_bits(0.1)), id="float-rounded-to-float32"),
+    pytest.param(7, wire.int64_feature(7), id="int-scalar"),
+    pytest.param(2.5, wire.float_feature(_float_bits(2.5)), id="float-scalar"),
+    pytest.param(np.float32(1.5), wire.float_feature(_float_bits(1.5)), id="numpy-float-scalar"),
+    pytest.param(np.int64(INT64_MIN), wire.int64_feature(INT64_MIN), id="numpy-int-scalar"),
     pytest.param(
-        np.array([[1, 2], [3, 4]], dtype=np.int32), _int64_feature(1, 2, 3, 4), id="2d-int32"
+        np.array([[1, 2], [3, 4]], dtype=np.int32), wire.int64_feature(1, 2, 3, 4), id="2d-int32"
     ),
-    pytest.param(np.array([True, False]), _int64_feature(1, 0), id="bool-array"),
+    pytest.param(np.array([True, False]), wire.int64_feature(1, 0), id="bool-array"),
     pytest.param(
-        np.array([INT64_MAX], dtype=np.uint64), _int64_feature(INT64_MAX), id="uint64-max"
+        np.array([INT64_MAX], dtype=np.uint64), wire.int64_feature(INT64_MAX), id="uint64-max"
     ),
     pytest.param(
         np.array([1.0, 1e300, -1e300]),
-        _float_feature(_float_bits(1.0), 0x7F800000, 0xFF800000),
+        wire.float_feature(_float_bits(1.0), 0x7F800000, 0xFF800000),
         id="float64-rounds-out-of-range-to-inf",
     ),
-    pytest.param(np.array([1.5], dtype=np.float16), _float_feature(_float_bits(1.5)), id="float16"),
-    pytest.param(_f32(SNAN), _float_feature(SNAN), id="signalling-nan-kept"),
-    pytest.param(b"x", _bytes_feature(b"x"), id="bytes-scalar"),
-    pytest.param(bytearray(b"\x00"), _bytes_feature(b"\x00"), id="bytearray"),
-    pytest.param("é", _bytes_feature("é".encode()), id="str-utf8"),
-    pytest.param([b"a", "б"], _bytes_feature(b"a", "б".encode()), id="mixed-bytes-str"),
-    pytest.param(np.array(["a", "bc"]), _bytes_feature(b"a", b"bc"), id="unicode-array"),
-    pytest.param(np.array([b"a", b"bc"]), _bytes_feature(b"a", b"bc"), id="bytes-array"),
     pytest.param(
-        np.array([b"\x00", "y"], dtype=object), _bytes_feature(b"\x00", b"y"), id="object-array"
+        np.array([1.5], dtype=np.float16), wire.float_feature(_float_bits(1.5)), id="float16"
     ),
-    pytest.param([], _len_field(1, b""), id="empty-list-is-bytes"),
-    pytest.param(np.array([], dtype=np.int64), _len_field(3, b""), id="empty-int64"),
-    pytest.param(np.array([], dtype=np.float32), _len_field(2, b""), id="empty-float32"),
-    pytest.param(np.array([], dtype=object), _len_field(1, b""), id="empty-object"),
+    pytest.param(_f32(SNAN), wire.float_feature(SNAN), id="signalling-nan-kept"),
+    pytest.param(b"x", wire.bytes_feature(b"x"), id="bytes-scalar"),
+    pytest.param(bytearray(b"\x00"), wire.bytes_feature(b"\x00"), id="bytearray"),
+    pytest.param("é", wire.bytes_feature("é".encode()), id="str-utf8"),
+    pytest.param([b"a", "б"], wire.bytes_feature(b"a", "б".encode()), id="mixed-bytes-str"),
+    pytest.param(np.array(["a", "bc"]), wire.bytes_feature(b"a", b"bc"), id="unicode-array"),
+    pytest.param(np.array([b"a", b"bc"]), wire.bytes_feature(b"a", b"bc"), id="bytes-array"),
+    pytest.param(
+        np.array([b"\x00", "y"], dtype=object), wire.bytes_feature(b"\x00", b"y"), id="object-array"
+    ),
+    pytest.param([], wire.len_field(1, b""), id="empty-list-is-bytes"),
+    pytest.param(np.array([], dtype=np.int64), wire.len_field(3, b""), id="empty-int64"),
+    pytest.param(np.array([], dtype=np.float32), wire.len_field(2, b""), id="empty-float32"),
+    pytest.param(np.array([], dtype=object), wire.len_field(1, b""), id="empty-object"),
 ]
 
 
 @pytest.mark.parametrize(("value", "feature"), ENCODE_KINDS)
 def test_encode_kinds(value: Any, feature: bytes) -> None:
-    assert encode({"k": value}) == _example(_entry("k", feature))
+    assert encode({"k": value}) == wire.example(wire.entry("k", feature))
 
 
 ENCODE_ERRORS = [
@@ -794,15 +738,15 @@ def test_encode_refuses(features: dict[Any, Any], key: str | None, fragment: str
 
 # --- parsing against a schema -------------------------------------------------------------
 
-PARSE_RECORD = _example(
-    _entry("b2", _bytes_feature(b"p", b"q")),
-    _entry("empty_b", _len_field(1, b"")),
-    _entry("empty_i", _len_field(3, b"")),
-    _entry("f1", _float_feature(SNAN)),
-    _entry("f8", _float_feature(*range(8))),
-    _entry("i6", _int64_feature(1, 2, 3, 4, 5, 6)),
-    _entry("kindless", b""),
-    _entry("s", _bytes_feature(b"only")),
+PARSE_RECORD = wire.example(
+    wire.entry("b2", wire.bytes_feature(b"p", b"q")),
+    wire.entry("empty_b", wire.len_field(1, b"")),
+    wire.entry("empty_i", wire.len_field(3, b"")),
+    wire.entry("f1", wire.float_feature(SNAN)),
+    wire.entry("f8", wire.float_feature(*range(8))),
+    wire.entry("i6", wire.int64_feature(1, 2, 3, 4, 5, 6)),
+    wire.entry("kindless", b""),
+    wire.entry("s", wire.bytes_feature(b"only")),
 )
 
 

@@ -3,7 +3,7 @@
 The one-record decoder is itself checked against TensorFlow-written records
 (tests/test_example.py); here every batch, canonical or not, must give per record exactly what
 it gives, and TF's own ``tf.io.parse_example`` columns (tests/data/vectors) must come out.
-Records are written with the independent wire writer of tests/test_example.py.
+Records are written with the independent wire writer of tests/example_wire.py.
 """
 
 from __future__ import annotations
@@ -19,21 +19,11 @@ from hypothesis import strategies as st
 from readplan.errors import ConfigError, ExampleError
 from readplan.example import Column, decode, decode_batch, encode
 from readplan.records._columns import decode_columns
+from tests import example_wire as wire
 from tests.conftest import DATA
-from tests.test_example import (
-    _bytes_feature,
-    _entry,
-    _example,
-    _float_feature,
-    _int64_feature,
-    _len_field,
-    bytes_lists,
-    float32_arrays,
-    int64_arrays,
-)
+from tests.strategies import any_batches, canonical_batches, feature_names, unusual_records
 
 TF_VECTORS = json.loads((DATA / "vectors" / "example_batch_tf.json").read_text(encoding="utf-8"))
-KINDLESS = b"\x12\x00"  # a map entry's Feature with no list set
 
 
 def _refuse(raw: bytes) -> dict[str, Any]:
@@ -104,51 +94,12 @@ def test_tensorflow_written_records_decode_as_columns() -> None:
 
 # --- properties against the one-record decoder --------------------------------------------
 
-NAMES = st.text(max_size=5)
-KIND_VALUES = {
-    "int64": int64_arrays,
-    "float32": float32_arrays(),
-    "bytes": bytes_lists,
-}
-
-
-@st.composite
-def canonical_batches(draw: st.DrawFn, *, same_layout: bool = False) -> list[bytes]:
-    """Records of one schema (a kind per name), entries in any order, names missing or kindless.
-
-    With ``same_layout`` every record lists every name, in one order.
-    """
-    schema = draw(st.dictionaries(NAMES, st.sampled_from(sorted(KIND_VALUES)), max_size=5))
-    layout = draw(st.permutations(sorted(schema)))
-    records = []
-    for _ in range(draw(st.integers(0, 6))):
-        held = (
-            layout
-            if same_layout or not layout
-            else draw(st.lists(st.sampled_from(layout), unique=True))
-        )
-        entries = []
-        for name in held:
-            if draw(st.integers(0, 5)) == 0:
-                entries.append(_entry(name, b""))  # a Feature without a list
-            else:
-                entries.append(_entry(name, _feature(draw(KIND_VALUES[schema[name]]))))
-        records.append(_example(*entries) if entries or draw(st.booleans()) else b"")
-    return records
-
-
-def _feature(value: Any) -> bytes:
-    if isinstance(value, list):
-        return _bytes_feature(*value)
-    if value.dtype == np.float32:
-        return _float_feature(*value.view(np.uint32).tolist())
-    return _int64_feature(*value.tolist())
-
-
 SWAPPED = [  # the same name lengths at every position, but other names or another order
-    _example(_entry("a", _int64_feature(1)), _entry("b", _bytes_feature(b"x"))),
-    _example(_entry("b", _bytes_feature(b"y")), _entry("a", _int64_feature(2, 3))),
-    _example(_entry("c", _int64_feature(4)), _entry("a", _int64_feature())),
+    wire.example(wire.entry("a", wire.int64_feature(1)), wire.entry("b", wire.bytes_feature(b"x"))),
+    wire.example(
+        wire.entry("b", wire.bytes_feature(b"y")), wire.entry("a", wire.int64_feature(2, 3))
+    ),
+    wire.example(wire.entry("c", wire.int64_feature(4)), wire.entry("a", wire.int64_feature())),
 ]
 
 
@@ -180,7 +131,8 @@ def long_name_batches(draw: st.DrawFn) -> list[bytes]:
         )
     )
     records = [
-        _example(*(_entry(n, _bytes_feature(v)) for n, v in zip(names, row))) for row in rows
+        wire.example(*(wire.entry(n, wire.bytes_feature(v)) for n, v in zip(names, row)))
+        for row in rows
     ]
     changed = draw(st.integers(0, len(names) - 1))
     if names[changed] and draw(st.booleans()):
@@ -189,8 +141,8 @@ def long_name_batches(draw: st.DrawFn) -> list[bytes]:
         other = [*names]
         other[changed] = name[:at] + ("b" if name[at] == "a" else "a") + name[at + 1 :]
         record = draw(st.integers(0, len(rows) - 1))
-        entries = (_entry(n, _bytes_feature(v)) for n, v in zip(other, rows[record]))
-        records[record] = _example(*entries)
+        entries = (wire.entry(n, wire.bytes_feature(v)) for n, v in zip(other, rows[record]))
+        records[record] = wire.example(*entries)
     return records
 
 
@@ -202,7 +154,9 @@ def test_records_differing_in_one_byte_of_a_long_name_keep_their_names(
 
 
 @given(
-    st.lists(st.dictionaries(NAMES, st.sampled_from([np.int64(3), np.float32(0.5)])), max_size=4)
+    st.lists(
+        st.dictionaries(feature_names, st.sampled_from([np.int64(3), np.float32(0.5)])), max_size=4
+    )
 )
 def test_encoded_records_are_read_without_the_runtime(dicts: list[dict[str, Any]]) -> None:
     # encode writes an empty list as an empty list message, the writer above as an empty packed
@@ -216,46 +170,6 @@ def test_encoded_records_are_read_without_the_runtime(dicts: list[dict[str, Any]
     kinds = _kinds_by_name(records)
     if all(len(found) == 1 for found in kinds.values()):
         _assert_rows_match(decode_columns(records, _refuse), records)
-
-
-def _unusual_records(name: str, ints: list[int], bits: list[int]) -> list[bytes]:
-    """Records the runtime reads in its own way, or refuses."""
-    return [
-        _example(_entry(name, _int64_feature(*ints, packed=False))),
-        _example(_entry(name, _float_feature(*bits, packed=False))),
-        _example(_entry(name, _int64_feature(1)), _entry(name, _float_feature(*bits))),
-        _example(_len_field(1, _len_field(2, KINDLESS))),  # an entry without a key
-        _example(_len_field(1, _len_field(1, name.encode("utf-8")))),  # without a value
-        _example(_entry(b"\xff", _int64_feature(1))),  # a name that is not UTF-8
-        _example(_entry(name, _float_feature(1)))[:-1] + b"\x01",  # three bytes
-        _example(_entry(name, _len_field(3, b"\x0a\x01\x80"))),  # a truncated varint
-        _example(_entry(name, _len_field(3, _len_field(1, b"\xff" * 10 + b"\x01")))),  # 11 bytes
-        _example(_entry(name, _len_field(3, _len_field(1, b"\xff" * 9 + b"\x7f")))),  # 10 bytes
-        _example(_entry(name, _int64_feature(1))) + b"\x10\x01",  # an unknown field
-        _example(_entry(name, _int64_feature(1)) + b"\x10\x01"),
-        _example(_entry(name, _len_field(3, _int64_feature(1)[2:] + b"\x10\x01"))),
-        _len_field(1, b"") * 2,  # Example.features twice
-        # a bytes value running past its list into the next entry
-        _example(_entry(name, _len_field(1, b"\x0a\x05ab")), _entry("z", _int64_feature(1))),
-    ]
-
-
-def _unusual_record(draw: st.DrawFn) -> bytes:
-    name = draw(NAMES)
-    ints = draw(st.lists(st.integers(-(2**63), 2**63 - 1), max_size=3))
-    bits = draw(st.lists(st.integers(0, 2**32 - 1), max_size=3))
-    return draw(st.sampled_from(_unusual_records(name, ints, bits)))
-
-
-@st.composite
-def any_batches(draw: st.DrawFn) -> list[bytes]:
-    records = draw(canonical_batches())
-    for _ in range(draw(st.integers(0, 2))):
-        extra = draw(st.one_of(st.builds(lambda: b""), st.binary(max_size=24)))
-        if draw(st.booleans()):
-            extra = _unusual_record(draw)
-        records.insert(draw(st.integers(0, len(records))), extra)
-    return records
 
 
 def _first_refused(records: list[bytes]) -> int | None:
@@ -299,10 +213,12 @@ def _assert_like_one_by_one(records: list[bytes]) -> None:
 
 
 @pytest.mark.parametrize(
-    "unusual", _unusual_records("x", [5, -1], [0x7F800001]), ids=lambda raw: raw.hex()
+    "unusual", unusual_records("x", [5, -1], [0x7F800001]), ids=lambda raw: raw.hex()
 )
 def test_each_unusual_record_gives_what_the_runtime_gives(unusual: bytes) -> None:
-    canonical = _example(_entry("c", _int64_feature(7)))  # no kind conflict with the unusual
+    canonical = wire.example(
+        wire.entry("c", wire.int64_feature(7))
+    )  # no kind conflict with the unusual
     _assert_like_one_by_one([canonical, unusual, canonical])
 
 

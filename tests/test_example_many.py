@@ -1,49 +1,23 @@
 """Tests for readplan.example.decode_many and parse_many: per record exactly decode / parse.
 
 The reference is the one-record decoder and parser (checked against TensorFlow-written records
-in tests/test_example.py); records are written with the independent wire writer there.
+in tests/test_example.py); records are written with the independent wire writer of
+tests/example_wire.py.
 """
 
 from __future__ import annotations
 
-import math
-import struct
 from typing import Any
 
-import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from readplan.errors import ConfigError, ExampleError
 from readplan.example import FixedLen, VarLen, decode, decode_many, parse, parse_many
-from tests.test_example import _bytes_feature, _entry, _example, _float_feature, _int64_feature
-from tests.test_example_batch import any_batches, canonical_batches
-
-KINDS = ("int64", "float32", "bytes")
-
-
-def assert_same_value(got: Any, want: Any, where: object) -> None:
-    """Same type, dtype, shape and bits (NaN payloads included); bytes objects equal."""
-    assert type(got) is type(want), where
-    if isinstance(want, np.ndarray):
-        assert got.dtype == want.dtype, where
-        assert got.shape == want.shape, where
-        if want.dtype == object:
-            assert [type(v) for v in got.reshape(-1)] == [type(v) for v in want.reshape(-1)]
-            assert got.tolist() == want.tolist(), where
-        else:
-            assert got.tobytes() == want.tobytes(), where
-    elif isinstance(want, np.generic):
-        assert got.dtype == want.dtype, where
-        assert got.tobytes() == want.tobytes(), where
-    elif isinstance(want, list):
-        assert [type(v) for v in got] == [type(v) for v in want], where
-        assert got == want, where
-    elif isinstance(want, float):  # a Python scalar from .item(): NaN compares by its bits
-        assert struct.pack("<d", got) == struct.pack("<d", want), where
-    else:
-        assert got == want, where
+from tests import example_wire as wire
+from tests.assertions import assert_same_value
+from tests.strategies import any_batches, canonical_batches, schema_batches
 
 
 def assert_same_examples(got: list[dict[str, Any]], want: list[dict[str, Any]]) -> None:
@@ -82,7 +56,10 @@ def test_decode_many_gives_decode_of_each_record(records: list[bytes]) -> None:
 
 
 def test_decode_many_of_a_name_with_two_kinds_decodes_each_record() -> None:
-    records = [_example(_entry("x", _int64_feature(1))), _example(_entry("x", _float_feature(0)))]
+    records = [
+        wire.example(wire.entry("x", wire.int64_feature(1))),
+        wire.example(wire.entry("x", wire.float_feature(0))),
+    ]
     assert_same_examples(decode_many(records), [decode(raw) for raw in records])
 
 
@@ -94,71 +71,6 @@ def test_decode_many_rows_are_independent_dicts() -> None:
 
 
 # --- parse_many -----------------------------------------------------------------------------
-
-SHAPES = st.lists(st.integers(0, 3), max_size=2).map(tuple)
-INNER = st.lists(st.integers(1, 3), max_size=2).map(tuple)
-
-
-@st.composite
-def schemas(draw: st.DrawFn) -> dict[str, FixedLen | VarLen]:
-    names = draw(st.lists(st.text("abc", max_size=3), unique=True, max_size=4))
-    schema: dict[str, FixedLen | VarLen] = {}
-    for name in names:
-        kind = draw(st.sampled_from(KINDS))
-        if draw(st.booleans()):
-            shape = draw(SHAPES)
-            default = _values(draw, kind, math.prod(shape)) if draw(st.booleans()) else None
-            schema[name] = FixedLen(shape, kind, default=default)
-        else:
-            schema[name] = VarLen(kind, shape=(-1, *draw(INNER)))
-    return schema
-
-
-def _values(draw: st.DrawFn, kind: str, count: int) -> Any:
-    if kind == "bytes":
-        return draw(st.lists(st.binary(max_size=4), min_size=count, max_size=count))
-    if kind == "int64":
-        ints = st.integers(-(2**63), 2**63 - 1)
-        return np.array(draw(st.lists(ints, min_size=count, max_size=count)), dtype=np.int64)
-    bits = st.integers(0, 2**32 - 1)
-    words = draw(st.lists(bits, min_size=count, max_size=count))
-    return np.array(words, dtype=np.uint32).view(np.float32)
-
-
-def _feature(kind: str, values: Any) -> bytes:
-    if kind == "bytes":
-        return _bytes_feature(*values)
-    if kind == "float32":
-        return _float_feature(*np.asarray(values).view(np.uint32).tolist())
-    return _int64_feature(*np.asarray(values).tolist())
-
-
-@st.composite
-def schema_batches(draw: st.DrawFn) -> tuple[dict[str, FixedLen | VarLen], list[bytes]]:
-    """A schema and records that mostly fit it: features missing, of the wrong kind or size,
-    and names outside the schema now and then."""
-    schema = draw(schemas())
-    records = []
-    for _ in range(draw(st.integers(0, 5))):
-        entries = []
-        for name, spec in schema.items():
-            shape = spec.shape
-            rows = draw(st.integers(0, 3))
-            count = math.prod(shape) if isinstance(spec, FixedLen) else rows * math.prod(shape[1:])
-            kind = str(spec.dtype)
-            mishap = draw(st.integers(0, 30))
-            if mishap == 0:
-                continue  # missing
-            if mishap == 1:
-                kind = draw(st.sampled_from(KINDS))
-            if mishap == 2:
-                count = draw(st.integers(0, 7))
-            entries.append(_entry(name, _feature(kind, _values(draw, kind, count))))
-        if draw(st.integers(0, 4)) == 0:
-            entries.append(_entry("other", _int64_feature(draw(st.integers(0, 9)))))
-        order = draw(st.permutations(range(len(entries))))
-        records.append(_example(*(entries[k] for k in order)))
-    return schema, records
 
 
 @given(schema_batches())
@@ -180,8 +92,9 @@ def test_parse_many_of_any_batch_gives_parse_of_each_record(records: list[bytes]
 def test_parse_many_of_regular_records_reads_columns() -> None:
     schema = {"image": FixedLen((), "bytes"), "boxes": VarLen("float32", shape=(-1, 4))}
     records = [
-        _example(
-            _entry("boxes", _float_feature(*range(4 * k))), _entry("image", _bytes_feature(b"x"))
+        wire.example(
+            wire.entry("boxes", wire.float_feature(*range(4 * k))),
+            wire.entry("image", wire.bytes_feature(b"x")),
         )
         for k in range(3)
     ]

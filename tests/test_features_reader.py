@@ -11,36 +11,16 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 from readplan import DatasetInfo, Reader, ReadPlan, SkipDecoding
 from readplan.errors import ConfigError, FeatureError
 from readplan.records.example import decode, encode
 from readplan.records.tfrecord import read, write
-from tests.test_features_tfds import (
-    DATASET_DIR,
-    ORACLE,
-    _actual_dtype,
-    _actual_values,
-    _expected_values,
-    _flatten,
-    _type_name,
-)
+from tests.features_oracle import DATASET_DIR, ORACLE, assert_same_leaves
 
 IMAGES = ("image", "image_jpeg", "image_gray")
 SKIP = {name: SkipDecoding() for name in IMAGES}
-
-
-def _assert_same(got: dict[str, Any], expected: dict[str, Any], where: str) -> None:
-    flat = _flatten(got)
-    assert sorted(flat) == sorted(expected), where
-    for path, leaf in expected.items():
-        value = flat[path]
-        assert _type_name(value) == leaf["type"], f"{where} {path}"
-        assert _actual_dtype(value) == leaf["dtype"], f"{where} {path}"
-        assert list(np.shape(value)) == leaf["shape"], f"{where} {path}"
-        assert _actual_values(value) == _expected_values(leaf), f"{where} {path}"
 
 
 def _case(split: str, skip: bool) -> dict[str, Any]:
@@ -61,7 +41,7 @@ def test_reader_yields_what_tfds_yields_in_tfds_order(split: str, skip: bool) ->
         delivered = [item.record for item in reader]
     assert len(delivered) == case["num_examples"]
     for k, (got, expected) in enumerate(zip(delivered, case["examples"])):
-        _assert_same(got, expected, f"{split} example {k}")
+        assert_same_leaves(got, expected, f"{split} example {k}")
 
 
 def test_torch_dataset_decodes_like_the_reader() -> None:
@@ -73,7 +53,7 @@ def test_torch_dataset_decodes_like_the_reader() -> None:
     delivered = list(dataset)
     assert len(delivered) == len(expected)
     for k, (got, leaves) in enumerate(zip(delivered, expected)):
-        _assert_same(got, leaves, f"torch example {k}")
+        assert_same_leaves(got, leaves, f"torch example {k}")
 
 
 def test_decode_tfds_needs_features() -> None:
@@ -91,7 +71,7 @@ def test_decode_tfds_reads_features_from_the_readers_data_dir() -> None:
     plan = ReadPlan(bare, "test")
     with Reader(plan, data_dir=DATASET_DIR, decode="tfds", decoders=SKIP) as reader:
         first = next(iter(reader)).record
-    _assert_same(first, _case("test", True)["examples"][0], "data_dir example 0")
+    assert_same_leaves(first, _case("test", True)["examples"][0], "data_dir example 0")
 
 
 def test_an_image_that_does_not_decode_is_located(tmp_path: Path) -> None:

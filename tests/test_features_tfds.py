@@ -10,45 +10,27 @@ is checked the same way.
 
 from __future__ import annotations
 
-import base64
 import functools
-import json
-import struct
-from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 from readplan import tfrecord
 from readplan.metadata.features import ClassLabel, Image, SkipDecoding, load_features
-from tests.conftest import DATA
+from tests.features_oracle import (
+    DATASET_DIR,
+    ORACLE,
+    ORACLE_FILES,
+    assert_same_leaves,
+    dataset_dir,
+    oracle,
+)
 
-ORACLE_FILES = {
-    "fixture": DATA / "tfds_features" / "readplan_features_as_numpy.json",
-    "vectors": DATA / "vectors" / "features" / "readplan_feature_vectors_as_numpy.json",
-    "encoded": DATA / "vectors" / "features" / "readplan_encoded_vectors_as_numpy.json",
-    "video": DATA / "vectors" / "features" / "readplan_video_vectors_as_numpy.json",
-}
-
-
-@functools.cache
-def _oracle(name: str) -> dict[str, Any]:
-    oracle: dict[str, Any] = json.loads(ORACLE_FILES[name].read_text(encoding="utf-8"))
-    return oracle
-
-
-def _dataset_dir(name: str) -> Path:
-    return ORACLE_FILES[name].parent / _oracle(name)["dataset_dir"]
-
-
-CASES = [(name, i) for name in ORACLE_FILES for i in range(len(_oracle(name)["cases"]))]
-ORACLE = _oracle("fixture")
-DATASET_DIR = _dataset_dir("fixture")
+CASES = [(name, i) for name in ORACLE_FILES for i in range(len(oracle(name)["cases"]))]
 
 
 def _needs_image_extra(name: str, case: dict[str, Any]) -> bool:
-    features = load_features(_dataset_dir(name))
+    features = load_features(dataset_dir(name))
     assert features is not None
     return any(
         isinstance(feature, Image) or getattr(feature, "feature", None).__class__ is Image
@@ -59,54 +41,10 @@ def _needs_image_extra(name: str, case: dict[str, Any]) -> bool:
 
 @functools.cache
 def _shard_records(name: str, split: str, shard: int) -> list[bytes]:
-    oracle = _oracle(name)
-    lengths = oracle["shard_lengths"][split]
-    file = f"{oracle['dataset']}-{split}.tfrecord-{shard:05d}-of-{len(lengths):05d}"
-    return list(tfrecord.read(_dataset_dir(name) / file))
-
-
-def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for key, inner in value.items():
-            out.update(_flatten(inner, f"{prefix}{key}/"))
-        return out
-    return {prefix[:-1]: value}
-
-
-def _type_name(value: Any) -> str:
-    cls = type(value)
-    return cls.__name__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__name__}"
-
-
-def _expected_values(leaf: dict[str, Any]) -> list[Any]:
-    dtype, values = leaf["dtype"], leaf["values"]
-    if dtype in ("bytes", "object"):
-        return [base64.b64decode(v) for v in values]
-    if dtype in ("float32", "complex64"):
-        return [struct.unpack(">I", bytes.fromhex(v))[0] for v in values]
-    if dtype in ("float64", "complex128"):
-        return [struct.unpack(">Q", bytes.fromhex(v))[0] for v in values]
-    if dtype == "float16":
-        return [struct.unpack(">H", bytes.fromhex(v))[0] for v in values]
-    return list(values)
-
-
-def _actual_values(value: Any) -> list[Any]:
-    if isinstance(value, bytes):
-        return [value]
-    array = np.asarray(value)
-    if array.dtype in (np.float32, np.complex64):
-        return array.reshape(-1).view(np.uint32).tolist()
-    if array.dtype in (np.float64, np.complex128):
-        return array.reshape(-1).view(np.uint64).tolist()
-    if array.dtype == np.float16:
-        return array.reshape(-1).view(np.uint16).tolist()
-    return array.reshape(-1).tolist()
-
-
-def _actual_dtype(value: Any) -> str:
-    return "bytes" if isinstance(value, bytes) else str(np.asarray(value).dtype)
+    recorded = oracle(name)
+    lengths = recorded["shard_lengths"][split]
+    file = f"{recorded['dataset']}-{split}.tfrecord-{shard:05d}-of-{len(lengths):05d}"
+    return list(tfrecord.read(dataset_dir(name) / file))
 
 
 def _decoders(case: dict[str, Any]) -> dict[str, Any] | None:
@@ -120,11 +58,11 @@ def _decoders(case: dict[str, Any]) -> dict[str, Any] | None:
 @pytest.mark.parametrize("batched", [False, True], ids=["one at a time", "as one batch"])
 @pytest.mark.parametrize(("name", "index"), CASES, ids=[f"{n}-{i}" for n, i in CASES])
 def test_every_leaf_matches_tfds(name: str, index: int, batched: bool) -> None:
-    case = _oracle(name)["cases"][index]
+    case = oracle(name)["cases"][index]
     if _needs_image_extra(name, case):
         pytest.importorskip("PIL")
         pytest.importorskip("simplejpeg")
-    features = load_features(_dataset_dir(name))
+    features = load_features(dataset_dir(name))
     assert features is not None
     assert len(case["examples"]) == case["num_examples"]
     records = [
@@ -136,15 +74,7 @@ def test_every_leaf_matches_tfds(name: str, index: int, batched: bool) -> None:
         decoded = list(map(features.decoder(decoders=_decoders(case)), records))
     for k, (expected, (split, _, _)) in enumerate(zip(case["examples"], case["positions"])):
         assert split == case["split"]
-        got = _flatten(decoded[k])
-        assert sorted(got) == sorted(expected), f"example {k}: leaf paths differ"
-        for path, leaf in expected.items():
-            value = got[path]
-            where = f"example {k} ({case['tfds_ids'][k]}) leaf {path}"
-            assert _type_name(value) == leaf["type"], where
-            assert _actual_dtype(value) == leaf["dtype"], where
-            assert list(np.shape(value)) == leaf["shape"], where
-            assert _actual_values(value) == _expected_values(leaf), where
+        assert_same_leaves(decoded[k], expected, f"example {k} ({case['tfds_ids'][k]})")
 
 
 def test_structure_nests_like_tfds() -> None:
@@ -193,10 +123,10 @@ def test_class_names_come_from_labels_files() -> None:
 @pytest.mark.parametrize("name", ORACLE_FILES)
 def test_the_oracles_are_complete(name: str) -> None:
     # Every split's examples are all there, so the leaf test covers every record.
-    for case in _oracle(name)["cases"]:
-        lengths = _oracle(name)["shard_lengths"][case["split"]]
+    for case in oracle(name)["cases"]:
+        lengths = oracle(name)["shard_lengths"][case["split"]]
         assert case["num_examples"] == sum(lengths)
         assert sorted(map(tuple, case["positions"])) == [
             (case["split"], shard, i) for shard, n in enumerate(lengths) for i in range(n)
         ]
-    assert (_dataset_dir(name) / "features.json").is_file()
+    assert (dataset_dir(name) / "features.json").is_file()

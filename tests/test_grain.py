@@ -29,15 +29,10 @@ from readplan.errors import (  # noqa: E402
 )
 from readplan.grain import OrderSampler, PlanIterDataset  # noqa: E402
 from readplan.reading.data_source import RecordSource, data_source  # noqa: E402
-from tests.test_reader import CASE_IDS, TOY, TOY_DIR, TOY_INFO  # noqa: E402
+from tests.tfds_toy import CASE_IDS, TOY, TOY_DIR, TOY_INFO, toy_plan  # noqa: E402
 
 # Grain's worker processes read absl flags, which only an absl app parses.
 flags.FLAGS.mark_as_parsed()
-
-
-def _plan(case: dict[str, Any]) -> ReadPlan:
-    config = ReadConfig(**case["read_config"], shuffle_files=case["shuffle_files"])
-    return ReadPlan(TOY_INFO, case["spec"], config)
 
 
 def _tfds_ids(case: dict[str, Any]) -> list[int]:
@@ -68,7 +63,7 @@ def _loader(plan: ReadPlan, source: RecordSource, epochs: int, workers: int) -> 
 
 @pytest.mark.parametrize("case", TOY["cases"], ids=CASE_IDS)
 def test_sampler_keys_give_tfds_order(case: dict[str, Any], index_dir: Path) -> None:
-    plan, epochs = _plan(case), len(case["epochs"])
+    plan, epochs = toy_plan(case), len(case["epochs"])
     source = _source(case, index_dir)
     sampler = OrderSampler(plan, epochs=epochs)
     assert len(sampler) == epochs * plan.num_examples
@@ -99,7 +94,7 @@ WORKER_RUNS = [(0, CHOSEN[0], (1, 75, 146)), (0, CHOSEN[1], (1, 100, 185)), (2, 
 def test_dataloader_yields_tfds_order_and_resumes_from_its_state(
     workers: int, case: dict[str, Any], stops: tuple[int, ...], index_dir: Path
 ) -> None:
-    plan, epochs, expected = _plan(case), len(case["epochs"]), _tfds_ids(case)
+    plan, epochs, expected = toy_plan(case), len(case["epochs"]), _tfds_ids(case)
     source = _source(case, index_dir)
     for stop in stops:
         stream = iter(_loader(plan, source, epochs, workers))
@@ -114,7 +109,7 @@ def test_dataloader_yields_tfds_order_and_resumes_from_its_state(
 def test_dataloader_refuses_a_state_of_another_plan(index_dir: Path) -> None:
     case = TOY["cases"][3]
     source = _source(case, index_dir)
-    stream = iter(_loader(_plan(case), source, 1, 0))
+    stream = iter(_loader(toy_plan(case), source, 1, 0))
     next(stream)
     state = stream.get_state()
     other = ReadPlan(TOY_INFO, "train", ReadConfig(shuffle_files=True, shuffle_seed=33))
@@ -125,13 +120,13 @@ def test_dataloader_refuses_a_state_of_another_plan(index_dir: Path) -> None:
 def test_sampler_repr_names_the_plan_and_survives_pickling() -> None:
     import pickle
 
-    plan = _plan(TOY["cases"][3])
+    plan = toy_plan(TOY["cases"][3])
     sampler = OrderSampler(plan, epochs=2)
     text = repr(sampler)
     assert text.startswith("OrderSampler(dataset='readplan_toy', split='train', plan_digest='")
     assert text.endswith("', epochs=2)")
-    assert repr(OrderSampler(_plan(TOY["cases"][3]), epochs=2)) == text
-    assert repr(OrderSampler(_plan(TOY["cases"][4]), epochs=2)) != text
+    assert repr(OrderSampler(toy_plan(TOY["cases"][3]), epochs=2)) == text
+    assert repr(OrderSampler(toy_plan(TOY["cases"][4]), epochs=2)) != text
     copy = pickle.loads(pickle.dumps(sampler))
     assert repr(copy) == text
     assert [copy[i].record_key for i in range(98)] == [sampler[i].record_key for i in range(98)]
@@ -220,7 +215,7 @@ def _epoch_records(plan: ReadPlan, epoch: int) -> list[Any]:
 
 def test_plan_iter_dataset_yields_tfds_order_and_refuses_bad_states() -> None:
     case = TOY["cases"][4]
-    plan = _plan(case)
+    plan = toy_plan(case)
     dataset = PlanIterDataset(plan, epochs=3, decode=True)
     assert [_id(r) for r in dataset] == _tfds_ids(case)
     stream = iter(dataset)
@@ -237,7 +232,7 @@ def test_plan_iter_dataset_yields_tfds_order_and_refuses_bad_states() -> None:
         iter(dataset).set_state({"epoch": 1})
     with pytest.raises(CheckpointError, match="JSON"):
         iter(dataset).set_state(dict(state, checkpoint="{"))
-    other = PlanIterDataset(_plan(TOY["cases"][5]), epochs=3)
+    other = PlanIterDataset(toy_plan(TOY["cases"][5]), epochs=3)
     with pytest.raises(CheckpointMismatchError):
         iter(other).set_state(state)
     with pytest.raises(ConfigError):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -46,23 +45,9 @@ from readplan.metadata.dataset_info import DatasetInfo
 from readplan.reading import reader as reader_module
 from readplan.reading.ranks import STATE_KEY
 from readplan.testing import assert_resumes_exactly, plans
-from tests.conftest import DATA
+from tests.named_shards import NamedShards, plan_records
 from tests.reference_models import tfrecord_frames
-
-TOY = json.loads((DATA / "tfds" / "readplan_toy_orders.json").read_text())
-TOY_DIR = DATA / "tfds" / "readplan_toy" / "1.0.0"
-TOY_INFO = DatasetInfo.load(TOY_DIR)
-CASE_IDS = [
-    f"{c['spec']}-{'shuffled' if c['shuffle_files'] else 'ordered'}-"
-    + "-".join(f"{k}={v}" for k, v in sorted(c["read_config"].items()))
-    for c in TOY["cases"]
-]
-
-
-def _toy_plan(case: dict[str, Any], info: DatasetInfo = TOY_INFO) -> ReadPlan:
-    return ReadPlan(
-        info, case["spec"], ReadConfig(**case["read_config"], shuffle_files=case["shuffle_files"])
-    )
+from tests.tfds_toy import CASE_IDS, TOY, TOY_DIR, TOY_INFO, toy_plan
 
 
 def _id(item: Item) -> int:
@@ -112,7 +97,7 @@ def _open_files_under(directory: Path) -> int:
 
 @pytest.mark.parametrize("case", TOY["cases"], ids=CASE_IDS)
 def test_reads_tfds_order_of_real_records(case: dict[str, Any]) -> None:
-    plan = _toy_plan(case)
+    plan = toy_plan(case)
     items = list(Reader(plan, epochs=len(case["epochs"]), decode=True))
     expected = [entry for epoch in case["epochs"] for entry in epoch]
     assert [_id(item) for item in items] == [entry[3] for entry in expected]
@@ -138,7 +123,7 @@ def test_reads_tfds_order_of_real_records(case: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("case", TOY["cases"], ids=CASE_IDS)
 def test_restore_at_every_position_continues_exactly(case: dict[str, Any]) -> None:
-    plan = _toy_plan(case)
+    plan = toy_plan(case)
     epochs = len(case["epochs"])
 
     def factory(state: dict[str, Any] | None) -> Reader:
@@ -156,7 +141,7 @@ def test_restore_at_every_position_continues_exactly(case: dict[str, Any]) -> No
 
 @pytest.mark.parametrize("case", TOY["cases"], ids=CASE_IDS)
 def test_ranks_partition_the_tfds_order_and_resume_elastically(case: dict[str, Any]) -> None:
-    plan = _toy_plan(case)
+    plan = toy_plan(case)
     epochs = len(case["epochs"])
     everything = [_key(item) for item in Reader(plan, epochs=epochs, decode=True)]
     for world_size in (2, 3):
@@ -203,26 +188,6 @@ def _elastic_run(
 # -- properties over random layouts ---------------------------------------------------
 
 
-class _Shards:
-    """Shard files of a layout whose records are ``b"<file name>#<record index>"``."""
-
-    def __init__(self, info: DatasetInfo) -> None:
-        self._tmp = tempfile.TemporaryDirectory()
-        self.directory = Path(self._tmp.name)
-        for split, layout in info.splits.items():
-            for shard, count in enumerate(layout.shard_lengths):
-                name = info.shard_filename(split, shard)
-                tfrecord.write(
-                    self.directory / name, (f"{name}#{k}".encode() for k in range(count))
-                )
-
-    def __enter__(self) -> _Shards:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._tmp.cleanup()
-
-
 def _read_counting_files(reader: Reader, directory: Path) -> tuple[list[Item], int]:
     """Everything ``reader`` delivers, and the most shard files it held open at once."""
     items, most_open = [], 0
@@ -232,21 +197,13 @@ def _read_counting_files(reader: Reader, directory: Path) -> tuple[list[Item], i
     return items, most_open
 
 
-def _expected(plan: ReadPlan, epoch: int) -> list[bytes]:
-    order = plan.epoch(epoch)
-    return [
-        f"{os.path.basename(plan.instructions[f].filename)}#{r}".encode()
-        for f, r in zip(order.file_index.tolist(), order.record_index.tolist())
-    ]
-
-
 @settings(max_examples=60)
 @given(plans(), st.integers(1, 3))
 def test_delivers_the_plans_records_with_few_files_open(plan: ReadPlan, epochs: int) -> None:
-    with _Shards(plan.info) as shards:
+    with NamedShards(plan.info) as shards:
         reader = Reader(plan, data_dir=shards.directory, epochs=epochs)
         got, most_open = _read_counting_files(reader, shards.directory)
-        assert [i.record for i in got] == [r for e in range(epochs) for r in _expected(plan, e)]
+        assert [i.record for i in got] == [r for e in range(epochs) for r in plan_records(plan, e)]
         if plan.config.example_shuffle is None:
             assert most_open <= plan.cycle_length
         assert _open_files_under(shards.directory) == 0
@@ -261,7 +218,7 @@ def test_delivers_the_plans_records_with_few_files_open(plan: ReadPlan, epochs: 
 @settings(max_examples=40)
 @given(plans(), st.integers(1, 4), st.data())
 def test_ranks_partition_each_epoch(plan: ReadPlan, world_size: int, data: st.DataObject) -> None:
-    with _Shards(plan.info) as shards:
+    with NamedShards(plan.info) as shards:
         ranks = []
         for rank in range(world_size):
             reader = Reader(
@@ -278,7 +235,7 @@ def test_ranks_partition_each_epoch(plan: ReadPlan, world_size: int, data: st.Da
             )
         merged = sorted(((i.epoch, i.position), i.record) for items in ranks for i in items)
         expected = [
-            ((e, p), record) for e in range(2) for p, record in enumerate(_expected(plan, e))
+            ((e, p), record) for e in range(2) for p, record in enumerate(plan_records(plan, e))
         ]
         assert merged == expected
         rank = data.draw(st.integers(0, world_size - 1))
@@ -309,7 +266,7 @@ def _restored(
 def test_lockstep_states_resume_with_any_number_of_ranks(
     plan: ReadPlan, world_size: int, new_size: int, steps: int
 ) -> None:
-    with _Shards(plan.info) as shards:
+    with NamedShards(plan.info) as shards:
         everything = [
             ((i.epoch, i.position), i.record)
             for i in Reader(plan, data_dir=shards.directory, epochs=2)
@@ -352,12 +309,12 @@ def _first(reader: Reader, count: int) -> Iterator[Item]:
 def test_chunk_and_batch_sizes_change_nothing_delivered(
     plan: ReadPlan, world_size: int, first_chunk: int, chunk: int, batch: int
 ) -> None:
-    with pytest.MonkeyPatch.context() as patch, _Shards(plan.info) as shards:
+    with pytest.MonkeyPatch.context() as patch, NamedShards(plan.info) as shards:
         patch.setattr(reader_module, "_FIRST_CHUNK", first_chunk)
         patch.setattr(reader_module, "_CHUNK", chunk)
         patch.setattr(reader_module, "_BATCH", batch)
         expected = [
-            ((e, p), record) for e in range(2) for p, record in enumerate(_expected(plan, e))
+            ((e, p), record) for e in range(2) for p, record in enumerate(plan_records(plan, e))
         ]
         for rank in range(world_size):
             reader = Reader(
@@ -386,9 +343,9 @@ def test_example_shuffle_plans_are_read_in_their_order(tmp_path: Path) -> None:
         example_shuffle=ExampleShuffle(buffer_size=7, seed=11),
     )
     plan = ReadPlan(info, "train[3:]", config)
-    with _Shards(info) as shards:
+    with NamedShards(info) as shards:
         items = list(Reader(plan, data_dir=shards.directory, epochs=2))
-        assert [i.record for i in items] == _expected(plan, 0) + _expected(plan, 1)
+        assert [i.record for i in items] == plan_records(plan, 0) + plan_records(plan, 1)
         assert _open_files_under(shards.directory) == 0
         assert_resumes_exactly(
             lambda state: _restored(plan, shards.directory, state, 0, 1),

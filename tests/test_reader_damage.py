@@ -30,7 +30,7 @@ from readplan import (
 )
 from readplan.index import build_index
 from readplan.testing import assert_resumes_exactly
-from tests.reference_models import tfrecord_frames
+from tests.reference_models import tfrecord_frame, tfrecord_frames
 
 
 def _record(name: str, index: int) -> bytes:
@@ -256,13 +256,6 @@ def test_a_valid_record_beyond_shard_lengths_is_refused_when_read_to_the_end(
         list(Reader(plan, rank=4 % world, world_size=world))
     assert raised.value.path == str(shard)
     assert "more than the 5 records" in str(raised.value)
-
-
-def tfrecord_frame(payload: bytes) -> bytes:
-    with tempfile.TemporaryDirectory() as scratch:
-        path = Path(scratch) / "one"
-        tfrecord.write(path, [payload])
-        return path.read_bytes()
 
 
 def test_reader_options_are_checked() -> None:

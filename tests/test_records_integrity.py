@@ -27,8 +27,8 @@ from readplan.tfrecord import (
     CorruptionReport,
     RecordFile,
 )
-from tests.test_tfrecord import frame
-from tests.test_tfrecord_fuzz import is_subsequence
+from tests.assertions import is_subsequence
+from tests.reference_models import tfrecord_frame
 
 # More than the 64 KiB at each end of a data file that an index's binding covers.
 _PAD = bytes(70_000)
@@ -45,11 +45,11 @@ def _split_record(records: list[bytes], k: int, cut: int) -> list[bytes]:
 
 def _same_size_rewrite(path: Path, records: list[bytes], k: int, cut: int) -> list[bytes]:
     """Index ``records`` at ``path``, then rewrite the file with record ``k`` split in two."""
-    path.write_bytes(b"".join(frame(r) for r in records))
+    path.write_bytes(b"".join(tfrecord_frame(r) for r in records))
     build_index(path)
     size = path.stat().st_size
     rewritten = _split_record(records, k, cut)
-    path.write_bytes(b"".join(frame(r) for r in rewritten))
+    path.write_bytes(b"".join(tfrecord_frame(r) for r in rewritten))
     assert path.stat().st_size == size
     return rewritten
 
@@ -179,7 +179,7 @@ def test_skip_mode_never_returns_inflated_copies(tmp_path: Path, compression: st
 
 
 def test_compressed_skip_mode_stops_at_a_bad_data_crc(tmp_path: Path) -> None:
-    stream = b"".join(frame(r) for r in (b"one", b"two", b"three"))
+    stream = b"".join(tfrecord_frame(r) for r in (b"one", b"two", b"three"))
     stream = stream.replace(b"two", b"twO")
     path = tmp_path / "f.tfrecord.zz"
     path.write_bytes(zlib.compress(stream))
@@ -193,10 +193,10 @@ def test_compressed_skip_mode_stops_at_a_bad_data_crc(tmp_path: Path) -> None:
 
 
 def test_frame_embedded_in_a_damaged_payload_is_not_a_record(tmp_path: Path) -> None:
-    inner = frame(b"never written as a record")
+    inner = tfrecord_frame(b"never written as a record")
     records = [b"first", b"x" * 10 + inner + b"y" * 10, b"after", b"last"]
-    raw = bytearray(b"".join(frame(r) for r in records))
-    raw[len(frame(b"first"))] ^= 0x40  # the length field of record 1
+    raw = bytearray(b"".join(tfrecord_frame(r) for r in records))
+    raw[len(tfrecord_frame(b"first"))] ^= 0x40  # the length field of record 1
     path = tmp_path / "f.tfrecord"
     path.write_bytes(bytes(raw))
     report = CorruptionReport()
@@ -204,15 +204,15 @@ def test_frame_embedded_in_a_damaged_payload_is_not_a_record(tmp_path: Path) -> 
     assert got == [b"first", b"after", b"last"]
     (event,) = report.events
     assert event.kind == KIND_HEADER_CRC
-    assert event.resume_offset == len(frame(b"first")) + len(frame(records[1]))
+    assert event.resume_offset == len(tfrecord_frame(b"first")) + len(tfrecord_frame(records[1]))
 
 
 def test_embedded_frames_ending_a_damaged_payload_are_not_records(tmp_path: Path) -> None:
     """A payload that is itself a TFRecord stream: its frames chain up to its own end."""
-    nested = b"".join(frame(b"nested %d" % i) for i in range(5))
+    nested = b"".join(tfrecord_frame(b"nested %d" % i) for i in range(5))
     records = [b"first", nested, b"after", b"last"]
-    raw = bytearray(b"".join(frame(r) for r in records))
-    raw[len(frame(b"first")) + 8] ^= 0x01  # the length CRC of record 1
+    raw = bytearray(b"".join(tfrecord_frame(r) for r in records))
+    raw[len(tfrecord_frame(b"first")) + 8] ^= 0x01  # the length CRC of record 1
     path = tmp_path / "f.tfrecord"
     path.write_bytes(bytes(raw))
     assert list(tfrecord.read(path, on_corruption="skip")) == [b"first", b"after", b"last"]
@@ -227,8 +227,8 @@ def test_skip_mode_delivers_a_subsequence_with_nested_frames(
     tmp_path_factory: pytest.TempPathFactory, plain: list[bytes], data: st.DataObject
 ) -> None:
     """Records that hold whole frames, any one byte damaged: only written records come out."""
-    records = [frame(r) if i % 2 else r for i, r in enumerate(plain)]
-    raw = bytearray(b"".join(frame(r) for r in records))
+    records = [tfrecord_frame(r) if i % 2 else r for i, r in enumerate(plain)]
+    raw = bytearray(b"".join(tfrecord_frame(r) for r in records))
     position = data.draw(st.integers(min_value=0, max_value=len(raw) - 1))
     raw[position] ^= data.draw(st.integers(min_value=1, max_value=255))
     path = tmp_path_factory.mktemp("nested") / "f.tfrecord"
@@ -354,13 +354,13 @@ def test_frame_offsets_walks_to_stop(
 def test_walks_stop_before_later_damage(tmp_path: Path) -> None:
     """Random access without an index walks only as far as the records asked for."""
     records = [bytes([i]) * (100 + i) for i in range(10)]
-    raw = bytearray(b"".join(frame(r) for r in records))
-    raw[len(b"".join(frame(r) for r in records[:6])) + 3] ^= 0xFF  # record 6's length
+    raw = bytearray(b"".join(tfrecord_frame(r) for r in records))
+    raw[len(b"".join(tfrecord_frame(r) for r in records[:6])) + 3] ^= 0xFF  # record 6's length
     path = tmp_path / "f.tfrecord"
     path.write_bytes(bytes(raw))
     offsets, end = tfrecord.frame_offsets(path, stop=4)
     assert len(offsets) == 4
-    assert end == len(b"".join(frame(r) for r in records[:4]))
+    assert end == len(b"".join(tfrecord_frame(r) for r in records[:4]))
     with RecordFile(path) as rf:
         assert list(rf.read(1, 3)) == records[1:4]
         assert rf[5] == records[5]

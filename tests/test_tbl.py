@@ -22,13 +22,12 @@ from hypothesis import strategies as st
 from readplan import tbl
 from readplan.errors import ConfigError, CorruptTblError, MissingExtraError, ReadplanError
 from readplan.tfrecord import CorruptionReport
-from tests.conftest import DATA
-from tests.tbl_samples import GOLDEN, Spec
+from tests.strategies import tbl_sample_specs
+from tests.tbl_samples import GOLDEN, GOLDEN_DIR, Spec, write_spec
 
 pytest.importorskip("lz4")
 pytest.importorskip("fastcrc")
 
-GOLDEN_DIR = DATA / "tbl"
 HEADER = struct.Struct("<4sIQIIQQII16s")
 ENTRY = struct.Struct("<QIIHHBBH")
 
@@ -41,15 +40,6 @@ def crc16_modbus(data: bytes) -> int:
         for _ in range(8):
             crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
     return crc
-
-
-def samples_of(specs: list[Spec]) -> list[tbl.Sample]:
-    return [tbl.Sample(s.data, s.format, s.width, s.height, s.metadata) for s in specs]  # type: ignore[arg-type]
-
-
-def write_spec(path: Path, specs: list[Spec], compression: bool) -> bytes:
-    tbl.write(path, samples_of(specs), compression=compression)
-    return path.read_bytes()
 
 
 def test_crc16_definition_check_value() -> None:
@@ -141,20 +131,7 @@ def test_raw_view_refuses_other_files(name: str) -> None:
 
 
 # -------------------------------------------------------------------- round trips
-sample_specs = st.builds(
-    Spec,
-    st.one_of(
-        st.binary(max_size=300),
-        st.builds(lambda b, n: b * n, st.binary(min_size=1, max_size=8), st.integers(0, 400)),
-    ),
-    st.sampled_from(["unknown", "jpeg", "png", "webp", "bmp", "tiff", "video_mp4", "video_avi"]),
-    st.integers(0, 65535),
-    st.integers(0, 65535),
-    st.none() | st.text(max_size=40),
-)
-
-
-@given(specs=st.lists(sample_specs, max_size=20), compression=st.booleans())
+@given(specs=st.lists(tbl_sample_specs, max_size=20), compression=st.booleans())
 def test_round_trip(
     tmp_path_factory: pytest.TempPathFactory, specs: list[Spec], compression: bool
 ) -> None:

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from readplan import tbl
 from readplan.errors import CorruptTblError
 from readplan.tfrecord import CorruptionReport
-from tests.tbl_samples import GOLDEN, Spec
-from tests.test_tbl import GOLDEN_DIR, sample_specs, write_spec
+from tests.strategies import tbl_sample_specs
+from tests.tbl_samples import GOLDEN, GOLDEN_DIR, Spec, write_spec
 
 turboloader = pytest.importorskip("turboloader")
 pytest.importorskip("lz4")
@@ -75,7 +75,7 @@ def test_golden_files_are_what_the_reference_writes(name: str, tmp_path: Path) -
     assert written == (GOLDEN_DIR / f"{name}.tbl").read_bytes()
 
 
-@given(specs=st.lists(sample_specs, max_size=16), compression=st.booleans())
+@given(specs=st.lists(tbl_sample_specs, max_size=16), compression=st.booleans())
 def test_each_side_reads_the_other(
     tmp_path_factory: pytest.TempPathFactory, specs: list[Spec], compression: bool
 ) -> None:
@@ -164,7 +164,7 @@ def damaged(raw: bytes, damage: tuple[str, int, object]) -> bytes:
 # so a random seed could (very rarely) draw a damage no checksum in the format can see.
 @settings(derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    specs=st.lists(sample_specs, min_size=1, max_size=8),
+    specs=st.lists(tbl_sample_specs, min_size=1, max_size=8),
     compression=st.booleans(),
     damage=damages,
 )

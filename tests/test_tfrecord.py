@@ -49,6 +49,7 @@ from readplan.tfrecord import (
     TFRecordWriter,
 )
 from tests.conftest import DATA
+from tests.reference_models import tfrecord_frame
 
 FIXTURES = DATA / "tfrecord"
 MANIFEST = json.loads((FIXTURES / "manifest.json").read_text(encoding="utf-8"))
@@ -58,14 +59,6 @@ DAMAGED = MANIFEST["damaged"]
 
 def sha(records: list[bytes]) -> list[str]:
     return [hashlib.sha256(r).hexdigest() for r in records]
-
-
-def frame(data: bytes, *, length: int | None = None) -> bytes:
-    """A TFRecord frame built here from the format's definition (reference writer)."""
-    head = struct.pack("<Q", len(data) if length is None else length)
-    return (
-        head + struct.pack("<I", mask(crc32c(head))) + data + struct.pack("<I", mask(crc32c(data)))
-    )
 
 
 def read_all(path: Path, **options: object) -> list[bytes]:
@@ -325,7 +318,7 @@ def test_header_crc_at_offset_zero_hints_at_compression(tmp_path: Path) -> None:
 
 def test_garbage_tail_of_twelve_bytes_or_more(tmp_path: Path) -> None:
     path = tmp_path / "f.tfrecord"
-    path.write_bytes(frame(b"hello") + bytes(range(20)))
+    path.write_bytes(tfrecord_frame(b"hello") + bytes(range(20)))
     records, err = read_until_error(path)
     assert records == [b"hello"]
     assert (err.kind, err.offset) == (KIND_HEADER_CRC, 21)
@@ -339,7 +332,9 @@ def test_garbage_tail_of_twelve_bytes_or_more(tmp_path: Path) -> None:
 def test_skip_mode_resynchronises_after_inserted_garbage(tmp_path: Path) -> None:
     path = tmp_path / "f.tfrecord"
     good = [bytes([i]) * (10 + i) for i in range(6)]
-    path.write_bytes(b"".join(frame(r) for r in good[:3]) + b"\x07" * 33 + frame(good[3]))
+    path.write_bytes(
+        b"".join(tfrecord_frame(r) for r in good[:3]) + b"\x07" * 33 + tfrecord_frame(good[3])
+    )
     report = CorruptionReport()
     assert read_all(path, on_corruption="skip", report=report) == good[:4]
     (event,) = report.events
@@ -349,10 +344,10 @@ def test_skip_mode_resynchronises_after_inserted_garbage(tmp_path: Path) -> None
 
 def test_resync_requires_a_verifying_data_crc(tmp_path: Path) -> None:
     # A valid header whose data CRC is wrong is not a place to resume at.
-    fake = bytearray(frame(b"abcd"))
+    fake = bytearray(tfrecord_frame(b"abcd"))
     fake[-1] ^= 0xFF
     path = tmp_path / "f.tfrecord"
-    path.write_bytes(b"\x01" * 12 + bytes(fake) + frame(b"real"))
+    path.write_bytes(b"\x01" * 12 + bytes(fake) + tfrecord_frame(b"real"))
     report = CorruptionReport()
     assert read_all(path, on_corruption="skip", report=report) == [b"real"]
     assert report.events[0].resume_offset == 12 + len(fake)
@@ -361,7 +356,9 @@ def test_resync_requires_a_verifying_data_crc(tmp_path: Path) -> None:
 def test_absurd_length_with_valid_crc_is_refused_before_allocation(tmp_path: Path) -> None:
     path = tmp_path / "f.tfrecord"
     head = struct.pack("<Q", 2**40)
-    path.write_bytes(frame(b"ok") + head + struct.pack("<I", mask(crc32c(head))) + b"x" * 8)
+    path.write_bytes(
+        tfrecord_frame(b"ok") + head + struct.pack("<I", mask(crc32c(head))) + b"x" * 8
+    )
     records, err = read_until_error(path)
     assert records == [b"ok"]
     assert (err.kind, err.offset) == (KIND_ABSURD_LENGTH, 18)
@@ -371,7 +368,7 @@ def test_absurd_length_with_valid_crc_is_refused_before_allocation(tmp_path: Pat
 
 def test_length_of_uint64_max_matches_tensorflow_message(tmp_path: Path) -> None:
     path = tmp_path / "f.tfrecord"
-    path.write_bytes(frame(b"", length=2**64 - 1)[:12])
+    path.write_bytes(tfrecord_frame(b"", length=2**64 - 1)[:12])
     report = CorruptionReport()
     read_until_error(path, report=report)
     assert report.events[0].tf_message == "record size too large"
@@ -518,7 +515,7 @@ def test_lowercase_compression_message_names_the_fix(tmp_path: Path) -> None:
 def test_empty_string_means_uncompressed_as_in_tensorflow(tmp_path: Path) -> None:
     path = tmp_path / "f"
     tfrecord.write(path, [b"a"], compression="")
-    assert path.read_bytes() == frame(b"a")
+    assert path.read_bytes() == tfrecord_frame(b"a")
     assert read_all(path, compression="") == [b"a"]
 
 
@@ -551,7 +548,7 @@ def test_writer_accepts_bytes_like(tmp_path: Path) -> None:
     with TFRecordWriter(path) as writer:
         writer.write(bytearray(b"ab"))
         writer.write(memoryview(b"xcdx")[1:3])
-    assert path.read_bytes() == frame(b"ab") + frame(b"cd")
+    assert path.read_bytes() == tfrecord_frame(b"ab") + tfrecord_frame(b"cd")
 
 
 def test_writer_refuses_writes_after_close(tmp_path: Path) -> None:
@@ -572,14 +569,14 @@ def test_flush_matches_a_partial_flush(tmp_path: Path, compression: str | None) 
     writer.write(b"second")
     writer.close()
     if compression is None:
-        assert flushed == frame(b"first")
-        assert path.read_bytes() == frame(b"first") + frame(b"second")
+        assert flushed == tfrecord_frame(b"first")
+        assert path.read_bytes() == tfrecord_frame(b"first") + tfrecord_frame(b"second")
         return
     wbits = 31 if compression == "GZIP" else 15
     reference = zlib.compressobj(6, zlib.DEFLATED, wbits, 9)
-    expected = reference.compress(frame(b"first")) + reference.flush(zlib.Z_PARTIAL_FLUSH)
+    expected = reference.compress(tfrecord_frame(b"first")) + reference.flush(zlib.Z_PARTIAL_FLUSH)
     assert flushed == expected
-    expected += reference.compress(frame(b"second")) + reference.flush(zlib.Z_FINISH)
+    expected += reference.compress(tfrecord_frame(b"second")) + reference.flush(zlib.Z_FINISH)
     assert path.read_bytes() == expected
 
 
@@ -606,7 +603,7 @@ def test_write_read_round_trip(records: list[bytes], compression: str | None) ->
         path = Path(tmp) / "f"
         tfrecord.write(path, records, compression=compression)
         if compression is None:
-            assert path.read_bytes() == b"".join(frame(r) for r in records)
+            assert path.read_bytes() == b"".join(tfrecord_frame(r) for r in records)
         assert read_all(path, compression="auto") == records
         assert tfrecord.count(path, compression=compression) == len(records)
 

@@ -25,7 +25,7 @@ from readplan import tfrecord
 from readplan.errors import CorruptRecordError
 from readplan.records._crc import mask, masked_length_crcs
 from readplan.tfrecord import CorruptionReport, RecordFile
-from tests.test_tfrecord import frame
+from tests.reference_models import tfrecord_frame
 
 # Sizes that stay in one buffer, that straddle the 512 KiB and 2 MiB reads, that reach the
 # large-record path (32 KiB), and lengths on both sides of 2**16.
@@ -84,7 +84,7 @@ def test_masked_length_crcs_match_crc32c(lengths: list[int], scale: int) -> None
 @settings(max_examples=40)
 @given(record_lists(), st.booleans())
 def test_round_trip_of_batches(records: list[bytes], verify: bool) -> None:
-    for path in temp_file(b"".join(frame(r) for r in records)):
+    for path in temp_file(b"".join(tfrecord_frame(r) for r in records)):
         assert list(tfrecord.read(path, verify=verify)) == records
         assert tfrecord.count(path, use_index=False) == len(records)
 
@@ -104,7 +104,7 @@ def test_round_trip_across_read_boundaries(seed: int, sizes: str) -> None:
     records: list[bytes] = []
     while sum(map(len, records)) < 3 << 20:
         records.append(rng.randbytes(size()))
-    for path in temp_file(b"".join(frame(r) for r in records)):
+    for path in temp_file(b"".join(tfrecord_frame(r) for r in records)):
         assert list(tfrecord.read(path)) == records
         assert tfrecord.count(path, use_index=False) == len(records)
         skip = rng.randrange(len(records))
@@ -118,7 +118,7 @@ def test_round_trip_across_read_boundaries(seed: int, sizes: str) -> None:
 def test_damage_anywhere_is_reported_at_its_frame(
     records: list[bytes], data: st.DataObject
 ) -> None:
-    encoded = bytearray(b"".join(frame(r) for r in records))
+    encoded = bytearray(b"".join(tfrecord_frame(r) for r in records))
     starts = starts_of(records)
     damaged = data.draw(st.integers(0, len(records) - 1))
     # Half the draws hit the 12-byte header, which the data CRC does not cover.
@@ -153,7 +153,7 @@ def test_damage_among_frames_of_one_length(
     damaged = data.draw(st.integers(0, count - 1))
     # The stored length CRC, or the data and its CRC.
     within = data.draw(st.integers(8, 11) if in_header else st.integers(12, size + 15))
-    encoded = bytearray(b"".join(frame(r) for r in records))
+    encoded = bytearray(b"".join(tfrecord_frame(r) for r in records))
     encoded[damaged * (size + 16) + within] ^= 1 << bit
     kind = tfrecord.KIND_HEADER_CRC if in_header else tfrecord.KIND_DATA_CRC
     for path in temp_file(bytes(encoded)):
@@ -178,7 +178,7 @@ few_small_records = st.one_of(
 @settings(max_examples=25)
 @given(few_small_records)
 def test_truncation_at_every_byte(records: list[bytes]) -> None:
-    encoded = b"".join(frame(r) for r in records)
+    encoded = b"".join(tfrecord_frame(r) for r in records)
     starts = starts_of(records)
     for cut in range(len(encoded)):
         complete = max(i for i, start in enumerate(starts) if start <= cut)

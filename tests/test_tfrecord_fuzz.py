@@ -21,6 +21,7 @@ from readplan import tfrecord
 from readplan.errors import ReadplanError
 from readplan.index import build_index
 from readplan.tfrecord import CorruptionReport, RecordFile
+from tests.assertions import is_subsequence
 
 COMPRESSIONS = [None, "GZIP", "ZLIB"]
 
@@ -112,11 +113,6 @@ def test_mutated_valid_files(
     damaged = data.draw(mutations(encoded(records, compression)))
     for path in write_temp(damaged):
         exercise(path, compression)
-
-
-def is_subsequence(items: list[bytes], of: list[bytes]) -> bool:
-    remaining = iter(of)
-    return all(any(item == candidate for candidate in remaining) for item in items)
 
 
 @settings(max_examples=150)

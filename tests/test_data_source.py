@@ -31,6 +31,7 @@ from readplan.errors import (
     CorruptRecordError,
     DatasetInfoError,
     IndexFileError,
+    ReadplanIndexError,
     RecordKeyError,
 )
 from readplan.metadata.dataset_info import DatasetInfo
@@ -340,10 +341,11 @@ def test_gather_returns_the_records_asked_for(
         with tfrecord.RecordFile(path, compression=compression) as opened:
             assert opened.gather(wanted) == [records[i] for i in wanted]
             assert opened.gather(np.array(wanted, dtype=np.int64)) == [records[i] for i in wanted]
-            with pytest.raises(IndexError):
-                opened.gather([*wanted, len(records)])
-            with pytest.raises(IndexError):
-                opened.gather([-1])
+            assert opened.gather([-1, -len(records)]) == [records[-1], records[0]]
+            for bad in (len(records), -len(records) - 1):
+                with pytest.raises(ReadplanIndexError) as raised:
+                    opened.gather([*wanted, bad])
+                assert (raised.value.key, raised.value.length) == (bad, len(records))
 
 
 def test_large_records_of_many_files_read_alike_in_parallel(tmp_path: Path) -> None:

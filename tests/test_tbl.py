@@ -20,7 +20,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from readplan import tbl
-from readplan.errors import ConfigError, CorruptTblError, MissingExtraError, ReadplanError
+from readplan.errors import (
+    ClosedError,
+    ConfigError,
+    CorruptTblError,
+    MissingExtraError,
+    ReadplanError,
+)
 from readplan.tfrecord import CorruptionReport
 from tests.strategies import tbl_sample_specs
 from tests.tbl_samples import GOLDEN, GOLDEN_DIR, Spec, write_spec
@@ -166,8 +172,9 @@ def test_writer_refuses_out_of_range_fields(tmp_path: Path) -> None:
         with pytest.raises(ConfigError, match="metadata type"):
             writer.add(b"x", metadata="{}", metadata_type="yaml")  # type: ignore[arg-type]
         writer.add(b"ok")
-    with pytest.raises(ValueError, match="closed"):
+    with pytest.raises(ClosedError, match="closed") as closed:
         writer.add(b"late")
+    assert closed.value.path == str(tmp_path / "x.tbl")
     assert list(tbl.read(tmp_path / "x.tbl")) == [b"ok"]
 
 
@@ -386,7 +393,7 @@ def test_any_truncation_is_found(tmp_path_factory: pytest.TempPathFactory, cut: 
 
 def test_options_are_checked() -> None:
     with pytest.raises(ConfigError, match="on_corruption"):
-        tbl.TblFile(GOLDEN_DIR / "empty.tbl", on_corruption="ignore")
+        tbl.TblFile(GOLDEN_DIR / "empty.tbl", on_corruption="ignore")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="verify"):
         tbl.TblFile(GOLDEN_DIR / "empty.tbl", verify=1)  # type: ignore[arg-type]
     with tbl.TblFile(GOLDEN_DIR / "mixed.tbl") as tf:
@@ -395,5 +402,6 @@ def test_options_are_checked() -> None:
         assert tf[-1] == GOLDEN["mixed"][0][-1].data
         with pytest.raises(IndexError, match="14 samples"):
             tf.read(5, 10)
-    with pytest.raises(ValueError, match="closed"):
+    with pytest.raises(ClosedError, match="closed") as closed:
         tf[0]
+    assert closed.value.path == str(GOLDEN_DIR / "mixed.tbl")

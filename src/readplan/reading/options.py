@@ -5,24 +5,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, get_args
+from typing import Any
 
 from readplan._internal.validate import is_int
 from readplan.errors import CheckpointError, ConfigError
-from readplan.records._damage import CorruptionReport
-from readplan.records.tfrecord import OnCorruption
 from readplan.storage import read_bytes
 
 __all__ = [
-    "ON_CORRUPTION",
     "check_batching",
-    "check_damage_options",
     "check_epochs",
     "check_rank",
     "read_state",
 ]
-
-ON_CORRUPTION: tuple[str, ...] = get_args(OnCorruption)
 
 
 def check_epochs(epochs: object) -> None:
@@ -48,23 +42,6 @@ def check_rank(rank: object, world_size: object) -> None:
             f"got {rank!r}",
             field="rank",
             value=rank,
-        )
-
-
-def check_damage_options(on_corruption: object, report: object) -> None:
-    if on_corruption not in ON_CORRUPTION:
-        raise ConfigError(
-            f"on_corruption must be one of {ON_CORRUPTION} ('raise' stops at the first damaged "
-            "record; 'skip' delivers every undamaged one and reports the lost ones), got "
-            f"{on_corruption!r}",
-            field="on_corruption",
-            value=on_corruption,
-        )
-    if report is not None and not isinstance(report, CorruptionReport):
-        raise ConfigError(
-            f"report must be a readplan.CorruptionReport or None, got {type(report).__name__}",
-            field="report",
-            value=report,
         )
 
 

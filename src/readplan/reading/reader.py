@@ -45,7 +45,6 @@ from readplan.reading.decoding import record_decoder
 from readplan.reading.items import Batch, Item
 from readplan.reading.options import (
     check_batching,
-    check_damage_options,
     check_epochs,
     check_rank,
     read_state,
@@ -54,8 +53,12 @@ from readplan.reading.prefetch import ShardWarmer
 from readplan.reading.ranks import STATE_KEY, count_below, owner, reader_bindings
 from readplan.reading.runs import Closes, Runs, Shard, read_spans
 from readplan.reading.salvage import Lost
-from readplan.records._damage import CorruptionReport, LostRecord
-from readplan.records.tfrecord import OnCorruption
+from readplan.records._damage import (
+    CorruptionReport,
+    LostRecord,
+    OnCorruption,
+    check_damage_options,
+)
 from readplan.state.binding import ReaderBinding
 from readplan.state.checkpoint import Checkpoint
 from readplan.state.resume import held_files

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from readplan.errors import DatasetInfoError
+from readplan.errors import ClosedError, DatasetInfoError
 from readplan.records._cap import DEFAULT_MAX_RECORD_BYTES
 from readplan.records._compression import pread
 from readplan.records._crc import crc32c, mask
@@ -70,7 +70,7 @@ class Salvage:
             return Lost(index, cause.offset, cause.kind)
         fd = self._fd
         if fd is None:
-            raise ValueError(f"{self.path}: the salvaged shard is closed")
+            raise ClosedError(f"{self.path}: the salvaged shard is closed", path=self.path)
         length = _HEADER.unpack(pread(fd, 12, offset))[0]
         frame = pread(fd, length + 4, offset + 12)
         payload, stored = frame[:length], _U32.unpack_from(frame, length)[0]

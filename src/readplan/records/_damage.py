@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from readplan.errors import ConfigError
 
@@ -33,8 +34,14 @@ __all__ = [
     "CorruptionEvent",
     "CorruptionReport",
     "LostRecord",
+    "OnCorruption",
     "StreamDamageError",
+    "check_damage_options",
 ]
+
+OnCorruption = Literal["raise", "skip"]
+"""What a reader does at damage: raise, or skip it and report it."""
+_ON_CORRUPTION: tuple[OnCorruption, ...] = get_args(OnCorruption)
 
 KIND_HEADER_CRC = "header_crc"
 KIND_DATA_CRC = "data_crc"
@@ -202,6 +209,25 @@ class CorruptionReport:
     def __repr__(self) -> str:
         lost = f", {len(self.lost)} plan records lost" if self.lost else ""
         return f"CorruptionReport({len(self.events)} events: {self.kinds()}{lost})"
+
+
+def check_damage_options(on_corruption: object, report: object) -> None:
+    """Refuse an ``on_corruption`` outside :data:`OnCorruption`, or a ``report`` that is
+    neither a :class:`CorruptionReport` nor ``None`` (every reader takes both)."""
+    if on_corruption not in _ON_CORRUPTION:
+        raise ConfigError(
+            f"on_corruption={on_corruption!r} is not one of {_ON_CORRUPTION}: 'raise' stops at "
+            "the first damage, 'skip' drops damaged records and reports them",
+            field="on_corruption",
+            value=on_corruption,
+        )
+    if report is not None and not isinstance(report, CorruptionReport):
+        raise ConfigError(
+            f"report={report!r} must be a CorruptionReport (or None); its callback argument "
+            "takes a function",
+            field="report",
+            value=report,
+        )
 
 
 class StreamDamageError(Exception):

@@ -21,7 +21,7 @@ import numpy as np
 from readplan._internal.atomic import atomic_output
 from readplan._internal.closing import Closing
 from readplan._internal.validate import check_bool, is_int
-from readplan.errors import ConfigError
+from readplan.errors import ClosedError, ConfigError
 from readplan.records._tbl_layout import (
     ENTRY,
     ENTRY_DTYPE,
@@ -113,7 +113,7 @@ class TblWriter(Closing):
         sample's metadata block of type ``metadata_type``.
         """
         if self._closed:
-            raise ValueError(f"{self.path}: the TBL writer is closed")
+            raise ClosedError(f"{self.path}: the TBL writer is closed", path=self.path)
         payload = bytes(data) if not isinstance(data, bytes) else data
         code = format_code(format)
         _check_dimension("width", width)

@@ -24,7 +24,7 @@ import numpy.typing as npt
 
 from readplan._internal.closing import Closing
 from readplan._internal.validate import check_bool
-from readplan.errors import ConfigError, CorruptTblError, ReadplanIndexError
+from readplan.errors import ClosedError, ConfigError, CorruptTblError, ReadplanIndexError
 from readplan.records._clusters import clusters, gap_for
 from readplan.records._damage import (
     KIND_DATA_CRC,
@@ -32,6 +32,8 @@ from readplan.records._damage import (
     TBL_KINDS,
     CorruptionEvent,
     CorruptionReport,
+    OnCorruption,
+    check_damage_options,
 )
 from readplan.records._tbl_index import (
     FileView,
@@ -86,7 +88,6 @@ KINDS = TBL_KINDS
 # The fileFormat a dataset_info.json gives for TBL v2 shards, and the {FILEFORMAT} part of
 # their names.  TFDS 4.9.10 knows "tfrecord", "riegeli", "array_record" and "parquet" only.
 FILE_FORMAT = "tbl"
-_ON_CORRUPTION = ("raise", "skip")
 
 PathLike = str | os.PathLike[str]
 
@@ -116,7 +117,7 @@ class TblFile(Closing):
         path: PathLike,
         *,
         verify: bool = True,
-        on_corruption: str = "raise",
+        on_corruption: OnCorruption = "raise",
         report: CorruptionReport | None = None,
         storage_options: StorageOptions = None,
         read_ahead: bool = True,
@@ -403,7 +404,7 @@ class TblFile(Closing):
 
     def _open_map(self) -> FileView:
         if self._mm is None:
-            raise ValueError(f"{self.path}: the TblFile is closed")
+            raise ClosedError(f"{self.path}: the TblFile is closed", path=self.path)
         return self._mm
 
     def close(self) -> None:
@@ -437,24 +438,14 @@ class _Span:
 
 def _check_options(verify: object, on_corruption: object, report: object) -> None:
     check_bool(verify, "verify")
-    if on_corruption not in _ON_CORRUPTION:
-        raise ConfigError(
-            f"on_corruption={on_corruption!r} is not one of {_ON_CORRUPTION}: 'raise' stops at "
-            "the first damage, 'skip' drops damaged samples and reports them",
-            field="on_corruption",
-            value=on_corruption,
-        )
-    if report is not None and not isinstance(report, CorruptionReport):
-        raise ConfigError(
-            f"report={report!r} must be a CorruptionReport (or None)", field="report", value=report
-        )
+    check_damage_options(on_corruption, report)
 
 
 def read(
     path: PathLike,
     *,
     verify: bool = True,
-    on_corruption: str = "raise",
+    on_corruption: OnCorruption = "raise",
     report: CorruptionReport | None = None,
     storage_options: StorageOptions = None,
 ) -> Iterator[bytes]:

@@ -20,7 +20,7 @@ import os
 import struct
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from typing import Literal, SupportsIndex, get_args
+from typing import SupportsIndex
 
 import numpy as np
 import numpy.typing as npt
@@ -56,6 +56,8 @@ from readplan.records._damage import (
     CorruptionEvent,
     CorruptionReport,
     LostRecord,
+    OnCorruption,
+    check_damage_options,
 )
 from readplan.records._expected import ExpectedFrames
 from readplan.records._framing import FrameParser
@@ -92,10 +94,6 @@ __all__ = [
 
 _U32 = struct.Struct("<I")
 _HEADER = struct.Struct("<QI")
-OnCorruption = Literal["raise", "skip"]
-"""What a reader does at damage: raise, or skip it and report it."""
-_ON_CORRUPTION: tuple[OnCorruption, ...] = get_args(OnCorruption)
-
 PathLike = str | os.PathLike[str]
 
 
@@ -103,21 +101,8 @@ PathLike = str | os.PathLike[str]
 def _check_read_options(
     on_corruption: object, max_record_bytes: object, report: object = None
 ) -> None:
-    if on_corruption not in _ON_CORRUPTION:
-        raise ConfigError(
-            f"on_corruption={on_corruption!r} is not one of {_ON_CORRUPTION}: 'raise' stops at "
-            "the first damage, 'skip' drops damaged bytes and reports them",
-            field="on_corruption",
-            value=on_corruption,
-        )
+    check_damage_options(on_corruption, report)
     record_cap(max_record_bytes, None)
-    if report is not None and not isinstance(report, CorruptionReport):
-        raise ConfigError(
-            f"report={report!r} must be a CorruptionReport (or None); its callback argument "
-            "takes a function",
-            field="report",
-            value=report,
-        )
 
 
 def _stream_for(
@@ -421,17 +406,17 @@ class RecordFile(Closing):
     def gather(self, indices: Sequence[SupportsIndex]) -> list[bytes]:
         """Records ``indices`` (any order, repeats allowed), in the order given.
 
+        Indices are taken as by ``rf[i]``: negative ones count from the end, and one out of
+        range raises :class:`~readplan.errors.ReadplanIndexError` before anything is read.
         Records are read in ascending offset order; neighbours less than 16 KiB apart share
         one positioned read of at most 4 MiB, so a run of nearby records costs one system
         call.  Every frame is checked as by ``rf[i]``.
         """
-        wanted = [operator.index(i) for i in indices]
-        if not wanted:
+        keys = [operator.index(i) for i in indices]
+        if not keys:
             return []
         total = len(self)
-        if min(wanted) < 0 or max(wanted) >= total:
-            bad = next(i for i in wanted if not 0 <= i < total)
-            raise IndexError(f"{self.path}: record index {bad} is out of range ({total} records)")
+        wanted = [self._in_range(i, total) for i in keys]
         unique = sorted(set(wanted))
         if self.compression is not None:
             span = list(self.read(unique[0], unique[-1] - unique[0] + 1))
@@ -469,7 +454,10 @@ class RecordFile(Closing):
     def _position(self, i: int) -> int:
         if i >= 0 and len(self._bounds(i + 1)[0]) > i:
             return i
-        total = len(self)
+        return self._in_range(i, len(self))
+
+    def _in_range(self, i: int, total: int) -> int:
+        """Record ``i`` (negative: from the end) of ``total`` as an index in ``0..total-1``."""
         position = i + total if i < 0 else i
         if not 0 <= position < total:
             raise ReadplanIndexError(

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import re
 
+from readplan.errors import ConfigTypeError
+
 __all__ = ["PathLike", "basename", "is_remote", "join", "parent", "protocol", "to_str"]
 
 PathLike = str | os.PathLike[str]
@@ -22,7 +24,11 @@ def to_str(path: PathLike) -> str:
     """``path`` as a string; a ``file://`` URL becomes the local path it names."""
     text = os.fspath(path)
     if not isinstance(text, str):
-        raise TypeError(f"paths must be str or os.PathLike[str], got {type(text).__name__}")
+        raise ConfigTypeError(
+            f"paths must be str or os.PathLike[str], got {type(text).__name__}",
+            field="path",
+            value=path,
+        )
     if text.startswith(_FILE):
         return text[len(_FILE) :]
     return text

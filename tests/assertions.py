@@ -31,6 +31,14 @@ def assert_same_value(got: Any, want: Any, where: object) -> None:
         assert got == want, where
 
 
+def checked_array(value: object, dtype: Any, shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
+    """``value`` after checking that it is an array of that dtype and shape."""
+    assert isinstance(value, np.ndarray)
+    assert value.dtype == np.dtype(dtype)
+    assert value.shape == shape
+    return value
+
+
 def assert_same_nested(got: Any, want: Any, where: tuple[Any, ...]) -> None:
     """Dicts with the same keys in the same order, down to leaves that are the same value."""
     if isinstance(want, dict):

@@ -1,8 +1,9 @@
 """An independent writer of ``tf.train.Example`` wire bytes (``specs/example.md``).
 
 Written straight from the protobuf wire rules (tag varint, length, payload), it shares no code
-with readplan, so records written here check readplan's decoders from outside. Every function
-returns the bytes of one wire field; ``example`` wraps map entries into a whole record.
+with readplan, so records written here check readplan's decoders from outside. Every writer
+returns the bytes of one wire field; ``example`` wraps map entries into a whole record, and
+``split_entries`` takes a canonical record apart again.
 """
 
 from __future__ import annotations
@@ -52,3 +53,39 @@ def float_feature(*bits: int, packed: bool = True) -> bytes:
 
 def bytes_feature(*values: bytes) -> bytes:
     return len_field(1, b"".join(len_field(1, v) for v in values))
+
+
+def split_entries(raw: bytes) -> list[bytes]:
+    """The serialized map entries of a canonical Example (one features field, short tags)."""
+    if not raw:
+        return []
+    assert raw[0] == 0x0A
+    body_start, body_length = _read_varint(raw, 1)
+    body = raw[body_start : body_start + body_length]
+    entries, position = [], 0
+    while position < len(body):
+        assert body[position] == 0x0A
+        start, length = _read_varint(body, position + 1)
+        entries.append(body[position : start + length])
+        position = start + length
+    return entries
+
+
+def entry_key(serialized: bytes) -> bytes:
+    """The key of a serialized map entry, as stored."""
+    start, _ = _read_varint(serialized, 1)
+    assert serialized[start] == 0x0A
+    key_start, key_length = _read_varint(serialized, start + 1)
+    return serialized[key_start : key_start + key_length]
+
+
+def _read_varint(data: bytes, position: int) -> tuple[int, int]:
+    """(position after the varint, its value)."""
+    value, shift = 0, 0
+    while True:
+        byte = data[position]
+        value |= (byte & 0x7F) << shift
+        position += 1
+        shift += 7
+        if not byte & 0x80:
+            return position, value

@@ -23,6 +23,7 @@ from readplan.metadata.features import (
 )
 from readplan.planning.splits import ReadInstruction
 from tests import example_wire as wire
+from tests.example_values import FLOAT_BITS_PINS, INT64_MAX, INT64_MIN
 from tests.tbl_samples import FORMAT_NAMES, Spec
 
 # ---------------------------------------------------------------------------------------------
@@ -88,20 +89,6 @@ def layouts_and_specs(draw: st.DrawFn) -> tuple[dict[str, list[int]], list[tuple
 # ---------------------------------------------------------------------------------------------
 # Example values (example.py): edge values pinned, then any
 
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-SNAN = 0x7F800001  # signalling NaN: quiet bit clear, payload 1
-FLOAT_BITS_PINS = [
-    SNAN,
-    0xFFBFFFFF,  # negative signalling NaN, largest payload
-    0x7FC00000,
-    0xFFC12345,
-    0x7F800000,
-    0xFF800000,
-    0x80000000,
-    0x00000001,
-    0x807FFFFF,
-    0x7F7FFFFF,
-]
 _KINDS = ("int64", "float32", "bytes")
 
 

@@ -12,10 +12,8 @@ import contextlib
 import functools
 import gzip
 import hashlib
-import json
 import math
 import re
-import struct
 import zlib
 from pathlib import Path
 from typing import Any
@@ -29,7 +27,6 @@ from readplan.errors import ExampleError
 from readplan.example import FixedLen, VarLen, decode, encode, parse
 from tests import example_wire as wire
 from tests.assertions import checked_array
-from tests.conftest import DATA
 from tests.example_values import (
     FLOAT_BITS_PINS,
     INT64_MAX,
@@ -40,10 +37,12 @@ from tests.example_values import (
     i64,
     with_pins,
 )
+from tests.reference_models import tfrecord_frames
 from tests.strategies import feature_dicts, int64s
+from tests.tfds_toy import TOY, TOY_DIR
+from tests.tfrecord_fixtures import FILES, FIXTURES
 
-MANIFEST = json.loads((DATA / "tfrecord" / "manifest.json").read_text(encoding="utf-8"))
-EXAMPLE_FILES = sorted(name for name, info in MANIFEST["files"].items() if "examples" in info)
+EXAMPLE_FILES = sorted(name for name, info in FILES.items() if "examples" in info)
 
 
 # --- comparison ---------------------------------------------------------------------------
@@ -72,19 +71,13 @@ def _assert_same_features(actual: dict[str, Any], expected: dict[str, Any]) -> N
 @functools.cache
 def _records(name: str) -> tuple[bytes, ...]:
     """Payloads of a TFRecord file: 8-byte length, 4-byte CRC, data, 4-byte CRC."""
-    data = (DATA / "tfrecord" / name).read_bytes()
-    compression = MANIFEST["files"][name]["compression"]
+    data = (FIXTURES / name).read_bytes()
+    compression = FILES[name]["compression"]
     if compression == "GZIP":
         data = gzip.decompress(data)
     elif compression == "ZLIB":
         data = zlib.decompress(data)
-    records = []
-    position = 0
-    while position < len(data):
-        (length,) = struct.unpack_from("<Q", data, position)
-        records.append(data[position + 12 : position + 12 + length])
-        position += 16 + length
-    return tuple(records)
+    return tuple(data[start + 12 : start + 12 + length] for start, length in tfrecord_frames(data))
 
 
 def _expected_features(listed: dict[str, list[Any]]) -> dict[str, Any]:
@@ -104,13 +97,13 @@ def _expected_features(listed: dict[str, list[Any]]) -> dict[str, Any]:
 MANIFEST_CASES = [
     pytest.param(name, index, id=f"{name}-{index}")
     for name in EXAMPLE_FILES
-    for index in range(len(MANIFEST["files"][name]["examples"]))
+    for index in range(len(FILES[name]["examples"]))
 ]
 
 
 @pytest.mark.parametrize(("name", "index"), MANIFEST_CASES)
 def test_tensorflow_records_decode_bit_exactly(name: str, index: int) -> None:
-    info = MANIFEST["files"][name]
+    info = FILES[name]
     raw = _records(name)[index]
     assert hashlib.sha256(raw).hexdigest() == info["records_sha256"][index]
     listed = info["examples"][index]
@@ -138,16 +131,14 @@ def test_reencoding_tensorflow_records_gives_the_same_entries_in_sorted_order(na
         assert wire.split_entries(ours) == sorted(wire.split_entries(raw), key=wire.entry_key)
 
 
-TOY_DIR = DATA / "tfds" / "readplan_toy" / "1.0.0"
 TOY_SHARDS = sorted(path.name for path in TOY_DIR.glob("*.tfrecord-*"))
 
 
 @functools.cache
 def _toy_ids() -> dict[tuple[str, int, int], int]:
-    orders = json.loads((DATA / "tfds" / "readplan_toy_orders.json").read_text(encoding="utf-8"))
     return {
         (split, shard, index): example_id
-        for case in orders["cases"]
+        for case in TOY["cases"]
         for epoch in case["epochs"]
         for split, shard, index, example_id in epoch
     }
@@ -155,12 +146,7 @@ def _toy_ids() -> dict[tuple[str, int, int], int]:
 
 def _plain_records(path: Path) -> list[bytes]:
     data = path.read_bytes()
-    records, position = [], 0
-    while position < len(data):
-        (length,) = struct.unpack_from("<Q", data, position)
-        records.append(data[position + 12 : position + 12 + length])
-        position += 16 + length
-    return records
+    return [data[start + 12 : start + 12 + length] for start, length in tfrecord_frames(data)]
 
 
 @pytest.mark.parametrize("shard", TOY_SHARDS)
@@ -233,7 +219,7 @@ def test_tensorflow_detection_records_parse(name: str, index: int) -> None:
         "bboxes": VarLen(np.float32, shape=(-1, 4)),
         "absent": VarLen("float32", shape=(-1, 4)),
     }
-    listed = MANIFEST["files"][name]["examples"][index]
+    listed = FILES[name]["examples"][index]
     parsed = parse(_records(name)[index], schema)
     assert parsed["image/encoded"] == bytes.fromhex(listed["image/encoded"][1][0])
     assert parsed["image/name"] == bytes.fromhex(listed["image/name"][1][0])

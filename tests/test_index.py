@@ -190,9 +190,10 @@ def test_refuses_bad_magic(data_file: Path) -> None:
     assert refusal_field(data_file) == "magic"
 
 
-def test_refuses_another_version(data_file: Path) -> None:
+@pytest.mark.parametrize("version", [0, 3, 2**32 - 1])
+def test_refuses_another_version(data_file: Path, version: int) -> None:
     build_index(data_file)
-    patch_index(data_file, 8, struct.pack("<I", 2))
+    patch_index(data_file, 8, struct.pack("<I", version))
     assert refusal_field(data_file) == "version"
 
 
@@ -280,6 +281,142 @@ def test_record_index_validates_itself() -> None:
     built = RecordIndex("f", "GZIP", np.array([0, 20]), 40, 12, 0)
     assert built.frame_sizes().tolist() == [20, 20]
     assert not built.offsets.flags.writeable
+
+
+# --------------------------------------------------------- sources (version 2 sidecars)
+SOURCE = "gs://bucket/examples.tfrecord generation=1700000000000001"
+
+
+def write_with_source(path: Path, source: str = SOURCE) -> bytes:
+    """The sidecar of ``path`` as one built from a stored object would be; its bytes."""
+    build_index(path)
+    loaded = load_index(path)
+    index = RecordIndex(
+        str(path), None, loaded.offsets, loaded.stream_size, loaded.data_size,
+        loaded.binding_crc, source,
+    )  # fmt: skip
+    records_index.write_index(index, sidecar(path))
+    return sidecar(path).read_bytes()
+
+
+def test_layout_of_a_sidecar_with_a_source(data_file: Path) -> None:
+    raw = write_with_source(data_file)
+    fields = struct.unpack("<8sIIQQQIIII", raw[:HEADER_SIZE])
+    magic, version, code, count, _, _, _, body_crc, header_crc, source_size = fields
+    source = SOURCE.encode()
+    assert (magic, version, code, count, source_size) == (b"RPTFRIDX", 2, 0, 40, len(source))
+    # The header CRC covers every header byte but its own four, the body CRC the offsets
+    # and the source after them.
+    assert header_crc == crc32c(raw[52:56], crc32c(raw[:48]))
+    assert raw[HEADER_SIZE:] == struct.pack(f"<{len(OFFSETS)}Q", *OFFSETS) + source
+    assert body_crc == crc32c(raw[HEADER_SIZE:])
+    loaded = load_index(data_file)
+    assert loaded.source == SOURCE
+    assert loaded.offsets.tolist() == OFFSETS
+
+
+def test_a_source_naming_another_object_binds_by_the_checksums(data_file: Path) -> None:
+    # A local file has no content version: the source cannot vouch for it.
+    write_with_source(data_file)
+    with RecordFile(data_file) as rf:
+        assert rf.indexed
+    data = bytearray(data_file.read_bytes())
+    data[100] ^= 1
+    data_file.write_bytes(bytes(data))
+    assert refusal_field(data_file) == "binding_crc"
+
+
+@given(bit=st.integers(0, 8 * (HEADER_SIZE + 8 * 40 + len(SOURCE)) - 1))
+def test_every_flipped_bit_of_a_sidecar_is_refused(bit: int) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "examples.tfrecord"
+        shutil.copy(FIXTURES / "examples.tfrecord", path)
+        raw = bytearray(write_with_source(path))
+        raw[bit // 8] ^= 1 << (bit % 8)
+        sidecar(path).write_bytes(bytes(raw))
+        with pytest.raises(IndexFileError) as caught:
+            load_index(path)
+        assert caught.value.path == str(sidecar(path))
+
+
+@given(cut=st.integers(-40, 40).filter(bool))
+def test_a_sidecar_of_another_length_is_refused(cut: int) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "examples.tfrecord"
+        shutil.copy(FIXTURES / "examples.tfrecord", path)
+        raw = write_with_source(path)
+        changed = raw[:cut] if cut < 0 else raw + bytes(cut)
+        sidecar(path).write_bytes(changed)
+        with pytest.raises(IndexFileError) as caught:
+            load_index(path)
+        assert caught.value.field == "record_count"
+
+
+def _resealed(raw: bytes, source_size: int, tail: bytes) -> bytes:
+    """A version 2 sidecar with another source, both CRCs made to match."""
+    head = bytearray(raw[:HEADER_SIZE])
+    body = raw[HEADER_SIZE : HEADER_SIZE + 8 * 40] + tail
+    head[44:48] = struct.pack("<I", crc32c(body))
+    head[52:56] = struct.pack("<I", source_size)
+    head[48:52] = struct.pack("<I", crc32c(bytes(head[52:56]), crc32c(bytes(head[:48]))))
+    return bytes(head) + body
+
+
+def test_a_source_too_long_or_not_utf8_is_refused(data_file: Path) -> None:
+    raw = write_with_source(data_file)
+    huge = 1 << 20
+    sidecar(data_file).write_bytes(_resealed(raw, huge, b"x" * huge))
+    assert refusal_field(data_file) == "source"
+    sidecar(data_file).write_bytes(_resealed(raw, 2, b"\xff\xfe"))
+    assert refusal_field(data_file) == "source"
+
+
+def test_a_record_file_binds_an_index_it_is_given(data_file: Path, tmp_path: Path) -> None:
+    build_index(data_file)
+    loaded = load_index(data_file)
+    os.unlink(sidecar(data_file))
+    with RecordFile(data_file, index=loaded) as rf:
+        assert rf.indexed
+        assert rf.offsets is loaded.offsets
+    other = tmp_path / "other.tfrecord"
+    data = bytearray(data_file.read_bytes())
+    data[-10] ^= 1
+    other.write_bytes(bytes(data))
+    with pytest.raises(IndexFileError) as caught:
+        RecordFile(other, index=loaded)
+    assert caught.value.field == "binding_crc"
+    assert caught.value.path == str(sidecar(other))
+    with pytest.raises(IndexFileError) as caught:
+        RecordFile(data_file, index=loaded, compression="GZIP")
+    assert caught.value.field == "compression"
+
+
+def test_a_large_sidecar_is_read_in_two_requests(
+    data_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("fsspec")
+    from tests.remote_stores import wrapped_copy
+
+    build_index(data_file)
+    url, options, fs = wrapped_copy(data_file.parent, "files")
+    monkeypatch.setattr(records_index, "_FIRST_READ", 64)  # the sidecar has 376 bytes
+    target = f"{url}/examples.tfrecord.index"
+    fs.requests.clear()
+    with RecordFile(f"{url}/examples.tfrecord", storage_options=options) as rf:
+        assert rf.offsets.tolist() == OFFSETS
+    path = target.removeprefix("wrapped://")
+    sidecar_reads = [(start, end) for name, start, end in fs.ranges if name == path]
+    assert sidecar_reads == [(0, 64), (0, HEADER_SIZE + 8 * 40 + 1)]
+    # One byte more than its header says: refused, however it was read.
+    fs.target.pipe_file(path, sidecar(data_file).read_bytes() + b"\0")
+    with pytest.raises(IndexFileError) as caught:
+        RecordFile(f"{url}/examples.tfrecord", storage_options=options)
+    assert caught.value.field == "record_count"
+    assert "at least 377 bytes" in str(caught.value)
 
 
 # ---------------------------------------------------------------------------- text form

@@ -254,6 +254,162 @@ def test_a_restore_with_an_index_reads_the_exact_span(
     reader.close()
 
 
+# -- opening a shard: one metadata lookup, the sidecar in one request ----------------------
+
+# Record counts of two shards of 1 KiB records: more than 128 KiB (the binding's first and
+# last 64 KiB are two reads) and less (one read).
+OPENED = {"big-train.tfrecord-00000-of-00002": 300, "big-train.tfrecord-00001-of-00002": 50}
+_FIRST_READ = 4 << 20
+
+
+@pytest.fixture(scope="module")
+def two_shards(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("opened") / "big" / "1.0.0"
+    folder.mkdir(parents=True)
+    for k, (name, count) in enumerate(OPENED.items()):
+        tfrecord.write(folder / name, _records(count, 1024, k))
+    lengths = [str(n) for n in OPENED.values()]
+    info = {
+        "name": "big",
+        "version": "1.0.0",
+        "splits": [{"name": "train", "shardLengths": lengths}],
+    }
+    (folder / "dataset_info.json").write_text(json.dumps(info))
+    return folder
+
+
+@pytest.fixture(params=["memory", "gs", "s3"])
+def target(request: pytest.FixtureRequest) -> Any:
+    """The store behind ``wrapped://``: in-process memory (no content version: object
+    times only), or an emulator (GCS generations, S3 ETags)."""
+    if request.param == "memory":
+        return None
+    return request.getfixturevalue("gcs_store" if request.param == "gs" else "s3_store")
+
+
+def _reads(fs: Any, name: str) -> list[tuple[int | None, int | None]]:
+    return [(start, end) for path, start, end in fs.ranges if path.rsplit("/", 1)[-1] == name]
+
+
+def test_building_and_opening_a_sidecar_cost_the_requests_they_need(
+    two_shards: Path, target: Any
+) -> None:
+    url, options, fs = _wrapped_copy(two_shards, target)
+    for name in OPENED:
+        size = (two_shards / name).stat().st_size
+        fs.requests.clear()
+        fs.ranges.clear()
+        build_index(f"{url}/{name}", storage_options=options)
+        # One lookup, the file in one read-ahead block (the walk's, and the binding's first
+        # and last 64 KiB), one upload.
+        assert dict(fs.requests) == {"info": 1, "get": 1, "put": 1}
+        assert _reads(fs, name) == [(0, size)]
+        fs.requests.clear()
+        fs.ranges.clear()
+        with tfrecord.RecordFile(f"{url}/{name}", storage_options=options) as rf:
+            assert len(rf) == OPENED[name]
+        assert _reads(fs, f"{name}.index") == [(0, _FIRST_READ)]
+        if target is not None:
+            # The sidecar names this very object version: nothing of the data is read.
+            assert dict(fs.requests) == {"info": 1, "get": 1}
+            assert _reads(fs, name) == []
+        elif size > 2 * 65536:
+            assert dict(fs.requests) == {"info": 1, "get": 3}
+            assert _reads(fs, name) == [(0, 65536), (size - 65536, size)]
+        else:
+            assert dict(fs.requests) == {"info": 1, "get": 2}
+            assert _reads(fs, name) == [(0, size)]
+
+
+@pytest.mark.parametrize("change", ["first bytes", "size"])
+def test_a_sidecar_of_a_replaced_object_is_refused(
+    two_shards: Path, target: Any, change: str
+) -> None:
+    url, options, fs = _wrapped_copy(two_shards, target)
+    name = next(iter(OPENED))
+    build_index(f"{url}/{name}", storage_options=options)
+    data = bytearray((two_shards / name).read_bytes())
+    if change == "size":
+        del data[-100:]
+    else:
+        data[20] ^= 0xFF
+    _replace(fs, target, f"{url}/{name}", bytes(data))
+    fs.requests.clear()
+    fs.ranges.clear()
+    with pytest.raises(IndexFileError) as caught:
+        tfrecord.RecordFile(f"{url}/{name}", storage_options=options)
+    assert caught.value.path == f"{url}/{name}.index"
+    assert caught.value.field == ("data_size" if change == "size" else "binding_crc")
+    # A new version: the sidecar's source no longer vouches for it, the checksums decide.
+    expected = [] if change == "size" else [(0, 65536), (len(data) - 65536, len(data))]
+    assert _reads(fs, name) == expected
+
+
+def _replace(fs: Any, target: Any, url: str, data: bytes) -> None:
+    put("memory" if target is None else target.protocol, fs.target, url.split("://", 1)[1], data)
+    fs.invalidate_cache()
+
+
+def test_a_sidecar_moved_with_its_data_binds_by_the_checksums(
+    two_shards: Path, target: Any, tmp_path: Path
+) -> None:
+    first, options, fs = _wrapped_copy(two_shards, target)
+    second, _, _ = wrapped_copy(two_shards, "moved/1.0.0", target, tag=options["tag"])
+    name = next(iter(OPENED))
+    size = (two_shards / name).stat().st_size
+    build_index(f"{first}/{name}", index_dir=tmp_path, storage_options=options)
+    fs.requests.clear()
+    fs.ranges.clear()
+    moved = f"{second}/{name}"
+    with tfrecord.RecordFile(
+        moved, index_dir=tmp_path, storage_options=options, read_ahead=False
+    ) as rf:
+        assert rf.indexed
+        assert rf[0] == next(_records(300, 1024, 0))
+    assert dict(fs.requests) == {"info": 1, "get": 3}
+    assert _reads(fs, name) == [(0, 65536), (size - 65536, size), (0, 1040)]
+
+
+def _indexed_in_gcs(gcs_store: Any, folder: Path) -> tuple[str, dict[str, Any], Any, ReadPlan]:
+    """The dataset in the GCS emulator with sidecars built there, and its one-file plan."""
+    url, options, fs = _wrapped_copy(folder, gcs_store)
+    info = DatasetInfo.load(url, storage_options=options)
+    for shard in info.shard_paths("train"):
+        build_index(shard, storage_options=options)
+    plan = ReadPlan(info, "train", ReadConfig(interleave_cycle_length=1))
+    return url, options, fs, plan
+
+
+def test_a_restore_over_a_store_with_versions_reads_only_the_span(
+    gcs_store: Any, two_shards: Path
+) -> None:
+    _, options, fs, plan = _indexed_in_gcs(gcs_store, two_shards)
+    fs.ranges.clear()
+    reader = Reader(plan, start=plan.checkpoint(0, 123), storage_options=options)
+    first = next(iter(reader))
+    local = tfrecord.RecordFile(two_shards / next(iter(OPENED)))
+    assert first.record == local[123]
+    reads = _reads(fs, next(iter(OPENED)))
+    offset = int(local.offsets[123])
+    assert reads
+    assert reads[0][0] == offset
+    assert all(start >= offset for start, _ in reads)  # type: ignore[operator]
+    reader.close()
+
+
+def test_ranks_open_each_shard_with_one_lookup(gcs_store: Any, two_shards: Path) -> None:
+    url, options, fs, plan = _indexed_in_gcs(gcs_store, two_shards)
+    fs.requests.clear()
+    fs.ranges.clear()
+    ids = [item.record for item in Reader(plan, rank=1, world_size=2, storage_options=options)]
+    assert len(ids) == sum(OPENED.values()) // 2
+    # Each shard: its lookup, its sidecar; the span reads share the opened version.
+    assert fs.requests["info"] == len(OPENED)
+    assert sorted(r for r in fs.ranges if r[0].endswith(".index")) == sorted(
+        (f"{url.removeprefix('wrapped://')}/{name}.index", 0, _FIRST_READ) for name in OPENED
+    )
+
+
 def test_stale_sidecar_in_index_dir_is_refused(
     large_dataset: tuple[Path, list[int]], tmp_path: Path
 ) -> None:

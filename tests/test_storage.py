@@ -161,6 +161,43 @@ def test_unknown_protocol_and_bad_options_are_config_errors() -> None:
         storage.read_bytes(_memory_url("x"), storage_options=[("a", 1)])  # type: ignore[arg-type]
 
 
+# -- whole small objects, and object identity ---------------------------------------------
+
+
+@given(data=st.binary(max_size=64), size=st.integers(1, 80))
+def test_read_prefix_returns_at_most_the_bytes_asked(data: bytes, size: int) -> None:
+    pytest.importorskip("fsspec")
+    url = _memory_url("prefix.bin")
+    storage.write_bytes(url, data)
+    assert storage.read_prefix(url, size) == data[:size]
+
+
+def test_read_prefix_of_a_local_file(tmp_path: Path) -> None:
+    path = tmp_path / "f.bin"
+    path.write_bytes(b"0123456789")
+    assert storage.read_prefix(path, 4) == b"0123"
+    assert storage.read_prefix(path, 1 << 40) == b"0123456789"  # no buffer of 1 TiB
+    with pytest.raises(FileNotFoundError):
+        storage.read_prefix(tmp_path / "absent", 4)
+
+
+_CONTENT = ["generation", "VersionId", "ETag", "etag"]
+_TIMES = ["mtime", "mtime_ns", "LastModified", "created"]
+
+
+@given(
+    url=st.text(min_size=1, max_size=20),
+    key=st.sampled_from(_CONTENT + _TIMES),
+    value=st.text(max_size=12),
+)
+def test_a_fingerprint_names_a_content_version_only(url: str, key: str, value: str) -> None:
+    info = storage.ObjectInfo(url, 7, f"{key}={value}")
+    weak = value.startswith("W/")
+    expected = f"{url} {key}={value}" if key in _CONTENT and not weak else None
+    assert info.fingerprint == expected
+    assert storage.ObjectInfo(url, 7, None).fingerprint is None
+
+
 # -- retries -------------------------------------------------------------------------------
 
 
@@ -356,3 +393,27 @@ def test_prefetch_budget_is_never_exceeded() -> None:
         assert got == data
         assert prefetcher.peak <= bound
         assert (prefetcher.requests > 0) == (bound > 0)
+
+
+def test_store_read_prefix_is_one_ranged_get(store: Any) -> None:
+    from tests.remote_stores import put
+
+    bucket = _bucket(store)
+    _, options, fs = _wrapped(
+        0, target_protocol=store.protocol, target_options=dict(store.storage_options)
+    )
+    put(store.protocol, fs.target, f"{bucket}/full.bin", b"0123456789")
+    put(store.protocol, fs.target, f"{bucket}/empty.bin", b"")
+    fs.requests.clear()
+    assert storage.read_prefix(f"wrapped://{bucket}/full.bin", 4, storage_options=options) == (
+        b"0123"
+    )
+    assert storage.read_prefix(f"wrapped://{bucket}/full.bin", 99, storage_options=options) == (
+        b"0123456789"
+    )
+    assert dict(fs.requests) == {"get": 2}  # no metadata lookup
+    # An empty object: S3 refuses the range (416); the size says why.
+    assert storage.read_prefix(f"wrapped://{bucket}/empty.bin", 4, storage_options=options) == b""
+    with pytest.raises(ObjectNotFoundError) as caught:
+        storage.read_prefix(f"wrapped://{bucket}/absent.bin", 4, storage_options=options)
+    assert caught.value.url == f"wrapped://{bucket}/absent.bin"

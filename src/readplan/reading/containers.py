@@ -25,6 +25,7 @@ from readplan.reading.salvage_tbl import TblSalvage
 from readplan.reading.spans import FrameSpans, walks_over_payloads
 from readplan.records import tbl, tfrecord
 from readplan.records._damage import CorruptionEvent
+from readplan.records.index import RecordIndex
 from readplan.storage import Handle, StorageOptions
 
 __all__ = [
@@ -32,12 +33,15 @@ __all__ = [
     "RecordContainer",
     "RecordSource",
     "SalvageSource",
+    "Sidecar",
     "SpanSource",
     "container_for",
     "readable",
 ]
 
 IntArray = npt.NDArray[np.int64]
+Sidecar = str | RecordIndex | None
+"""Where a shard's offsets come from: its sidecar's path, an index built in memory, or none."""
 
 
 class RecordSource(Protocol):
@@ -84,23 +88,26 @@ class RecordContainer:
     open: Callable[..., RecordSource]
     stream: Callable[..., Iterator[bytes]]
     salvage: Callable[..., SalvageSource]
-    # (open file, opener of a descriptor) -> the file read by increasing indices in spans;
-    # its reads give None when a record is damaged (the caller then reads them one by one).
+    # (open file, keeper of a descriptor: the caller closes what it is given) -> the file
+    # read by increasing indices in spans; its reads give None when a record is damaged
+    # (the caller then reads them one by one).
     spans: Callable[..., SpanSource | None]
-    # (path, index sidecar or None for offsets found without one, storage options) -> the
-    # file opened for keyed access; ``sidecars`` is False when the file carries its own index.
-    keyed: Callable[[str, str | None, StorageOptions], RecordSource]
+    # (path, index sidecar, offsets built in memory, or None for offsets found without one,
+    # storage options) -> the file opened for keyed access; ``sidecars`` is False when the
+    # file carries its own index.
+    keyed: Callable[[str, Sidecar, StorageOptions], RecordSource]
     sidecars: bool
 
 
 def _tfrecord_spans(
-    records: tfrecord.RecordFile, descriptor: Callable[[], Handle]
+    records: tfrecord.RecordFile, keep: Callable[[Handle], Handle]
 ) -> FrameSpans | None:
     """Spans are read where frames lie as written: not in GZIP/ZLIB files (those are read
-    record by record, decompressing)."""
+    record by record, decompressing).  Their handle is the open file's, duplicated: the
+    same object version as its offsets, and no second lookup of a remote object."""
     if records.compression is not None:
         return None
-    fd = descriptor()
+    fd = keep(records.dup_handle())
     walk = not records.indexed and walks_over_payloads(fd)
     return FrameSpans(fd, None if walk else records.offsets)
 
@@ -121,18 +128,19 @@ class _TblSpans:
             return None
 
 
-def _tbl_spans(samples: tbl.TblFile, descriptor: Callable[[], Handle]) -> _TblSpans:
+def _tbl_spans(samples: tbl.TblFile, keep: Callable[[Handle], Handle]) -> _TblSpans:
     return _TblSpans(samples)
 
 
 def _keyed_tfrecord(
-    path: str, sidecar: str | None, storage_options: StorageOptions
+    path: str, sidecar: Sidecar, storage_options: StorageOptions
 ) -> tfrecord.RecordFile:
     """Keys land anywhere in the file: remote records are fetched exactly, not read ahead."""
     return tfrecord.RecordFile(
         path,
         use_index=sidecar is not None,
-        index_path=sidecar,
+        index_path=sidecar if isinstance(sidecar, str) else None,
+        index=sidecar if isinstance(sidecar, RecordIndex) else None,
         storage_options=storage_options,
         read_ahead=False,
     )
@@ -145,7 +153,7 @@ def _open_tbl(
     return tbl.TblFile(path, storage_options=storage_options)
 
 
-def _keyed_tbl(path: str, sidecar: str | None, storage_options: StorageOptions) -> tbl.TblFile:
+def _keyed_tbl(path: str, sidecar: Sidecar, storage_options: StorageOptions) -> tbl.TblFile:
     """A TBL file's own index gives every sample's offset: there is no sidecar.  Keys land
     anywhere in the file: remote samples are fetched exactly, not read ahead."""
     return tbl.TblFile(path, storage_options=storage_options, read_ahead=False)

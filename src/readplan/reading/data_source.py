@@ -20,7 +20,7 @@ import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, NamedTuple, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -175,8 +175,9 @@ class RecordSource(Closing):
 
     # -- sidecars ---------------------------------------------------------------------
 
-    def _prepare_indexes(self) -> list[str | None]:
-        """Per file: the sidecar to use, building missing ones; ``None``: none is used."""
+    def _prepare_indexes(self) -> list[containers.Sidecar]:
+        """Per file: the sidecar to use, building missing ones (kept in memory where they
+        cannot be written); ``None``: none is used."""
         if not self._container.sidecars:
             return [None] * len(self.paths)
         options = self.storage_options
@@ -185,23 +186,22 @@ class RecordSource(Closing):
         missing = [k for k, target in enumerate(targets) if target not in present]
         if not missing:
             return list(targets)
-        found: list[str | None] = list(targets)
+        found: list[containers.Sidecar] = list(targets)
         # Remote shards are indexed concurrently: each request waits on the store.
         run = _pool().map if self._remote else map
-        sizes = list(
-            run(lambda k: storage.stat(self.paths[k], storage_options=options).size, missing)
-        )
-        with Progress(f"indexing {self.info.name} {self.split}", total=sum(sizes), unit="B") as bar:
+        shards = list(run(lambda k: _Shard.of(self.paths[k], options), missing))
+        total = sum(shard.size for shard in shards)
+        with Progress(f"indexing {self.info.name} {self.split}", total=total, unit="B") as bar:
             lock = threading.Lock()
 
             def advance(amount: int) -> None:
                 with lock:
                     bar.advance(amount)
 
-            def build(k: int, size: int) -> str | None:
-                return _build(self.paths[k], targets[k], size, advance, options)
+            def build(k: int, shard: _Shard) -> containers.Sidecar:
+                return _build(self.paths[k], targets[k], shard, advance, options)
 
-            for k, built in zip(missing, list(run(build, missing, sizes))):
+            for k, built in zip(missing, list(run(build, missing, shards))):
                 found[k] = built
         return found
 
@@ -430,14 +430,31 @@ def _names(folder: str, storage_options: Mapping[str, Any] | None) -> set[str]:
     return {storage.basename(entry) for entry, is_dir in entries if not is_dir}
 
 
+class _Shard(NamedTuple):
+    """A shard to index: its size, and a remote one's handle, opened to learn the size
+    (one metadata lookup, which also binds the index built from it)."""
+
+    size: int
+    handle: storage.Handle | None
+
+    @classmethod
+    def of(cls, path: str, storage_options: Mapping[str, Any] | None) -> _Shard:
+        if not storage.is_remote(path):
+            return cls(storage.stat(path).size, None)
+        handle = storage.open_read(path, storage_options=storage_options)
+        return cls(storage.size_of(handle), handle)
+
+
 def _build(
     path: str,
     target: str,
-    size: int,
+    shard: _Shard,
     advance: Callable[[int], None],
     storage_options: Mapping[str, Any] | None,
-) -> str | None:
-    """Write the sidecar of ``path`` at ``target``; ``None`` when it cannot be written."""
+) -> containers.Sidecar:
+    """Write the sidecar of ``path`` at ``target``; the index itself when the store refuses
+    the write; ``None`` when a local folder cannot take it (the file is then walked on
+    first access, which costs a local file little)."""
     if not storage.is_remote(target):
         folder = os.path.dirname(os.path.abspath(target))
         try:
@@ -445,16 +462,21 @@ def _build(
         except OSError:
             folder = ""
         if not (folder and os.access(folder, os.W_OK)):
-            advance(size)
+            if shard.handle is not None:
+                storage.close(shard.handle)
+            advance(shard.size)
             return None
+    fd = storage.open_read(path) if shard.handle is None else shard.handle
     try:
-        return _index.build_index(
-            path, index_path=target, progress=advance, storage_options=storage_options
-        )
+        index = _index.index_open_file(fd, path, progress=advance)
+    finally:
+        storage.close(fd)
+    try:
+        return _index.write_index(index, target, storage_options=storage_options)
     except StoragePermissionError:
-        # A read-only store (tried, as a store cannot be asked beforehand): the offsets are
-        # found again by a header walk on first access.
-        return None
+        # A read-only store (tried, as a store cannot be asked beforehand): the index built
+        # is used from memory, and goes with the source when it is pickled.
+        return index
 
 
 def _record_decoder(

@@ -17,7 +17,6 @@ from readplan.reading.containers import RecordContainer, RecordSource, SalvageSo
 from readplan.reading.salvage import Lost
 from readplan.reading.spans import MAX_GAP
 from readplan.records._damage import KIND_DATA_CRC, CorruptionReport
-from readplan.records._stream import open_handle
 from readplan.storage import Handle, PathLike, StorageOptions
 from readplan.storage import close as close_handle
 
@@ -266,14 +265,14 @@ class Shard:
 
     def _span_source(self) -> SpanSource | None:
         if not self._spans_opened:
-            self._spans = self._container.spans(self._opened(), self._fd)
+            self._spans = self._container.spans(self._opened(), self._keep)
             self._spans_opened = True
         return self._spans
 
-    def _fd(self) -> Handle:
-        if self._gather_fd is None:
-            self._gather_fd = open_handle(self.path, self._options.get("storage_options"))
-        return self._gather_fd
+    def _keep(self, fd: Handle) -> Handle:
+        """Hold the span reads' own handle until the shard's reading closes."""
+        self._gather_fd = fd
+        return fd
 
     def _check_stream_end(self, out: list[Any]) -> None:
         """The plan read the file to its end: nothing may follow its last record."""

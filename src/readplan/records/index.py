@@ -6,7 +6,9 @@ record without walking the file.  It is refused with
 malformed, truncated, of another version, or does not belong to the data file as it is now;
 a refused index is never used.  Its binding (size, first and last 64 KiB) cannot see a
 same-size rewrite of the middle, so every read that uses its offsets checks the frames
-against them (:func:`check_offsets`, and the reads of ``RecordFile``).
+against them (:func:`check_offsets`, and the reads of ``RecordFile``).  A sidecar built from
+a stored object names the object's content version: opening that very version needs no
+read of the data to bind it.
 
 The text form used by NVIDIA DALI and ``vahidk/tfrecord`` (one ``"<offset> <size>"`` line per
 record, ``size`` being the framed size ``length + 16``) can be exported and imported.
@@ -17,20 +19,16 @@ from __future__ import annotations
 import os
 import re
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from readplan import storage
 from readplan.errors import ConfigError, CorruptRecordError, IndexFileError
-from readplan.records._cap import record_cap
 from readplan.records._compression import (
     AUTO,
-    GZIP,
-    ZLIB,
     check_compression,
     detect_compression,
     pread,
@@ -38,8 +36,21 @@ from readplan.records._compression import (
 from readplan.records._crc import crc32c, length_crcs, mask, mask_array
 from readplan.records._damage import KIND_HEADER_CRC
 from readplan.records._expected import ExpectedFrames
-from readplan.records._framing import FrameParser
-from readplan.records._stream import ByteStream, InflateStream, PlainStream, open_handle
+from readplan.records._index_format import (
+    COMPRESSION_CODES,
+    HEADER_SIZE,
+    MAGIC,
+    MAX_SOURCE,
+    VERSION,
+    Header,
+    encode,
+    offsets_problem,
+    parse_body,
+    parse_header,
+    refuse,
+)
+from readplan.records._offset_walk import walk_offsets
+from readplan.records._stream import open_handle
 from readplan.storage import Handle, PathLike, StorageOptions, read_span, size_of, to_str
 
 __all__ = [
@@ -48,10 +59,12 @@ __all__ = [
     "MAGIC",
     "VERSION",
     "RecordIndex",
+    "bind_index",
     "build_index",
     "check_offsets",
     "export_text",
     "import_text",
+    "index_open_file",
     "index_path_for",
     "load_index",
     "load_index_for",
@@ -61,15 +74,10 @@ __all__ = [
 ]
 
 INDEX_SUFFIX = ".index"
-MAGIC = b"RPTFRIDX"
-VERSION = 1
-# magic, version, compression, record count, data size, stream size,
-# binding CRC, offsets CRC, header CRC, reserved
-_HEADER = struct.Struct("<8sIIQQQIIII")
-HEADER_SIZE = _HEADER.size
 _BINDING_SPAN = 1 << 16
-_COMPRESSION_CODES: dict[str | None, int] = {None: 0, ZLIB: 1, GZIP: 2}
-_CODE_NAMES = {code: name for name, code in _COMPRESSION_CODES.items()}
+# A sidecar is fetched with one request of this many bytes (524,281 records), the rest of a
+# larger one with a second.
+_FIRST_READ = 4 << 20
 _SPOT_CHECKS = 64
 # check_offsets reads headers in windows of this size, or one by one where frames average
 # more than _SPARSE_FRAME bytes (reading their payloads would cost more than the reads).
@@ -101,7 +109,9 @@ class RecordIndex:
 
     ``offsets`` is a read-only int64 array; record ``i`` spans
     ``[offsets[i], offsets[i + 1])`` (the last one ends at ``stream_size``), so its data
-    length is that span minus the 16 framing bytes.
+    length is that span minus the 16 framing bytes.  ``source`` is the fingerprint
+    (``"<url> <version>"``, :attr:`readplan.storage.ObjectInfo.fingerprint`) of the stored
+    object version it was built from, ``None`` when that has no content version.
     """
 
     data_path: str
@@ -110,18 +120,28 @@ class RecordIndex:
     stream_size: int
     data_size: int
     binding_crc: int
+    source: str | None = None
 
     def __post_init__(self) -> None:
         offsets = np.asarray(self.offsets, dtype=np.int64)
         offsets.flags.writeable = False
         object.__setattr__(self, "offsets", offsets)
-        if self.compression not in _COMPRESSION_CODES:
+        if self.compression not in COMPRESSION_CODES:
             raise IndexFileError(
                 f"unknown compression {self.compression!r}; use None, 'GZIP' or 'ZLIB'",
                 path=self.data_path,
                 field="compression",
             )
-        problem = _offsets_problem(offsets, self.stream_size)
+        if self.source is not None and not (
+            isinstance(self.source, str) and len(self.source.encode("utf-8")) <= MAX_SOURCE
+        ):
+            raise IndexFileError(
+                f"source must be None or a str of at most {MAX_SOURCE} UTF-8 bytes, got "
+                f"{self.source!r:.80}",
+                path=self.data_path,
+                field="source",
+            )
+        problem = offsets_problem(offsets, self.stream_size)
         if problem is not None:
             raise IndexFileError(
                 f"these offsets cannot frame {self.data_path}: {problem}",
@@ -145,83 +165,21 @@ class RecordIndex:
         return sizes
 
 
-def _offsets_problem(offsets: Int64Array, stream_size: int) -> str | None:
-    if len(offsets) == 0:
-        return None if stream_size == 0 else f"no records but a stream of {stream_size} bytes"
-    if offsets[0] != 0:
-        return f"the first record starts at {int(offsets[0])}, not 0"
-    steps = np.diff(offsets, append=np.int64(stream_size))
-    if (steps < 16).any():
-        bad = int(np.argmax(steps < 16))
-        return (
-            f"record {bad} at offset {int(offsets[bad])} spans {int(steps[bad])} bytes, less "
-            "than the 16 framing bytes (offsets must increase and stay within the stream of "
-            f"{stream_size} bytes)"
-        )
-    return None
-
-
 def _binding(fd: Handle) -> tuple[int, int]:
-    """Size of the data file and the CRC32C of its first and last 64 KiB."""
+    """Size of the data file and the CRC32C of its first and last 64 KiB, read exactly (in
+    one request when they overlap or touch)."""
     size = size_of(fd)
-    head = read_span(fd, min(size, _BINDING_SPAN), 0)
-    tail = read_span(fd, min(size, _BINDING_SPAN), max(0, size - _BINDING_SPAN))
-    return size, crc32c(tail, crc32c(head))
+    span = min(size, _BINDING_SPAN)
+    if size <= 2 * _BINDING_SPAN:
+        whole = read_span(fd, size, 0)
+        return size, crc32c(whole[size - span :], crc32c(whole[:span]))
+    head = read_span(fd, span, 0)
+    return size, crc32c(read_span(fd, span, size - span), crc32c(head))
 
 
-def _open_stream(fd: Handle, compression: str | None) -> ByteStream:
-    if compression is None:
-        return PlainStream(fd, start=0, end=size_of(fd), owns_fd=False)
-    return InflateStream(fd, compression, owns_fd=False)
-
-
-def walk_offsets(
-    fd: Handle,
-    path: str,
-    compression: str | None,
-    *,
-    max_record_bytes: int | None = None,
-    progress: Callable[[int], None] | None = None,
-    verify: bool = False,
-    expected: ExpectedFrames | None = None,
-) -> tuple[Int64Array, int]:
-    """Record offsets and stream size by a header walk (payloads are skipped, not read).
-
-    With ``verify`` the payloads are read too and their data CRCs checked.  With
-    ``expected`` every frame is checked against an index's offsets.  Damage raises.
-    """
-    stream = _open_stream(fd, compression)
-    parser = FrameParser(
-        stream,
-        path=path,
-        verify=verify,
-        skip_damage=False,
-        report=None,
-        max_record_bytes=record_cap(max_record_bytes, compression),
-        expected=expected,
-    )
-    batches = []
-    reported = 0
-    for batch in _verified_frames(parser) if verify else parser.frames():
-        batches.append(batch)
-        if progress is not None:
-            done = stream.pos if compression is None else (stream.compressed_offset or 0)
-            progress(done - reported)
-            reported = done
-    if progress is not None:
-        progress(size_of(fd) - reported)
-    offsets = np.concatenate(batches) if batches else np.zeros(0, dtype=np.int64)
-    return offsets, stream.pos
-
-
-def _verified_frames(parser: FrameParser) -> Iterator[Int64Array]:
-    """Frame offsets from a pass that reads every record and checks its data CRC."""
-    position = 0
-    for batch in parser.records():
-        sizes = np.fromiter(map(len, batch), dtype=np.int64, count=len(batch)) + 16
-        ends = np.cumsum(sizes) + position
-        yield ends - sizes
-        position = int(ends[-1])
+def _fingerprint(fd: Handle) -> str | None:
+    """The content version of an opened stored object; local files have none."""
+    return None if isinstance(fd, int) else fd.info.fingerprint
 
 
 def build_index(
@@ -243,21 +201,48 @@ def build_index(
     data_path = to_str(path)
     fd = open_handle(data_path, storage_options)
     try:
-        resolved = resolve_compression(fd, compression)
-        offsets, stream_size = walk_offsets(
+        index = index_open_file(
             fd,
             data_path,
-            resolved,
+            compression,
             max_record_bytes=max_record_bytes,
             progress=progress,
             verify=verify,
         )
-        size, binding = _binding(fd)
     finally:
         storage.close(fd)
-    index = RecordIndex(data_path, resolved, offsets, stream_size, size, binding)
     target = index_path_for(data_path, index_dir) if index_path is None else index_path
     return write_index(index, target, storage_options=storage_options)
+
+
+def index_open_file(
+    fd: Handle,
+    data_path: str,
+    compression: object = None,
+    *,
+    max_record_bytes: int | None = None,
+    progress: Callable[[int], None] | None = None,
+    verify: bool = True,
+) -> RecordIndex:
+    """What :func:`build_index` writes, for the open data file ``fd``, built in memory.
+
+    Each byte is fetched once: the first 64 KiB of the binding come with the walk's first
+    read-ahead block, the last with its last block (or one 64 KiB request).
+    """
+    resolved = resolve_compression(fd, compression)
+    size = size_of(fd)
+    span = min(size, _BINDING_SPAN)
+    head = pread(fd, span, 0)
+    offsets, stream_size = walk_offsets(
+        fd,
+        data_path,
+        resolved,
+        max_record_bytes=max_record_bytes,
+        progress=progress,
+        verify=verify,
+    )
+    binding = crc32c(pread(fd, span, size - span), crc32c(head))
+    return RecordIndex(data_path, resolved, offsets, stream_size, size, binding, _fingerprint(fd))
 
 
 def write_index(
@@ -265,95 +250,65 @@ def write_index(
 ) -> str:
     """Write ``index`` whole or not at all (``specs/storage.md``); returns the path."""
     target = to_str(index_path) if index_path is not None else index_path_for(index.data_path)
-    body = np.ascontiguousarray(index.offsets, dtype="<u8").tobytes()
-    fields = (
-        MAGIC,
-        VERSION,
-        _COMPRESSION_CODES[index.compression],
-        len(index.offsets),
+    raw = encode(
+        index.compression,
+        index.offsets,
         index.data_size,
         index.stream_size,
         index.binding_crc,
-        crc32c(body),
+        index.source,
     )
-    partial = _HEADER.pack(*fields, 0, 0)
-    header = _HEADER.pack(*fields, crc32c(partial[: _HEADER.size - 8]), 0)
-    storage.write_bytes(target, header + body, storage_options=storage_options)
+    storage.write_bytes(target, raw, storage_options=storage_options)
     return target
 
 
-class _Header(NamedTuple):
-    compression: str | None
-    record_count: int
-    data_size: int
-    stream_size: int
-    binding_crc: int
-    offsets_crc: int
-
-
-def _refuse(index_path: str, field: str, why: str) -> IndexFileError:
-    return IndexFileError(
-        f"{index_path}: refusing this index ({field}): {why}. Rebuild it with "
-        "`readplan index DATA_FILE` or readplan.index.build_index(DATA_FILE).",
-        path=index_path,
-        field=field,
-    )
-
-
-def _read_header(index_fd: Handle, index_path: str) -> _Header:
-    raw = pread(index_fd, HEADER_SIZE, 0)
-    if len(raw) < HEADER_SIZE:
-        raise _refuse(
-            index_path, "header", f"the file has {len(raw)} bytes, a header has {HEADER_SIZE}"
-        )
-    magic, version, code, count, data_size, stream_size, binding, body_crc, header_crc, _ = (
-        _HEADER.unpack(raw)
-    )
-    if magic != MAGIC:
-        raise _refuse(index_path, "magic", f"it starts with {magic!r}, not {MAGIC!r}")
-    if version != VERSION:
-        raise _refuse(index_path, "version", f"version {version} is not supported (only 1)")
-    if crc32c(raw[: HEADER_SIZE - 8]) != header_crc:
-        raise _refuse(index_path, "header_crc", "the header's CRC does not match its contents")
-    if code not in _CODE_NAMES:
-        raise _refuse(index_path, "compression", f"unknown compression code {code}")
-    expected_size = HEADER_SIZE + 8 * count
-    actual_size = size_of(index_fd)
-    if actual_size != expected_size:
-        raise _refuse(
+def _check_compression(
+    compression: str | None, index_path: str, data_path: str, found: str | None
+) -> None:
+    if compression != found:
+        raise refuse(
             index_path,
-            "record_count",
-            f"{count} records need a {expected_size}-byte index but the file has "
-            f"{actual_size} bytes (truncated or overwritten)",
+            "compression",
+            f"it describes a {compression or 'uncompressed'} stream but {data_path} is "
+            f"read as {found or 'uncompressed'}",
         )
-    return _Header(_CODE_NAMES[code], count, data_size, stream_size, binding, body_crc)
+
+
+def _check_size(data_size: int, index_path: str, data_fd: Handle, data_path: str) -> None:
+    size = size_of(data_fd)
+    if size != data_size:
+        raise refuse(
+            index_path,
+            "data_size",
+            f"it was built for a data file of {data_size} bytes but {data_path} has "
+            f"{size} bytes (stale index)",
+        )
 
 
 def _check_binding(
-    header: _Header, index_path: str, data_fd: Handle, data_path: str, compression: str | None
+    binding_crc: int, source: str | None, index_path: str, data_fd: Handle, data_path: str
 ) -> None:
-    if header.compression != compression:
-        raise _refuse(
-            index_path,
-            "compression",
-            f"it describes a {header.compression or 'uncompressed'} stream but {data_path} is "
-            f"read as {compression or 'uncompressed'}",
-        )
-    size, binding = _binding(data_fd)
-    if size != header.data_size:
-        raise _refuse(
-            index_path,
-            "data_size",
-            f"it was built for a data file of {header.data_size} bytes but {data_path} has "
-            f"{size} bytes (stale index)",
-        )
-    if binding != header.binding_crc:
-        raise _refuse(
+    """The data must be the object version the index names, or match its binding CRC."""
+    if source is not None and source == _fingerprint(data_fd):
+        return  # the very bytes it was built from: reading them again would prove nothing
+    if _binding(data_fd)[1] != binding_crc:
+        raise refuse(
             index_path,
             "binding_crc",
             f"the first and last 64 KiB of {data_path} changed since it was built (stale or "
             "foreign index)",
         )
+
+
+def bind_index(
+    index: RecordIndex, data_fd: Handle, index_path: str, compression: str | None
+) -> None:
+    """Refuse ``index`` (:class:`~readplan.errors.IndexFileError` naming ``index_path``) unless
+    it describes the open data file ``data_fd``, read as ``compression``, as a loaded
+    sidecar must."""
+    _check_compression(index.compression, index_path, index.data_path, compression)
+    _check_size(index.data_size, index_path, data_fd, index.data_path)
+    _check_binding(index.binding_crc, index.source, index_path, data_fd, index.data_path)
 
 
 def check_offsets(fd: Handle, index: RecordIndex, *, max_record_bytes: int | None = None) -> None:
@@ -399,7 +354,7 @@ def check_offsets(fd: Handle, index: RecordIndex, *, max_record_bytes: int | Non
             raw = pread(fd, span, first)
             at = offsets[begin:end] - first
         if len(raw) < int(at[-1]) + 12:
-            raise _refuse(target, "offsets", f"{index.data_path} ends before record {end - 1}")
+            raise refuse(target, "offsets", f"{index.data_path} ends before record {end - 1}")
         _check_headers(raw, at, lengths[begin:end], begin, index, target)
         begin = end
 
@@ -429,7 +384,7 @@ def _check_headers(
             stored_crc=int(stored[k]),
             computed_crc=int(computed[k]),
         )
-    raise _refuse(
+    raise refuse(
         target,
         "offsets",
         f"record {record} of {index.data_path} at offset {offset} holds {int(found[k])} data "
@@ -450,7 +405,7 @@ def load_index(
     data_fd = open_handle(path)
     try:
         resolved = resolve_compression(data_fd, compression)
-        return _load(open_handle(target), target, data_fd, path, resolved)
+        return _load(*_read_sidecar(target, None), target, data_fd, path, resolved)
     finally:
         storage.close(data_fd)
 
@@ -466,38 +421,54 @@ def load_index_for(
     """:func:`load_index` for an open data file; ``None`` when there is no sidecar."""
     target = to_str(index_path) if index_path is not None else index_path_for(data_path)
     try:
-        index_fd = open_handle(target, storage_options)
+        header, raw = _read_sidecar(target, storage_options)
     except FileNotFoundError:
         return None
-    return _load(index_fd, target, data_fd, data_path, compression)
+    return _load(header, raw, target, data_fd, data_path, compression)
+
+
+def _read_sidecar(target: str, storage_options: StorageOptions) -> tuple[Header, bytes]:
+    """The sidecar's checked header and its bytes: one request (two for one of more than
+    ``_FIRST_READ`` bytes), no metadata lookup; FileNotFoundError when there is none."""
+    raw = storage.read_prefix(target, _FIRST_READ, storage_options=storage_options)
+    header = parse_header(raw, target, whole=len(raw) < _FIRST_READ)
+    if len(raw) == _FIRST_READ:
+        # One byte more than it should have: a longer file is seen, not assumed.
+        raw = storage.read_prefix(target, header.file_size + 1, storage_options=storage_options)
+        header = parse_header(raw, target, whole=len(raw) <= header.file_size)
+    return header, raw
 
 
 def _load(
-    index_fd: Handle, target: str, data_fd: Handle, data_path: str, compression: str | None
+    header: Header,
+    raw: bytes,
+    target: str,
+    data_fd: Handle,
+    data_path: str,
+    compression: str | None,
 ) -> RecordIndex:
-    """Validate and read the open index ``index_fd`` (closed on return)."""
-    try:
-        header = _read_header(index_fd, target)
-        body = pread(index_fd, 8 * header.record_count, HEADER_SIZE)
-    finally:
-        storage.close(index_fd)
-    _check_binding(header, target, data_fd, data_path, compression)
-    if crc32c(body) != header.offsets_crc:
-        raise _refuse(target, "offsets_crc", "the CRC of the offsets does not match them")
-    offsets = np.frombuffer(body, dtype="<u8").astype(np.int64)
-    if (offsets < 0).any():
-        raise _refuse(target, "offsets", "an offset is beyond 2**63")
-    problem = _offsets_problem(offsets, header.stream_size)
+    """Validate the sidecar ``raw`` read from ``target``, and against the open data file."""
+    _check_compression(header.compression, target, data_path, compression)
+    _check_size(header.data_size, target, data_fd, data_path)
+    offsets, source = parse_body(raw, header, target)
+    _check_binding(header.binding_crc, source, target, data_fd, data_path)
+    problem = offsets_problem(offsets, header.stream_size)
     if problem is not None:
-        raise _refuse(target, "offsets", problem)
+        raise refuse(target, "offsets", problem)
     if compression is None and header.stream_size != header.data_size:
-        raise _refuse(
+        raise refuse(
             target,
             "stream_size",
             f"records end at {header.stream_size} but the file has {header.data_size} bytes",
         )
     return RecordIndex(
-        data_path, compression, offsets, header.stream_size, header.data_size, header.binding_crc
+        data_path,
+        compression,
+        offsets,
+        header.stream_size,
+        header.data_size,
+        header.binding_crc,
+        source,
     )
 
 
@@ -543,12 +514,12 @@ def import_text(
         size, binding = _binding(fd)
         end = int(offsets[-1] + sizes[-1]) if len(offsets) else 0
         if end != size:
-            raise _refuse(
+            raise refuse(
                 source, "offsets", f"its records end at {end} but {target} has {size} bytes"
             )
-        problem = _offsets_problem(offsets, size)
+        problem = offsets_problem(offsets, size)
         if problem is not None:
-            raise _refuse(source, "offsets", problem)
+            raise refuse(source, "offsets", problem)
         _spot_check(fd, source, offsets, sizes)
     finally:
         storage.close(fd)
@@ -569,14 +540,14 @@ def _parse_text(source: str) -> tuple[Int64Array, Int64Array]:
             # ASCII digits only, and small enough for a u64 file offset.
             if len(fields) != 2 or not all(_TEXT_NUMBER.fullmatch(field) for field in fields):
                 shown = raw.strip().decode("ascii", errors="backslashreplace")
-                raise _refuse(source, "line", f"line {number} is {shown!r}, not '<offset> <size>'")
+                raise refuse(source, "line", f"line {number} is {shown!r}, not '<offset> <size>'")
             offsets.append(int(fields[0]))
             sizes.append(int(fields[1]))
     starts = np.array(offsets, dtype=np.int64)
     lengths = np.array(sizes, dtype=np.int64)
     if len(starts) > 1 and (starts[1:] != starts[:-1] + lengths[:-1]).any():
         bad = int(np.argmax(starts[1:] != starts[:-1] + lengths[:-1])) + 1
-        raise _refuse(
+        raise refuse(
             source,
             "offsets",
             f"line {bad + 1} starts at {int(starts[bad])} but the previous record ends at "
@@ -592,7 +563,7 @@ def _spot_check(fd: Handle, source: str, offsets: Int64Array, sizes: Int64Array)
         header = pread(fd, 12, offset)
         length, stored = struct.unpack("<QI", header)
         if mask(crc32c(header[:8])) != stored or length + 16 != int(sizes[pick]):
-            raise _refuse(
+            raise refuse(
                 source,
                 "offsets",
                 f"record {pick} at offset {offset} is not a valid header of a "

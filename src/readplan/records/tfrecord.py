@@ -262,7 +262,10 @@ class RecordFile(Closing):
     ``rf[i]`` and ``gather`` serve a walk that goes on to the next records from a
     read-ahead block; with ``read_ahead=False`` (random access) they fetch exactly the
     frames they return, one ranged request per record or per cluster of nearby records.
-    ``index_dir`` is where the sidecar is looked up instead of beside the file.
+    ``index_dir`` is where the sidecar is looked up instead of beside the file.  ``index``
+    gives offsets already at hand (a :class:`~readplan.index.RecordIndex`, e.g. built in
+    memory where no sidecar could be written): bound to the file as a sidecar is, and used
+    instead of one.
     """
 
     def __init__(
@@ -277,6 +280,7 @@ class RecordFile(Closing):
         index_dir: PathLike | None = None,
         storage_options: StorageOptions = None,
         read_ahead: bool = True,
+        index: _index.RecordIndex | None = None,
     ) -> None:
         # First, so that close() works whatever fails below.
         self._fd: Handle | None = None
@@ -294,8 +298,10 @@ class RecordFile(Closing):
         try:
             self.compression = _index.resolve_compression(fd, compression)
             self._max = record_cap(max_record_bytes, self.compression)
-            loaded = None
-            if use_index:
+            loaded = index
+            if index is not None:
+                _index.bind_index(index, fd, self._index_path, self.compression)
+            elif use_index:
                 loaded = _index.load_index_for(
                     fd,
                     self.path,
@@ -535,6 +541,11 @@ class RecordFile(Closing):
         it was opened (a store may serve the new version): that is an ObjectChangedError."""
         if isinstance(self._fd, RemoteBlob):
             self._fd.check_unchanged()
+
+    def dup_handle(self) -> Handle:
+        """An independent handle on this file, on the object version opened (a remote one
+        costs no request); the caller closes it."""
+        return dup_handle(self._open_fd())
 
     def _open_fd(self) -> Handle:
         if self._fd is None:

@@ -34,6 +34,10 @@ __all__ = [
 DEFAULT_BLOCK = 4 << 20
 # Metadata keys that change whenever an object is replaced, most specific first.
 _VERSION_KEYS = ("generation", "VersionId", "ETag", "etag", "mtime", "LastModified", "created")
+# Those that name one content of one object: a new upload gets a new generation or version
+# id, and an ETag is a digest of (or unique to) the bytes.  Times do not: two writes within
+# a clock tick, or a copy that keeps the time, share one.
+_CONTENT_KEYS = ("generation", "VersionId", "ETag", "etag")
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +55,18 @@ class ObjectInfo:
     def same_version(self, other: ObjectInfo) -> bool:
         """Whether ``other`` describes the same bytes (same size and version tag)."""
         return self.size == other.size and self.version == other.version
+
+    @property
+    def fingerprint(self) -> str | None:
+        """``"<url> <version>"`` when the version names exactly one content of this object
+        (a GCS generation, an S3 version id or an ETag, not a time); else ``None``.  Two
+        lookups with the same fingerprint saw the same bytes."""
+        version = self.version
+        if version is None or version.partition("=")[0] not in _CONTENT_KEYS:
+            return None
+        if version.partition("=")[2].startswith("W/"):
+            return None  # an HTTP weak ETag promises equivalence, not equal bytes
+        return f"{self.url} {version}"
 
 
 def local_info(path: str) -> ObjectInfo:

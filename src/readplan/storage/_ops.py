@@ -21,7 +21,7 @@ from readplan.storage._blob import DEFAULT_BLOCK, ObjectInfo, RemoteBlob, local_
 from readplan.storage._fs import filesystem
 from readplan.storage._paths import PathLike, is_remote, to_str
 from readplan.storage._prefetch import Prefetcher, prefetcher
-from readplan.storage._retry import DEFAULT_RETRY, RetryPolicy, with_retries
+from readplan.storage._retry import DEFAULT_RETRY, RetryPolicy, classify, with_retries
 
 __all__ = [
     "Handle",
@@ -35,6 +35,7 @@ __all__ = [
     "open_read",
     "positioned",
     "read_bytes",
+    "read_prefix",
     "read_span",
     "size_of",
     "stat",
@@ -203,6 +204,37 @@ def read_bytes(
             return handle.read()
     fs, inner = filesystem(text, storage_options)
     return bytes(with_retries("read", text, lambda: fs.cat_file(inner), retry))
+
+
+def read_prefix(
+    path: PathLike,
+    size: int,
+    *,
+    storage_options: StorageOptions = None,
+    retry: RetryPolicy = DEFAULT_RETRY,
+) -> bytes:
+    """The first ``size`` bytes of the file or object at ``path``, all of it when it is
+    shorter: one ranged request, without a metadata lookup (a missing object raises
+    :class:`~readplan.errors.ObjectNotFoundError`)."""
+    text = to_str(path)
+    if not is_remote(text):
+        with open(text, "rb") as handle:
+            # Never a buffer of ``size`` bytes when the file is shorter.
+            return handle.read(min(size, os.fstat(handle.fileno()).st_size))
+    fs, inner = filesystem(text, storage_options)
+    return bytes(with_retries("read", text, lambda: _prefix(fs, inner, size), retry))
+
+
+def _prefix(fs: Any, inner: str, size: int) -> bytes:
+    try:
+        return bytes(fs.cat_file(inner, start=0, end=size))
+    except Exception as err:
+        if classify(err) != "fatal":
+            raise
+        # A range is unsatisfiable (HTTP 416) on some stores when the object is empty.
+        if fs.size(inner) != 0:
+            raise
+        return b""
 
 
 def write_bytes(

@@ -7,13 +7,16 @@ import socket
 import stat
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from readplan import Checkpoint, DatasetInfo, ReadPlan, build_index, tfrecord
-from readplan._internal.atomic import atomic_write
+from readplan._internal.atomic import atomic_output, atomic_write
 
 
 def _dead_pid() -> int:
@@ -104,3 +107,36 @@ def test_checkpoint_load_round_trips_what_save_wrote(tmp_path: Path) -> None:
     checkpoint = plan.checkpoint(0, 5)
     checkpoint.save(tmp_path / "ck.json")
     assert Checkpoint.load(tmp_path / "ck.json") == checkpoint
+
+
+def _die_half_way(target: Path, data: bytes) -> None:
+    with atomic_output(target) as handle:
+        handle.write(data[: len(data) // 2])
+        raise RuntimeError("the writer died half-way")
+
+
+@given(
+    contents=st.lists(st.binary(max_size=2_000), min_size=1, max_size=5),
+    fail_at=st.none() | st.integers(min_value=0, max_value=4),
+)
+@example(contents=[b"", b"x"], fail_at=None).via("an empty file replaced")
+@example(contents=[b"old", b"new"], fail_at=1).via("a failed write keeps the old file")
+@settings(max_examples=40, deadline=None)
+def test_the_file_holds_the_last_complete_write(contents: list[bytes], fail_at: int | None) -> None:
+    """Whatever the sequence of writes, and one of them failing half-way, the file holds the
+    last write that completed, in full, and no temporary is left."""
+    with tempfile.TemporaryDirectory() as folder:
+        target = Path(folder) / "state.json"
+        last: bytes | None = None
+        for k, data in enumerate(contents):
+            if k == fail_at:
+                with pytest.raises(RuntimeError):
+                    _die_half_way(target, data)
+            else:
+                atomic_write(target, data)
+                last = data
+        if last is None:
+            assert not target.exists()
+        else:
+            assert target.read_bytes() == last
+        assert os.listdir(folder) == (["state.json"] if last is not None else [])

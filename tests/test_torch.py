@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 # The PyTorch integration is an optional extra: without it, this file is skipped.
 pytest.importorskip("torch")
@@ -377,3 +379,45 @@ def test_order_sampler_state_is_checked() -> None:
     ):
         with pytest.raises(CheckpointError):
             other.load_state_dict(bad)
+
+
+@STATEFUL
+@MANY_WORKERS
+@given(
+    batch_size=st.integers(min_value=1, max_value=5),
+    workers=st.integers(min_value=0, max_value=3),
+    new_workers=st.integers(min_value=0, max_value=3),
+    data=st.data(),
+)
+@example(batch_size=3, workers=2, new_workers=3, data=None).via("the parametrized case above")
+@settings(max_examples=8, deadline=None)
+def test_any_loader_layout_resumes_under_any_other(
+    batch_size: int, workers: int, new_workers: int, data: Any
+) -> None:
+    """Stopped after any number of batches, a loader of any worker count resumes, merged,
+    under any other: the epoch is delivered exactly once; under the same layout, in the
+    uninterrupted loader's order."""
+    uninterrupted = flat(
+        list(StatefulDataLoader(dataset(2), batch_size=batch_size, num_workers=workers))
+    )
+    batches = -(-len(uninterrupted) // batch_size)
+    steps = 4 if data is None else data.draw(st.integers(min_value=0, max_value=batches))
+    loader = StatefulDataLoader(dataset(2), batch_size=batch_size, num_workers=workers)
+    stream = iter(loader)
+    before = flat([next(stream) for _ in range(steps)])
+    state = pickle.loads(pickle.dumps(loader.state_dict()))
+    del stream, loader
+    same = StatefulDataLoader(dataset(2), batch_size=batch_size, num_workers=workers)
+    same.load_state_dict(state)
+    assert before + flat(list(same)) == uninterrupted
+    try:
+        merged = merge_loader_states([state])
+    except CheckpointError:
+        # Workers out of step (one delivered more positions than the others): refused,
+        # never resumed with records lost or repeated.
+        assert workers > 1
+        return
+    restored = dataset(2)
+    restored.load_state_dict(merged)
+    after = flat(list(DataLoader(restored, batch_size=batch_size, num_workers=new_workers)))
+    assert sorted(before + after) == everything(epochs=2)

@@ -375,6 +375,18 @@ def test_a_source_too_long_or_not_utf8_is_refused(data_file: Path) -> None:
     assert refusal_field(data_file) == "source"
 
 
+def test_a_pickled_index_is_the_same_and_read_only(data_file: Path) -> None:
+    import pickle
+
+    build_index(data_file)
+    original = load_index(data_file)
+    copy = pickle.loads(pickle.dumps(original))
+    assert copy.offsets.tolist() == OFFSETS
+    assert not copy.offsets.flags.writeable
+    fields = ("data_path", "compression", "stream_size", "data_size", "binding_crc", "source")
+    assert [getattr(copy, name) for name in fields] == [getattr(original, name) for name in fields]
+
+
 def test_a_record_file_binds_an_index_it_is_given(data_file: Path, tmp_path: Path) -> None:
     build_index(data_file)
     loaded = load_index(data_file)

@@ -156,6 +156,11 @@ class RecordIndex:
                 field="stream_size",
             )
 
+    def __setstate__(self, state: dict[str, object]) -> None:
+        # A pickled copy (a data source's, in a worker process) keeps its offsets read-only.
+        self.__dict__.update(state)
+        self.offsets.flags.writeable = False
+
     def __len__(self) -> int:
         return len(self.offsets)
 

@@ -9,11 +9,13 @@ dimensions to every leaf below it and :class:`FeaturesDict` nests names with ``/
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, TypeAlias
 
 import numpy as np
 
+from readplan._internal.frozen import init_fields
 from readplan._internal.validate import is_int
 from readplan.errors import FeatureError
 
@@ -71,11 +73,14 @@ class Feature:
     """The TFDS class this type models, e.g. ``"Image"``."""
 
 
-def _check_shape(shape: object, owner: str) -> Shape:
-    if isinstance(shape, (tuple, list)):
-        dims = tuple(shape)
-        if all(dim is None or (is_int(dim) and dim >= 0) for dim in dims):
-            return dims
+def _as_shape(shape: Any) -> Any:
+    """A shape given as a list, as TFDS accepts it, stored as a tuple."""
+    return tuple(shape) if isinstance(shape, list) else shape
+
+
+def _check_shape(shape: object, owner: str) -> None:
+    if isinstance(shape, tuple) and all(dim is None or (is_int(dim) and dim >= 0) for dim in shape):
+        return
     raise FeatureError(
         f"{owner} shape {shape!r} must be a tuple of non-negative ints and None (None marks "
         "a dimension that varies), e.g. (None, 2)",
@@ -83,9 +88,9 @@ def _check_shape(shape: object, owner: str) -> Shape:
     )
 
 
-def _check_dtype(dtype: object, owner: str, allowed: tuple[str, ...] = DTYPES) -> str:
+def _check_dtype(dtype: object, owner: str, allowed: tuple[str, ...] = DTYPES) -> None:
     if isinstance(dtype, str) and dtype in allowed:
-        return dtype
+        return
     raise FeatureError(
         f"{owner} dtype {dtype!r} is not one readplan decodes; accepted: {', '.join(allowed)}",
         feature_type=owner,
@@ -97,7 +102,7 @@ def _check_bool(value: object, name: str, owner: str) -> None:
         raise FeatureError(f"{owner} {name} must be a bool, got {value!r}", feature_type=owner)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Tensor(Feature):
     """``tfds.features.Tensor``: an array of ``dtype`` and ``shape``.
 
@@ -111,12 +116,23 @@ class Tensor(Feature):
 
     shape: Shape
     dtype: str
-    encoding: Encoding = "none"
-    optional: bool = field(default=False, kw_only=True)
+    encoding: Encoding
+    optional: bool = field(kw_only=True)
+
+    def __init__(
+        self,
+        shape: Shape | list[int | None],
+        dtype: str,
+        encoding: Encoding = "none",
+        *,
+        optional: bool = False,
+    ) -> None:
+        init_fields(self, shape=_as_shape(shape), dtype=dtype, encoding=encoding, optional=optional)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         owner = type(self).tfds_class
-        object.__setattr__(self, "shape", _check_shape(self.shape, owner))
+        _check_shape(self.shape, owner)
         if self.encoding not in _ENCODINGS:
             raise FeatureError(
                 f"{owner} encoding {self.encoding!r} is not one of {', '.join(_ENCODINGS)}",
@@ -126,14 +142,21 @@ class Tensor(Feature):
         _check_bool(self.optional, "optional", owner)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Scalar(Tensor):
     """``tfds.features.Scalar``: a :class:`Tensor` of shape ``()``."""
 
     tfds_class: ClassVar[str] = "Scalar"
 
-    shape: Shape = ()
-    dtype: str = "int64"
+    def __init__(
+        self,
+        shape: Shape | list[int | None] = (),
+        dtype: str = "int64",
+        encoding: Encoding = "none",
+        *,
+        optional: bool = False,
+    ) -> None:
+        super().__init__(shape, dtype, encoding, optional=optional)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -156,7 +179,7 @@ class Text(Feature):
         return Tensor((), STRING)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class ClassLabel(Feature):
     """``tfds.features.ClassLabel``: an int64 class index in ``[0, num_classes)``.
 
@@ -167,15 +190,23 @@ class ClassLabel(Feature):
     tfds_class: ClassVar[str] = "ClassLabel"
 
     num_classes: int
-    names: tuple[str, ...] = ()
+    names: tuple[str, ...]
+
+    def __init__(self, num_classes: int, names: Iterable[str] = ()) -> None:
+        if names:
+            names = tuple(names)
+        elif _is_count(num_classes):
+            names = tuple(map(str, range(num_classes)))
+        init_fields(self, num_classes=num_classes, names=names)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
-        if not is_int(self.num_classes) or self.num_classes < 0:
+        if not _is_count(self.num_classes):
             raise FeatureError(
                 f"ClassLabel num_classes must be a non-negative int, got {self.num_classes!r}",
                 feature_type="ClassLabel",
             )
-        names = tuple(self.names) if self.names else tuple(map(str, range(self.num_classes)))
+        names = self.names
         if not all(isinstance(name, str) for name in names):
             raise FeatureError(
                 f"ClassLabel names must be str, got {names!r:.120}", feature_type="ClassLabel"
@@ -192,7 +223,6 @@ class ClassLabel(Feature):
                 f"ClassLabel names repeat {repeated}; each class needs a distinct name",
                 feature_type="ClassLabel",
             )
-        object.__setattr__(self, "names", names)
 
     @property
     def tensor(self) -> Tensor:
@@ -238,20 +268,38 @@ class BBoxFeature(Feature):
         return Tensor((4,), "float32")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Audio(Feature):
     """``tfds.features.Audio`` stored as samples (no ``lazy_decode``): a :class:`Tensor`."""
 
     tfds_class: ClassVar[str] = "Audio"
 
-    shape: Shape = (None,)
-    dtype: str = "int64"
-    sample_rate: int | None = None
-    file_format: str | None = None
-    encoding: Encoding = "none"
+    shape: Shape
+    dtype: str
+    sample_rate: int | None
+    file_format: str | None
+    encoding: Encoding
+
+    def __init__(
+        self,
+        shape: Shape | list[int | None] = (None,),
+        dtype: str = "int64",
+        sample_rate: int | None = None,
+        file_format: str | None = None,
+        encoding: Encoding = "none",
+    ) -> None:
+        init_fields(
+            self,
+            shape=_as_shape(shape),
+            dtype=dtype,
+            sample_rate=sample_rate,
+            file_format=file_format,
+            encoding=encoding,
+        )
+        self.__post_init__()
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "shape", _check_shape(self.shape, "Audio"))
+        _check_shape(self.shape, "Audio")
         Tensor(self.shape, self.dtype, self.encoding)  # validates dtype and encoding
         if self.sample_rate is not None and not is_int(self.sample_rate):
             raise FeatureError(
@@ -265,7 +313,7 @@ class Audio(Feature):
         return Tensor(self.shape, self.dtype, self.encoding)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Image(Feature):
     """``tfds.features.Image``: one encoded PNG or JPEG, decoded to ``(h, w, c)``.
 
@@ -276,14 +324,30 @@ class Image(Feature):
 
     tfds_class: ClassVar[str] = "Image"
 
-    shape: Shape = (None, None, 3)
-    dtype: str = "uint8"
-    encoding_format: ImageFormat | None = None
-    use_colormap: bool = False
+    shape: Shape
+    dtype: str
+    encoding_format: ImageFormat | None
+    use_colormap: bool
+
+    def __init__(
+        self,
+        shape: Shape | list[int | None] = (None, None, 3),
+        dtype: str = "uint8",
+        encoding_format: ImageFormat | None = None,
+        use_colormap: bool = False,
+    ) -> None:
+        init_fields(
+            self,
+            shape=_as_shape(shape),
+            dtype=dtype,
+            encoding_format=encoding_format,
+            use_colormap=use_colormap,
+        )
+        self.__post_init__()
 
     def __post_init__(self) -> None:
-        shape = _check_shape(self.shape, "Image")
-        object.__setattr__(self, "shape", shape)
+        shape = self.shape
+        _check_shape(shape, "Image")
         _check_dtype(self.dtype, "Image", _IMAGE_DTYPES)
         if len(shape) != 3:
             raise FeatureError(
@@ -342,6 +406,10 @@ class UnknownFeature(Feature):
     python_class_name: str
     content: str = ""
     """The feature's JSON declaration, for inspection."""
+
+
+def _is_count(value: object) -> bool:
+    return is_int(value) and value >= 0
 
 
 def stored_kind(dtype: str) -> Literal["int64", "float32", "bytes"]:

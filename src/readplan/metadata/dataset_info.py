@@ -12,9 +12,10 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
+from readplan._internal.frozen import init_fields
 from readplan._internal.validate import is_int
 from readplan.errors import DatasetInfoError
 from readplan.metadata.catalog import catalog, catalog_names
@@ -54,6 +55,8 @@ class DatasetInfo:
     config_name: str | None
     disable_shuffling: bool
     alternative_file_formats: tuple[str, ...]
+    # Outside equality and repr: features describe the records, not the layout plans use.
+    _given_features: FeaturesDict | None = field(init=False, repr=False, compare=False)
 
     def __init__(
         self,
@@ -68,21 +71,21 @@ class DatasetInfo:
         features: FeaturesDict | None = None,
         alternative_file_formats: Sequence[str] = (),
     ) -> None:
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "splits", split_table(splits))
-        object.__setattr__(self, "data_dir", None if data_dir is None else os.fspath(data_dir))
-        object.__setattr__(self, "file_format", file_format)
-        object.__setattr__(self, "version", version)
-        object.__setattr__(self, "config_name", config_name)
-        object.__setattr__(self, "disable_shuffling", disable_shuffling)
         formats = alternative_file_formats
-        object.__setattr__(
+        if isinstance(formats, Iterable) and not isinstance(formats, str):
+            formats = tuple(formats)
+        init_fields(
             self,
-            "alternative_file_formats",
-            formats if isinstance(formats, str) else tuple(formats),
+            name=name,
+            splits=split_table(splits),
+            data_dir=None if data_dir is None else os.fspath(data_dir),
+            file_format=file_format,
+            version=version,
+            config_name=config_name,
+            disable_shuffling=disable_shuffling,
+            alternative_file_formats=formats,
+            _given_features=features,
         )
-        # Not a field: features describe the records, not the layout that plans depend on.
-        object.__setattr__(self, "_features", features)
         self.__post_init__()
 
     def __post_init__(self) -> None:
@@ -115,30 +118,33 @@ class DatasetInfo:
                 f"disable_shuffling must be a bool, got {self.disable_shuffling!r}",
                 field="disable_shuffling",
             )
-        features = self.__dict__["_features"]
+        features = self._given_features
         if features is not None and not isinstance(features, FeaturesDict):
             raise DatasetInfoError(
                 f"features must be a readplan FeaturesDict or None, got {features!r:.80}",
                 field="features",
             )
 
-    @property
+    @functools.cached_property
     def features(self) -> FeaturesDict | None:
         """The dataset's features (``features.json`` in ``data_dir``), None without one.
 
         Given to the constructor, or read from ``data_dir`` on first use, so that planning
         never depends on it. See ``specs/features.md``.
         """
-        return self.resolve_features()
+        return self._features_from(None)
 
     def resolve_features(self, storage_options: StorageOptions = None) -> FeaturesDict | None:
-        """:attr:`features`, read (on first use) with ``storage_options`` when ``data_dir``
-        is a URL (``specs/storage.md``)."""
-        features: FeaturesDict | None = self.__dict__["_features"]
-        if features is None and self.data_dir is not None:
-            features = load_features(self.data_dir, storage_options=storage_options)
-            object.__setattr__(self, "_features", features)
-        return features
+        """:attr:`features`, read with ``storage_options`` when ``data_dir`` is a URL
+        (``specs/storage.md``); given options, each call reads ``features.json`` again."""
+        if storage_options is None:
+            return self.features
+        return self._features_from(storage_options)
+
+    def _features_from(self, storage_options: StorageOptions) -> FeaturesDict | None:
+        if self._given_features is not None or self.data_dir is None:
+            return self._given_features
+        return load_features(self.data_dir, storage_options=storage_options)
 
     @property
     def available_file_formats(self) -> tuple[str, ...]:
@@ -162,7 +168,7 @@ class DatasetInfo:
             version=self.version,
             config_name=self.config_name,
             disable_shuffling=self.disable_shuffling,
-            features=self.__dict__["_features"],
+            features=self._given_features,
             alternative_file_formats=others,
         )
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterator, Mapping
 from collections.abc import Sequence as Records
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from readplan import storage
+from readplan._internal.frozen import init_fields
 from readplan.errors import ConfigError, FeatureError
 from readplan.metadata._feature_batch import compile_batch_decoder
 from readplan.metadata._feature_decode import Decoded, SkipDecoding, Unknown, compile_decoder
@@ -56,7 +57,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, init=False)
 class FeaturesDict(Feature, Mapping[str, Feature]):
     """``tfds.features.FeaturesDict``: named features, yielded as a dict with sorted keys.
 
@@ -67,7 +68,10 @@ class FeaturesDict(Feature, Mapping[str, Feature]):
     tfds_class: ClassVar[str] = "FeaturesDict"
 
     features: Mapping[str, Any]
-    _entries: tuple[tuple[str, Feature], ...] = field(init=False, repr=False)
+
+    def __init__(self, features: Mapping[str, Any]) -> None:
+        init_fields(self, features=_sorted_features(features))
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         if not isinstance(self.features, Mapping):
@@ -75,26 +79,12 @@ class FeaturesDict(Feature, Mapping[str, Feature]):
                 f"FeaturesDict needs a mapping of names to features, got {self.features!r:.80}",
                 feature_type="FeaturesDict",
             )
-        entries: list[tuple[str, Feature]] = []
-        for name, feature in sorted(self.features.items(), key=lambda item: str(item[0])):
-            if not isinstance(name, str) or not name or "/" in name:
-                raise FeatureError(
-                    f"feature name {name!r} must be a non-empty str without '/' ('/' joins "
-                    "nested names in the stored records)",
-                    feature=str(name),
-                    feature_type="FeaturesDict",
-                )
-            if isinstance(feature, Mapping) and not isinstance(feature, FeaturesDict):
-                feature = FeaturesDict(feature)
-            if not isinstance(feature, Feature):
-                raise FeatureError(
-                    f"feature {name!r} is {feature!r:.80}, not a Feature",
-                    feature=name,
-                    feature_type="FeaturesDict",
-                )
-            entries.append((name, feature))
-        object.__setattr__(self, "_entries", tuple(entries))
-        object.__setattr__(self, "features", dict(entries))
+        for name, feature in self.features.items():
+            _check_entry(name, feature)
+
+    @functools.cached_property
+    def _entries(self) -> tuple[tuple[str, Feature], ...]:
+        return tuple(self.features.items())
 
     def __hash__(self) -> int:
         return hash(self._entries)
@@ -144,6 +134,45 @@ class FeaturesDict(Feature, Mapping[str, Feature]):
         function gives (or the first failing record's error), read through
         :func:`readplan.example.decode_batch`'s columns (``specs/features.md`` §3.10)."""
         return _batch_decoder(self, _freeze(decoders), unknown)
+
+
+def _check_entry(name: object, feature: object) -> None:
+    if not _valid_name(name):
+        raise FeatureError(
+            f"feature name {name!r} must be a non-empty str without '/' ('/' joins "
+            "nested names in the stored records)",
+            feature=str(name),
+            feature_type="FeaturesDict",
+        )
+    if not isinstance(feature, Feature):
+        raise FeatureError(
+            f"feature {name!r} is {feature!r:.80}, not a Feature",
+            feature=str(name),
+            feature_type="FeaturesDict",
+        )
+
+
+def _valid_name(name: object) -> bool:
+    return isinstance(name, str) and bool(name) and "/" not in name
+
+
+def _sorted_features(features: object) -> object:
+    """``features`` as a dict sorted by name, nested plain mappings as FeaturesDicts.
+
+    Entries are converted in name order up to the first one ``__post_init__`` refuses, so
+    the first bad entry is reported whether it or a later nested mapping is wrong.
+    """
+    if not isinstance(features, Mapping):
+        return features
+    converted: dict[Any, Any] = {}
+    valid = True
+    for name, feature in sorted(features.items(), key=lambda item: str(item[0])):
+        valid = valid and _valid_name(name)
+        if valid and isinstance(feature, Mapping) and not isinstance(feature, FeaturesDict):
+            feature = FeaturesDict(feature)
+        valid = valid and isinstance(feature, Feature)
+        converted[name] = feature
+    return converted
 
 
 def _freeze(decoders: Mapping[str, Any] | None) -> Any:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import KW_ONLY, dataclass, field
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
+from readplan._internal.frozen import init_fields
 from readplan._internal.validate import INT64_MAX, is_int
 from readplan.errors import DatasetInfoError
 from readplan.metadata.naming import SHARD_PLACEHOLDERS, template_fields
@@ -23,21 +25,40 @@ _RESERVED_SPLIT = "all"
 _REPR_SHARDS = 8
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class SplitInfo:
     """One split's shard layout, as recorded in ``dataset_info.json``.
 
     ``shard_lengths`` is the number of records in each shard file, in shard-index order
-    (zeros allowed); ``filepath_template`` ``None`` means TFDS's default template.  See
-    ``specs/splits.md``.
+    (zeros allowed; a list is stored as a tuple); ``filepath_template`` ``None`` (or ``""``,
+    as in TFDS) means TFDS's default template.  See ``specs/splits.md``.
     """
 
     name: str
     shard_lengths: tuple[int, ...]
     _: KW_ONLY
-    filepath_template: str | None = None
-    num_bytes: int = 0
-    _offsets: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    filepath_template: str | None
+    num_bytes: int
+
+    def __init__(
+        self,
+        name: str,
+        shard_lengths: tuple[int, ...] | list[int],
+        *,
+        filepath_template: str | None = None,
+        num_bytes: int = 0,
+    ) -> None:
+        if isinstance(shard_lengths, list):
+            shard_lengths = tuple(shard_lengths)
+        init_fields(
+            self,
+            name=name,
+            shard_lengths=shard_lengths,
+            # TFDS treats an empty template as absent.
+            filepath_template=None if filepath_template == "" else filepath_template,
+            num_bytes=num_bytes,
+        )
+        self.__post_init__()
 
     def __repr__(self) -> str:
         lengths = self.shard_lengths
@@ -67,13 +88,12 @@ class SplitInfo:
                 "of every split (TFDS recurses forever on it); rename the split",
                 field="name",
             )
-        if not isinstance(self.shard_lengths, (tuple, list)):
+        lengths = self.shard_lengths
+        if not isinstance(lengths, tuple):
             raise DatasetInfoError(
-                f"shard_lengths of split {self.name!r} must be a tuple of ints, got "
-                f"{self.shard_lengths!r}",
+                f"shard_lengths of split {self.name!r} must be a tuple of ints, got {lengths!r}",
                 field="shard_lengths",
             )
-        lengths = tuple(self.shard_lengths)
         if not lengths:
             raise DatasetInfoError(
                 f"split {self.name!r} has no shard lengths: the number of records in each "
@@ -81,21 +101,7 @@ class SplitInfo:
                 "that records shardLengths?)",
                 field="shard_lengths",
             )
-        offsets = _offsets(lengths)
-        if offsets is None:
-            bad = next((v for v in lengths if not is_int(v) or not 0 <= v <= INT64_MAX), None)
-            if bad is None:
-                raise DatasetInfoError(
-                    f"split {self.name!r} holds {sum(lengths)} records in all, beyond int64 "
-                    "(TFDS and tf.data count records in int64)",
-                    field="shard_lengths",
-                )
-            raise DatasetInfoError(
-                f"shard lengths of split {self.name!r} must be non-negative int64 integers, got "
-                f"{bad!r:.80}",
-                field="shard_lengths",
-            )
-        object.__setattr__(self, "shard_lengths", lengths)
+        _check_lengths(self.name, lengths)
         self._check_template(len(lengths))
         if not is_int(self.num_bytes) or not 0 <= self.num_bytes <= INT64_MAX:
             raise DatasetInfoError(
@@ -103,12 +109,8 @@ class SplitInfo:
                 f"{self.num_bytes!r}",
                 field="num_bytes",
             )
-        object.__setattr__(self, "_offsets", offsets)
 
     def _check_template(self, num_shards: int) -> None:
-        if self.filepath_template == "":
-            # TFDS treats an empty template as absent.
-            object.__setattr__(self, "filepath_template", None)
         if self.filepath_template is None:
             return
         if not isinstance(self.filepath_template, str):
@@ -129,35 +131,44 @@ class SplitInfo:
     @property
     def num_examples(self) -> int:
         """Records in the split: the sum of its shard lengths."""
-        return self._offsets[-1]
+        return self.shard_offsets[-1]
 
     @property
     def num_shards(self) -> int:
         """Shard files of the split, empty ones included."""
         return len(self.shard_lengths)
 
-    @property
+    @functools.cached_property
     def shard_offsets(self) -> tuple[int, ...]:
         """Global index of each shard's first record, followed by ``num_examples``."""
-        return self._offsets
+        return tuple(itertools.accumulate(self.shard_lengths, initial=0))
 
     def records_before(self, shard_bound: int) -> int:
         """Records in ``shard_lengths[:shard_bound]`` (Python slice semantics, so a negative
         bound counts from the end and out-of-range bounds clamp)."""
         index = shard_bound + self.num_shards if shard_bound < 0 else shard_bound
-        return self._offsets[min(max(index, 0), self.num_shards)]
+        return self.shard_offsets[min(max(index, 0), self.num_shards)]
 
 
-def _offsets(lengths: tuple[Any, ...]) -> tuple[int, ...] | None:
-    """0 and the running sums of ``lengths``, or None unless all are non-negative ints
-    adding up to at most int64's maximum."""
+def _check_lengths(name: str, lengths: tuple[Any, ...]) -> None:
+    """Shard lengths must be non-negative ints adding up to at most int64's maximum."""
     # Plain ints (the usual case, millions of shards) are checked without a Python step each.
     plain = set(map(type, lengths)) == {int}
-    if not (plain or all(is_int(v) for v in lengths)) or min(lengths) < 0:
-        return None
-    offsets = (0, *itertools.accumulate(lengths))
     # Within int64, as TFDS and tf.data count: the total bounds every length too.
-    return offsets if offsets[-1] <= INT64_MAX else None
+    ints = plain or all(is_int(v) for v in lengths)
+    if ints and min(lengths) >= 0 and sum(lengths) <= INT64_MAX:
+        return
+    bad = next((v for v in lengths if not is_int(v) or not 0 <= v <= INT64_MAX), None)
+    if bad is None:
+        raise DatasetInfoError(
+            f"split {name!r} holds {sum(lengths)} records in all, beyond int64 "
+            "(TFDS and tf.data count records in int64)",
+            field="shard_lengths",
+        )
+    raise DatasetInfoError(
+        f"shard lengths of split {name!r} must be non-negative int64 integers, got {bad!r:.80}",
+        field="shard_lengths",
+    )
 
 
 class SplitTable(Mapping[str, SplitInfo]):

@@ -10,8 +10,9 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
+from readplan._internal.frozen import init_fields, plain_bool, plain_int
 from readplan._internal.validate import INT64_MAX, check_bool, check_int, check_optional_int
 from readplan.errors import ConfigError
 from readplan.planning.instructions import FileInstruction
@@ -53,17 +54,23 @@ _NONE_CYCLE = (
 )
 
 
-def _set(instance: object, name: str, value: Any) -> None:
-    """Store a validated value in normal form (a plain ``int``/``bool``, not numpy's)."""
-    object.__setattr__(instance, name, value)
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class InputContext:
-    """``tf.distribute.InputContext``'s fields that TFDS uses: files are dealt out by index."""
+    """``tf.distribute.InputContext``'s fields that TFDS uses: files are dealt out by index.
 
-    input_pipeline_id: int = 0
-    num_input_pipelines: int = 1
+    numpy integers are accepted and stored as ``int``.
+    """
+
+    input_pipeline_id: int
+    num_input_pipelines: int
+
+    def __init__(self, input_pipeline_id: int = 0, num_input_pipelines: int = 1) -> None:
+        init_fields(
+            self,
+            input_pipeline_id=plain_int(input_pipeline_id),
+            num_input_pipelines=plain_int(num_input_pipelines),
+        )
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         pipelines = check_int(
@@ -72,60 +79,50 @@ class InputContext:
             minimum=1,
             what="a positive integer",
         )
-        _set(self, "num_input_pipelines", pipelines)
-        _set(
-            self,
-            "input_pipeline_id",
-            check_int(
-                self.input_pipeline_id,
-                "input_context.input_pipeline_id",
-                minimum=0,
-                maximum=pipelines - 1,
-                what=f"a pipeline index for {pipelines} pipelines",
-            ),
+        check_int(
+            self.input_pipeline_id,
+            "input_context.input_pipeline_id",
+            minimum=0,
+            maximum=pipelines - 1,
+            what=f"a pipeline index for {pipelines} pipelines",
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class ExampleShuffle:
     """An example-level ``ds.shuffle(buffer_size, seed)`` applied after TFDS's interleave.
 
     Modelled exactly on tf.data's buffer (``specs/shuffle.md``); epoch ``e`` uses the
-    ``e``-th iterator's seeds, as iterating the same dataset object again does.
+    ``e``-th iterator's seeds, as iterating the same dataset object again does.  numpy
+    integers and bools are accepted and stored as ``int``/``bool``.
     """
 
     buffer_size: int
     seed: int
-    reshuffle_each_iteration: bool = True
+    reshuffle_each_iteration: bool
+
+    def __init__(self, buffer_size: int, seed: int, reshuffle_each_iteration: bool = True) -> None:
+        init_fields(
+            self,
+            buffer_size=plain_int(buffer_size),
+            seed=plain_int(seed),
+            reshuffle_each_iteration=plain_bool(reshuffle_each_iteration),
+        )
+        self.__post_init__()
 
     def __post_init__(self) -> None:
-        _set(
-            self,
-            "buffer_size",
-            check_int(
-                self.buffer_size,
-                "example_shuffle.buffer_size",
-                minimum=1,
-                what="a positive integer",
-            ),
+        check_int(
+            self.buffer_size, "example_shuffle.buffer_size", minimum=1, what="a positive integer"
         )
-        _set(
-            self,
-            "seed",
-            check_int(
-                self.seed,
-                "example_shuffle.seed",
-                what="an integer (an unseeded shuffle cannot be reproduced)",
-            ),
+        check_int(
+            self.seed,
+            "example_shuffle.seed",
+            what="an integer (an unseeded shuffle cannot be reproduced)",
         )
-        _set(
-            self,
-            "reshuffle_each_iteration",
-            check_bool(self.reshuffle_each_iteration, "example_shuffle.reshuffle_each_iteration"),
-        )
+        check_bool(self.reshuffle_each_iteration, "example_shuffle.reshuffle_each_iteration")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class ReadConfig:
     """Everything that decides TFDS's read order, with TFDS's names and defaults.
 
@@ -142,41 +139,59 @@ class ReadConfig:
     (``specs/order.md``, "Read configuration").
     """
 
-    interleave_cycle_length: int | Literal[_Unset.TFDS_DEFAULT] = TFDS_DEFAULT
-    interleave_block_length: int | None = 16
-    shuffle_files: bool = False
-    shuffle_seed: int | None = None
-    shuffle_reshuffle_each_iteration: bool | None = None
-    input_context: InputContext | None = None
-    experimental_interleave_sort_fn: SortFn | None = field(default=None, compare=False)
-    enable_ordering_guard: bool = True
-    global_seed: int | None = None
-    example_shuffle: ExampleShuffle | None = None
+    interleave_cycle_length: int | Literal[_Unset.TFDS_DEFAULT]
+    interleave_block_length: int | None
+    shuffle_files: bool
+    shuffle_seed: int | None
+    shuffle_reshuffle_each_iteration: bool | None
+    input_context: InputContext | None
+    experimental_interleave_sort_fn: SortFn | None = field(compare=False)
+    enable_ordering_guard: bool
+    global_seed: int | None
+    example_shuffle: ExampleShuffle | None
+
+    def __init__(
+        self,
+        interleave_cycle_length: int | Literal[_Unset.TFDS_DEFAULT] = TFDS_DEFAULT,
+        interleave_block_length: int | None = 16,
+        shuffle_files: bool = False,
+        shuffle_seed: int | None = None,
+        shuffle_reshuffle_each_iteration: bool | None = None,
+        input_context: InputContext | None = None,
+        experimental_interleave_sort_fn: SortFn | None = None,
+        enable_ordering_guard: bool = True,
+        global_seed: int | None = None,
+        example_shuffle: ExampleShuffle | None = None,
+    ) -> None:
+        init_fields(
+            self,
+            interleave_cycle_length=plain_int(interleave_cycle_length),
+            interleave_block_length=plain_int(interleave_block_length),
+            shuffle_files=plain_bool(shuffle_files),
+            shuffle_seed=plain_int(shuffle_seed),
+            shuffle_reshuffle_each_iteration=plain_bool(shuffle_reshuffle_each_iteration),
+            input_context=input_context,
+            experimental_interleave_sort_fn=experimental_interleave_sort_fn,
+            enable_ordering_guard=plain_bool(enable_ordering_guard),
+            global_seed=plain_int(global_seed),
+            example_shuffle=example_shuffle,
+        )
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         cycle = self.interleave_cycle_length
         if cycle is None:
             raise ConfigError(_NONE_CYCLE, field="interleave_cycle_length", value=None)
         if cycle is not TFDS_DEFAULT:
-            _set(self, "interleave_cycle_length", _positive(cycle, "interleave_cycle_length"))
+            _positive(cycle, "interleave_cycle_length")
         if self.interleave_block_length is not None:
-            _set(
-                self,
-                "interleave_block_length",
-                _positive(self.interleave_block_length, "interleave_block_length"),
-            )
+            _positive(self.interleave_block_length, "interleave_block_length")
         for name in ("shuffle_seed", "global_seed"):
-            _set(self, name, check_optional_int(getattr(self, name), name))
+            check_optional_int(getattr(self, name), name)
         for name in ("shuffle_files", "enable_ordering_guard"):
-            _set(self, name, check_bool(getattr(self, name), name))
+            check_bool(getattr(self, name), name)
         if self.shuffle_reshuffle_each_iteration is not None:
-            _set(
-                self,
-                "shuffle_reshuffle_each_iteration",
-                check_bool(
-                    self.shuffle_reshuffle_each_iteration, "shuffle_reshuffle_each_iteration"
-                ),
-            )
+            check_bool(self.shuffle_reshuffle_each_iteration, "shuffle_reshuffle_each_iteration")
         self._check_shuffle_seed()
         self._check_parts()
 

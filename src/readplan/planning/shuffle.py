@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from readplan._internal.frozen import init_fields, plain_int
 from readplan._internal.sorting import stable_order
 from readplan._internal.validate import check_int
 from readplan.errors import ConfigError
@@ -120,7 +121,7 @@ def permutation(n: int, pair: Pair) -> Int64Array:
     return swapped(targets + np.arange(size, dtype=np.int64), size)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class ShuffleBufferState:
     """Where a shuffle buffer stands within one epoch (specs/shuffle.md §6).
 
@@ -132,9 +133,16 @@ class ShuffleBufferState:
     The default value is the start of an epoch.
     """
 
-    buffer: tuple[int, ...] = ()
-    consumed: int = 0
-    draws: int = 0
+    buffer: tuple[int, ...]
+    consumed: int
+    draws: int
+
+    def __init__(self, buffer: tuple[int, ...] = (), consumed: int = 0, draws: int = 0) -> None:
+        # numpy integers (ordinals often come out of arrays) are stored as ints.
+        if isinstance(buffer, tuple):
+            buffer = tuple(map(plain_int, buffer))
+        init_fields(self, buffer=buffer, consumed=plain_int(consumed), draws=plain_int(draws))
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         consumed = check_int(
@@ -168,9 +176,6 @@ class ShuffleBufferState:
                 field="buffer",
                 value=self.buffer,
             )
-        object.__setattr__(self, "buffer", tuple(ordinals))
-        object.__setattr__(self, "consumed", consumed)
-        object.__setattr__(self, "draws", draws)
 
 
 def _check_state_fits(state: ShuffleBufferState, n: int, size: int) -> None:

@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from readplan import storage
+from readplan._internal.frozen import init_fields
 from readplan.errors import ConfigError, CorruptRecordError, IndexFileError
 from readplan.records._compression import (
     AUTO,
@@ -103,7 +104,7 @@ def resolve_compression(fd: Handle, compression: object) -> str | None:
     return checked
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, init=False)
 class RecordIndex:
     """Record start offsets of one data file, in its (decompressed) record stream.
 
@@ -120,12 +121,34 @@ class RecordIndex:
     stream_size: int
     data_size: int
     binding_crc: int
-    source: str | None = None
+    source: str | None
+
+    def __init__(
+        self,
+        data_path: str,
+        compression: str | None,
+        offsets: npt.ArrayLike,
+        stream_size: int,
+        data_size: int,
+        binding_crc: int,
+        source: str | None = None,
+    ) -> None:
+        starts = np.asarray(offsets, dtype=np.int64)
+        starts.flags.writeable = False
+        init_fields(
+            self,
+            data_path=data_path,
+            compression=compression,
+            offsets=starts,
+            stream_size=stream_size,
+            data_size=data_size,
+            binding_crc=binding_crc,
+            source=source,
+        )
+        self.__post_init__()
 
     def __post_init__(self) -> None:
-        offsets = np.asarray(self.offsets, dtype=np.int64)
-        offsets.flags.writeable = False
-        object.__setattr__(self, "offsets", offsets)
+        offsets = self.offsets
         if self.compression not in COMPRESSION_CODES:
             raise IndexFileError(
                 f"unknown compression {self.compression!r}; use None, 'GZIP' or 'ZLIB'",

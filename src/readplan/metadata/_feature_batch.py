@@ -2,11 +2,12 @@
 
 The records are decoded once to :func:`readplan.example.decode_batch` columns; each leaf
 that is only parsed (numbers, strings, class labels, boxes, skipped images) is checked, cast
-and shaped for the whole column at once, and cut into one value per record. Leaves decoded
-further (images, raw-buffer tensors, unknown features) take their usual step on each
-record's decoded features. Any record that would fail sends the whole batch through the
-one-record decoder, so results and errors are exactly its. ``specs/features.md`` §3.10 is
-normative.
+and shaped for the whole column at once into one array (a
+:class:`~readplan.records._leaves.Leaf`), from which come one value per record or a
+collated batch. Leaves decoded further (images, raw-buffer tensors, unknown features) take
+their usual step on each record's decoded features. Any record that would fail sends the
+whole batch through the one-record decoder, so results and errors are exactly its.
+``specs/features.md`` §3.10 is normative.
 """
 
 from __future__ import annotations
@@ -31,21 +32,17 @@ from readplan.metadata._feature_decode import (
 from readplan.metadata._feature_types import STRING, Feature, stored_kind
 from readplan.records import example
 from readplan.records._columns import Column
-from readplan.records._rows import (
-    NotRegularError,
-    cut,
-    decoded_rows,
-    object_array,
-    records_as_dicts,
-)
+from readplan.records._leaves import Computed, Fixed, Leaf, LeafBatch, Ragged, decoded_leaves
+from readplan.records._rows import NotRegularError, cut, object_array
 
 if TYPE_CHECKING:
     from readplan.metadata._feature_decode import _Leaf
 
-__all__ = ["compile_batch_decoder"]
+__all__ = ["compile_batch_decoder", "compile_leaf_decoder"]
 
 _Columns = Mapping[str, Column]
-_LeafRows = Callable[[_Columns, int, Callable[[], list[dict[str, Any]]]], list[Any]]
+_Stored = Callable[[], list[dict[str, Any]]]
+_LeafOf = Callable[[_Columns, int, _Stored], Leaf]
 
 
 def compile_batch_decoder(
@@ -54,44 +51,56 @@ def compile_batch_decoder(
     """The function decoding a batch of serialized records of ``features``: per record,
     exactly what :func:`~readplan.metadata._feature_decode.compile_decoder`'s function gives."""
     one = compile_decoder(features, decoders, unknown)
-    leaves = compile_steps(features, decoders, unknown)
-    tree = _tree([leaf.path for leaf, _ in leaves])
-    rows = [
-        _plain_rows(leaf, parser(leaf)) if is_plain(leaf) else _stepped_rows(step)
-        for leaf, step in leaves
-    ]
+    leaves = compile_leaf_decoder(features, decoders, unknown)
 
     def decode(records: Sequence[bytes]) -> list[Decoded]:
-        n = len(records)
-        if not n:
+        if not records:
             return []
         try:
-            columns = example.decode_batch(records)
-            stored: list[list[dict[str, Any]]] = []
-
-            def stored_rows() -> list[dict[str, Any]]:
-                if not stored:
-                    stored.append(decoded_rows(columns, n))
-                return stored[0]
-
-            values = [leaf_rows(columns, n, stored_rows) for leaf_rows in rows]
+            return leaves(records).records()
         except (ExampleError, FeatureError, NotRegularError):
             return [one(raw) for raw in records]
-        return _nested(tree, values, n)
 
     return decode
 
 
-def _stepped_rows(step: Callable[[Mapping[str, Any]], Any]) -> _LeafRows:
-    def leaf_rows(
-        columns: _Columns, n: int, stored: Callable[[], list[dict[str, Any]]]
-    ) -> list[Any]:
-        return list(map(step, stored()))
+def compile_leaf_decoder(
+    features: Mapping[str, Feature], decoders: Mapping[str, Any] | None, unknown: Unknown
+) -> Callable[[Sequence[bytes]], LeafBatch]:
+    """The function decoding a non-empty batch of records of ``features`` leaf by leaf; it
+    raises ``ExampleError``, ``FeatureError`` or ``NotRegularError`` when some record would
+    fail (the one-record decoder then says which, and how)."""
+    steps = compile_steps(features, decoders, unknown)
+    tree = _tree([leaf.path for leaf, _ in steps])
+    makers = [
+        _plain_leaf(leaf, parser(leaf)) if is_plain(leaf) else _stepped_leaf(step)
+        for leaf, step in steps
+    ]
 
-    return leaf_rows
+    def decode(records: Sequence[bytes]) -> LeafBatch:
+        n = len(records)
+        columns = example.decode_batch(records)
+        stored: list[list[dict[str, Any]]] = []
+
+        def stored_rows() -> list[dict[str, Any]]:
+            if not stored:
+                stored.append(decoded_leaves(columns, n).records())
+            return stored[0]
+
+        leaves = [make(columns, n, stored_rows) for make in makers]
+        return LeafBatch(n, _nested(tree, leaves))
+
+    return decode
 
 
-def _plain_rows(leaf: _Leaf, parse: Callable[[Mapping[str, Any]], Any]) -> _LeafRows:
+def _stepped_leaf(step: Callable[[Mapping[str, Any]], Any]) -> _LeafOf:
+    def leaf_of(columns: _Columns, n: int, stored: _Stored) -> Leaf:
+        return Computed(list(map(step, stored())))
+
+    return leaf_of
+
+
+def _plain_leaf(leaf: _Leaf, parse: Callable[[Mapping[str, Any]], Any]) -> _LeafOf:
     """A parsed leaf for a whole column: ``parse`` (its one-record parse) checked, cast and
     shaped once; records without the feature take ``parse``'s default (or its error)."""
     kind = stored_kind(leaf.dtype)
@@ -102,12 +111,10 @@ def _plain_rows(leaf: _Leaf, parse: Callable[[Mapping[str, Any]], Any]) -> _Leaf
     reshape = methodcaller("reshape", target)
     key = leaf.key
 
-    def leaf_rows(
-        columns: _Columns, n: int, stored: Callable[[], list[dict[str, Any]]]
-    ) -> list[Any]:
+    def leaf_of(columns: _Columns, n: int, stored: _Stored) -> Leaf:
         column = columns.get(key)
         if column is None:
-            return [_as_numpy(parse({})) for _ in range(n)]
+            return _absent(parse({}), n, target)
         present = column.present
         counts = np.diff(column.row_splits)[present]
         if column.kind != kind or (counts % size if unknown_dims else counts != size).any():
@@ -120,31 +127,29 @@ def _plain_rows(leaf: _Leaf, parse: Callable[[Mapping[str, Any]], Any]) -> _Leaf
         with np.errstate(over="ignore"):  # float32 -> float16 overflows to inf, as in TF
             cast = values.astype(numpy_dtype, copy=False)
         if unknown_dims:
-            found = cut(cast, column.row_splits)
-            if target != (-1,):
-                found = list(map(reshape, found))
-        else:
-            # Shape () gives numpy scalars (bytes objects for strings), as tfds.as_numpy.
-            held = list(cast.reshape(int(present.sum()), *target))
-            found = held if present.all() else _spread(held, present)
+            # A record without the feature holds no values: its empty rows are the default.
+            if target[0] == -1:
+                return Ragged(cast.reshape(-1, *target[1:]), column.row_splits // size)
+            return Computed(list(map(reshape, cut(cast, column.row_splits))))
+        held = cast.reshape(int(present.sum()), *target)
         if present.all():
-            return found
-        return [
-            value if holds else _as_numpy(parse({}))
-            for value, holds in zip(found, present.tolist())
-        ]
+            # Shape () gives numpy scalars (bytes objects for strings), as tfds.as_numpy.
+            return Fixed(held)
+        table = np.empty((n, *target), dtype=numpy_dtype)
+        table[~present] = parse({})
+        table[present] = held
+        return Fixed(table)
 
-    return leaf_rows
-
-
-def _spread(held: list[Any], present: npt.NDArray[np.bool_]) -> list[Any]:
-    """Values of the records holding the feature, placed at their records (None elsewhere)."""
-    taken = iter(held)
-    return [next(taken) if holds else None for holds in present.tolist()]
+    return leaf_of
 
 
-def _as_numpy(array: Any) -> Any:
-    return array[()] if array.ndim == 0 else array
+def _absent(default: npt.NDArray[Any], n: int, target: tuple[int, ...]) -> Leaf:
+    """A leaf no record of the batch holds: ``default`` (its parse of nothing) for each."""
+    if -1 not in target:
+        return Fixed(np.repeat(default[np.newaxis], n, axis=0))
+    if target[0] == -1:
+        return Ragged(default, np.zeros(n + 1, dtype=np.int64))  # no rows in any record
+    return Computed([default.copy() for _ in range(n)])
 
 
 def _tree(paths: list[tuple[str, ...]]) -> dict[str, Any]:
@@ -158,9 +163,8 @@ def _tree(paths: list[tuple[str, ...]]) -> dict[str, Any]:
     return tree
 
 
-def _nested(tree: dict[str, Any], values: list[list[Any]], n: int) -> list[Decoded]:
-    columns = [
-        _nested(node, values, n) if isinstance(node, dict) else values[node]
-        for node in tree.values()
-    ]
-    return records_as_dicts(list(tree), columns, n)
+def _nested(tree: dict[str, Any], leaves: list[Leaf]) -> dict[str, Any]:
+    return {
+        name: _nested(node, leaves) if isinstance(node, dict) else leaves[node]
+        for name, node in tree.items()
+    }

@@ -1,37 +1,91 @@
-"""Batches of a chosen size from the reader's batches (``specs/reader.md``, "Batches").
+"""The reader's batches decoded, and batches of a chosen size (``specs/reader.md``, "Batches").
 
-The reader produces batches that follow its reads; :func:`rebatch` cuts and joins them
-into batches of ``batch_size`` deliveries of one epoch (the last of an epoch may be short,
-or dropped), and collates the decoded examples of each into ``Batch.features``.
+The reader produces batches of undecoded records that follow its reads.  :func:`decoded`
+decodes each (a decoding reader's ``batches()`` and items); :func:`rebatch` cuts and joins
+them into batches of ``batch_size`` deliveries of one epoch (the last of an epoch may be
+short, or dropped), which a decoding reader decodes and collates into ``Batch.features``
+(:func:`collated_batches`).  Either way a record that does not decode stops the batches
+exactly where decoding each read would: after the batches before it, with its error.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from readplan.reading.collate import Ragged, collate
+from readplan.reading.collate import Ragged
+from readplan.reading.decoding import RecordDecoder
 from readplan.reading.items import Batch
 
-__all__ = ["close_iterator", "collated", "rebatch"]
+__all__ = ["Locate", "close_iterator", "collated_batches", "decoded", "rebatch"]
+
+Locate = Callable[[Exception, Batch, int], Exception]
+"""The error of record ``k`` of a batch, naming where the record sits in the plan."""
+
+
+def decoded(
+    produced: Iterator[Batch], decoder: RecordDecoder, locate: Locate
+) -> Generator[Batch, None, None]:
+    """Each batch with its records decoded; a record that does not decode ends the batches
+    after the records before it, with its error located."""
+    try:
+        for batch in produced:
+            records, error = decoder.decode_all(_raw(batch))
+            if records:
+                yield _with_records(batch, records)
+            if error is not None:
+                raise locate(error, batch, len(records)) from error
+    finally:
+        close_iterator(produced)
+
+
+def collated_batches(
+    produced: Iterator[Batch],
+    size: int,
+    drop_remainder: bool,
+    decoder: RecordDecoder,
+    ragged: Ragged,
+    padding_values: Mapping[str, Any] | None,
+    locate: Locate,
+) -> Generator[Batch, None, None]:
+    """Batches of ``size`` deliveries, decoded and collated; the records decoded only when
+    read.  Records read but not delivered (a dropped remainder, those before a read
+    failure) are decoded too, so that the first that does not decode stops the batches."""
+
+    def finish(batch: Batch) -> Batch:
+        records, features, error = decoder.collate_all(_raw(batch), ragged, padding_values)
+        if error is not None:
+            raise locate(error, batch, len(records)) from error
+        return replace(batch, records=records, features=features)
+
+    def undelivered(batch: Batch) -> None:
+        records, error = decoder.decode_all(_raw(batch))
+        if error is not None:
+            raise locate(error, batch, len(records)) from error
+
+    return rebatch(produced, size, drop_remainder, finish, undelivered)
 
 
 def rebatch(
     produced: Iterator[Batch],
     size: int,
     drop_remainder: bool,
-    finish: Callable[[Batch], Batch],
+    finish: Callable[[Batch], Batch] = lambda batch: batch,
+    undelivered: Callable[[Batch], None] = lambda batch: None,
 ) -> Generator[Batch, None, None]:
-    """Batches of ``size`` deliveries of one epoch, each passed through ``finish``."""
+    """Batches of ``size`` deliveries of one epoch, each passed through ``finish``; the
+    records held when ``produced`` fails, and dropped remainders, go to ``undelivered``."""
     held: list[Batch] = []
     count = 0
     try:
-        for batch in produced:
+        while (batch := _next_or_settle(produced, held, undelivered)) is not None:
             if held and held[0].epoch != batch.epoch:
-                if not drop_remainder:
+                if drop_remainder:
+                    undelivered(_joined(held))
+                else:
                     yield finish(_joined(held))
                 held, count = [], 0
             held.append(batch)
@@ -44,16 +98,28 @@ def rebatch(
                 rest = cuts[-1] + size
                 held = [_sliced(whole, rest, count)] if rest < count else []
                 count -= rest
-        if held and not drop_remainder:
-            yield finish(_joined(held))
+        if held:
+            if drop_remainder:
+                undelivered(_joined(held))
+            else:
+                yield finish(_joined(held))
     finally:
         close_iterator(produced)
 
 
-def collated(batch: Batch, ragged: Ragged, padding_values: Mapping[str, Any] | None) -> Batch:
-    """``batch`` with its decoded examples collated into ``features``."""
-    examples: list[Any] = batch.records
-    return replace(batch, features=collate(examples, ragged=ragged, padding_values=padding_values))
+def _next_or_settle(
+    produced: Iterator[Batch], held: list[Batch], undelivered: Callable[[Batch], None]
+) -> Batch | None:
+    """The next batch, None at the end; when ``produced`` fails, the held records (read
+    before the failure) are settled first."""
+    try:
+        return next(produced)
+    except StopIteration:
+        return None
+    except Exception:
+        if held:
+            undelivered(_joined(held))
+        raise
 
 
 def close_iterator(iterator: Iterator[Any]) -> None:
@@ -61,6 +127,25 @@ def close_iterator(iterator: Iterator[Any]) -> None:
     close = getattr(iterator, "close", None)
     if close is not None:
         close()
+
+
+def _raw(batch: Batch) -> Sequence[bytes]:
+    """The records of a batch the reader has not decoded: their bytes."""
+    raw: Sequence[Any] = batch.records
+    return raw
+
+
+def _with_records(batch: Batch, records: list[Any]) -> Batch:
+    """``batch`` holding ``records``: its first ``len(records)`` deliveries."""
+    size = len(records)
+    return Batch(
+        plan=batch.plan,
+        epoch=batch.epoch,
+        records=records,
+        positions=batch.positions[:size],
+        file_index=batch.file_index[:size],
+        record_index=batch.record_index[:size],
+    )
 
 
 def _sliced(batch: Batch, start: int, stop: int) -> Batch:

@@ -8,6 +8,9 @@ with the batch as its first dimension.  A leaf whose shapes differ (a *ragged* l
 with ``ragged="list"``, the list of the examples' arrays, and with ``ragged="pad"`` one
 array padded at the end of every dimension to the batch's largest size, like tf.data's
 ``padded_batch``: with ``padding_values[path]`` when given, else 0, ``False`` or ``b""``.
+
+:func:`collate_leaves` gives the same batch from a decoder's leaves (each leaf's values of
+all records in one array) without a step per record where the shapes allow.
 """
 
 from __future__ import annotations
@@ -20,8 +23,11 @@ import numpy as np
 import numpy.typing as npt
 
 from readplan.errors import ConfigError, ExampleError
+from readplan.records import _leaves
+from readplan.records._leaves import Computed, Fixed, Leaf, LeafBatch
+from readplan.records._rows import NotRegularError, cut, object_array
 
-__all__ = ["RAGGED_MODES", "Ragged", "check_collate_options", "collate"]
+__all__ = ["RAGGED_MODES", "Ragged", "check_collate_options", "collate", "collate_leaves"]
 
 Ragged: TypeAlias = Literal["list", "pad"]
 RAGGED_MODES: tuple[str, ...] = get_args(Ragged)
@@ -66,6 +72,59 @@ def collate(
         raise ConfigError("cannot collate an empty batch", field="examples", value=examples)
     pads = {} if padding_values is None else dict(padding_values)
     return _collate_dicts(examples, "", ragged, pads)
+
+
+def collate_leaves(
+    batch: LeafBatch, *, ragged: Ragged = "list", padding_values: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """Exactly ``collate(batch.records(), ...)``, made leaf by leaf: a leaf whose records'
+    values share one shape is its array reshaped, a ragged one is cut or padded at once.
+    ``NotRegularError`` when some record lacks a leaf (:func:`collate` says how the records
+    differ)."""
+    if _some_absent(batch.tree):
+        raise NotRegularError
+    pads = {} if padding_values is None else dict(padding_values)
+    return _collate_tree(batch.tree, batch.size, "", ragged, pads)
+
+
+def _some_absent(tree: Mapping[str, Any]) -> bool:
+    return any(
+        _some_absent(node)
+        if isinstance(node, Mapping)
+        else isinstance(node, _leaves.Ragged) and node.present is not None
+        for node in tree.values()
+    )
+
+
+def _collate_tree(
+    tree: Mapping[str, Any], n: int, prefix: str, ragged: Ragged, pads: Mapping[str, Any]
+) -> dict[str, Any]:
+    # Depth first in the records' key order, as collate: the first leaf that fails is its.
+    return {
+        name: _collate_tree(node, n, f"{prefix}{name}/", ragged, pads)
+        if isinstance(node, Mapping)
+        else _collate_leaf(node, n, f"{prefix}{name}", ragged, pads)
+        for name, node in tree.items()
+    }
+
+
+def _collate_leaf(leaf: Leaf, n: int, path: str, ragged: Ragged, pads: Mapping[str, Any]) -> Any:
+    if isinstance(leaf, Computed):
+        return _collate_leaf_or_dict(leaf.values, path, ragged, pads)
+    values = object_array(leaf.values) if isinstance(leaf.values, list) else leaf.values
+    # Copies: the batch's arrays stay apart from the records' values (views of `values`).
+    if isinstance(leaf, Fixed):
+        return values.copy()
+    lengths = np.diff(leaf.splits)
+    if (lengths == lengths[0]).all():
+        return values.reshape(n, int(lengths[0]), *values.shape[1:]).copy()
+    if ragged == "list":
+        return cut(values, leaf.splits)
+    fill = _fill(path, pads, values.dtype)
+    out = np.full((n, int(lengths.max()), *values.shape[1:]), fill, dtype=values.dtype)
+    records = np.repeat(np.arange(n), lengths)
+    out[records, np.arange(len(values)) - leaf.splits[records]] = values
+    return out
 
 
 def _collate_dicts(
@@ -178,12 +237,15 @@ def _padded(arrays: list[npt.NDArray[Any]], path: str, pads: Mapping[str, Any]) 
         )
     dtype = np.result_type(*arrays)
     target = tuple(max(sizes) for sizes in zip(*(array.shape for array in arrays)))
-    fill = pads[path] if path in pads else _default_padding(dtype)
-    out = np.full((len(arrays), *target), fill, dtype=dtype)
+    out = np.full((len(arrays), *target), _fill(path, pads, dtype), dtype=dtype)
     for k, array in enumerate(arrays):
         where: tuple[int | slice, ...] = (k, *(slice(0, size) for size in array.shape))
         out[where] = array
     return out
+
+
+def _fill(path: str, pads: Mapping[str, Any], dtype: np.dtype[Any]) -> Any:
+    return pads[path] if path in pads else _default_padding(dtype)
 
 
 def _default_padding(dtype: np.dtype[Any]) -> Any:

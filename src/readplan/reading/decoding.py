@@ -1,8 +1,9 @@
 """What a reader delivers per record: bytes, ``tf.train.Example`` features, or TFDS examples.
 
-``specs/reader.md`` (the ``record`` field) and ``specs/features.md`` are normative. A
-:class:`RecordDecoder` decodes one record, or a batch at once through
-:func:`readplan.example.decode_batch`'s columns with exactly the one-record results.
+``specs/reader.md`` (the ``record`` field and "Batches") and ``specs/features.md`` are
+normative. A :class:`RecordDecoder` decodes one record, or a batch at once through
+:func:`readplan.example.decode_batch`'s columns with exactly the one-record results, or
+collates a batch straight from those columns.
 """
 
 from __future__ import annotations
@@ -13,9 +14,14 @@ from functools import partial
 from typing import Any, Literal
 
 from readplan.errors import ConfigError, ExampleError, FeatureError
+from readplan.metadata._feature_batch import compile_leaf_decoder
 from readplan.metadata.features import load_features
 from readplan.plan import ReadPlan
+from readplan.reading.collate import Ragged, collate, collate_leaves
+from readplan.reading.items import LazyRecords
 from readplan.records import example
+from readplan.records._leaves import LeafBatch
+from readplan.records._rows import NotRegularError
 from readplan.storage import StorageOptions
 
 __all__ = ["RecordDecoder", "example_decoder", "record_decoder"]
@@ -24,10 +30,12 @@ __all__ = ["RecordDecoder", "example_decoder", "record_decoder"]
 @dataclass(frozen=True)
 class RecordDecoder:
     """``one`` decodes a record; ``many`` a batch, giving per record exactly ``one``'s result
-    (or raising, when some record does not decode)."""
+    (or raising, when some record does not decode); ``leaves`` (when given) a non-empty
+    batch as leaves, raising when ``many`` would not decode it through its columns."""
 
     one: Callable[[bytes], Any]
     many: Callable[[Sequence[bytes]], list[Any]]
+    leaves: Callable[[Sequence[bytes]], LeafBatch] | None = None
 
     def __call__(self, raw: bytes) -> Any:
         return self.one(raw)
@@ -38,12 +46,39 @@ class RecordDecoder:
             return self.many(records), None
         except (ExampleError, FeatureError):
             pass  # one record at a time finds the first failing record and its error
+        return self._one_at_a_time(records)
+
+    def _one_at_a_time(self, records: Sequence[bytes]) -> tuple[list[Any], Exception | None]:
         decoded: list[Any] = []
         try:
             decoded.extend(map(self.one, records))
         except (ExampleError, FeatureError) as err:
             return decoded, err
         return decoded, None
+
+    def collate_all(
+        self, records: Sequence[bytes], ragged: Ragged, padding_values: Mapping[str, Any] | None
+    ) -> tuple[Sequence[Any], dict[str, Any] | None, Exception | None]:
+        """The records decoded and ``collate``'s batch of them (``specs/reader.md``,
+        "Batches"); or the records before the first one that does not decode, None and its
+        error.  A batch the leaves decode is collated from them, its records made only when
+        read (:class:`LazyRecords`); any other is decoded and collated record by record."""
+        try:
+            if self.leaves is None:
+                raise NotRegularError
+            leaves = self.leaves(records)
+        except (ExampleError, FeatureError, NotRegularError):
+            decoded, error = self._one_at_a_time(records)
+            if error is not None:
+                return decoded, None, error
+            return decoded, collate(decoded, ragged=ragged, padding_values=padding_values), None
+        lazy = LazyRecords(len(records), leaves.records)
+        try:
+            features = collate_leaves(leaves, ragged=ragged, padding_values=padding_values)
+        except NotRegularError:
+            # Records of different structures: collate names the first that differs.
+            features = collate(list(lazy), ragged=ragged, padding_values=padding_values)
+        return lazy, features, None
 
 
 def record_decoder(
@@ -74,11 +109,13 @@ def example_decoder(
     if decode is None or decode is False:
         return None
     if decode is True:
-        return RecordDecoder(example.decode, example.decode_many)
+        return RecordDecoder(example.decode, example.decode_many, example.decode_leaves)
     if isinstance(decode, Mapping):
         schema = dict(decode)
         return RecordDecoder(
-            partial(example.parse, schema=schema), partial(example.parse_many, schema=schema)
+            partial(example.parse, schema=schema),
+            partial(example.parse_many, schema=schema),
+            partial(example.parse_leaves, schema=schema),
         )
     raise ConfigError(
         f"decode must be 'tfds' (as tfds.as_numpy yields), None/False (bytes), True (decoded "
@@ -108,5 +145,7 @@ def _tfds_decoder(
             value="tfds",
         )
     return RecordDecoder(
-        features.decoder(decoders=decoders), features.batch_decoder(decoders=decoders)
+        features.decoder(decoders=decoders),
+        features.batch_decoder(decoders=decoders),
+        compile_leaf_decoder(features, decoders, "error"),
     )

@@ -1,9 +1,10 @@
 """What a reader delivers: :class:`Item` (one record and where it sits in the plan) and
-:class:`Batch` (consecutive deliveries as arrays); ``specs/reader.md``, "Deliveries"."""
+:class:`Batch` (consecutive deliveries as arrays, with :class:`LazyRecords` for the records
+of a collated batch); ``specs/reader.md``, "Deliveries"."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import repeat
@@ -17,7 +18,7 @@ from readplan._internal.validate import is_int
 from readplan.errors import ConfigError
 from readplan.plan import ReadPlan
 
-__all__ = ["Batch", "Item", "Record", "new_items"]
+__all__ = ["Batch", "Item", "LazyRecords", "Record", "new_items"]
 
 IntArray = npt.NDArray[np.int64]
 Record: TypeAlias = bytes | dict[str, Any]
@@ -108,6 +109,58 @@ def new_items(
     return list(map(_make_item, zip(records, repeat(epoch), positions, files, indices, prefixes)))
 
 
+class LazyRecords(Sequence[Any]):
+    """The decoded records of a collated batch, made by ``build`` when first read.
+
+    A read-only sequence of ``size`` records: ``len`` needs no decoding; indexing, iterating,
+    comparing (equal to a list of the same records) or pickling (as that list) builds the
+    records once and keeps them.
+    """
+
+    __slots__ = ("_build", "_made", "_size")
+
+    def __init__(self, size: int, build: Callable[[], list[Any]]) -> None:
+        self._size = size
+        self._build: Callable[[], list[Any]] | None = build
+        self._made: list[Any] | None = None
+
+    def _records(self) -> list[Any]:
+        made = self._made
+        if made is None:
+            assert self._build is not None
+            made = self._build()
+            if len(made) != self._size:
+                raise ConfigError(
+                    f"LazyRecords promised {self._size} records, its build gave {len(made)}",
+                    field="size",
+                    value=len(made),
+                )
+            self._made, self._build = made, None
+        return made
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._records()[index]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._records())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (list, LazyRecords)):
+            return self._records() == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(self._records())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (list, (self._records(),))
+
+
 @dataclass(frozen=True, eq=False)
 class Batch:
     """Consecutive deliveries of one reader, all from epoch ``epoch``, in delivery order.
@@ -115,12 +168,14 @@ class Batch:
     ``records[k]`` sits at ``positions[k]`` of the epoch, record ``record_index[k]`` of file
     ``file_index[k]`` of ``plan.instructions``.  ``features`` is the batch collated into a
     dict of stacked arrays (``specs/reader.md``, "Batches"), from a decoding reader's
-    ``batches(batch_size)``; ``None`` otherwise.
+    ``batches(batch_size)``; ``None`` otherwise.  ``records`` is a list, except in a batch
+    collated from its decoded columns: there it is a :class:`LazyRecords`, whose records
+    are made from the columns only when first read (``len(batch)`` does not build them).
     """
 
     plan: ReadPlan = field(repr=False)
     epoch: int
-    records: list[Record] = field(repr=False)
+    records: Sequence[Record] = field(repr=False)
     positions: IntArray = field(repr=False)
     file_index: IntArray = field(repr=False)
     record_index: IntArray = field(repr=False)

@@ -38,7 +38,7 @@ from readplan.errors import (
     ReadplanTypeError,
 )
 from readplan.plan import EpochOrder, ReadPlan
-from readplan.reading.batching import close_iterator, collated, rebatch
+from readplan.reading.batching import close_iterator, collated_batches, decoded, rebatch
 from readplan.reading.collate import Ragged, check_collate_options
 from readplan.reading.containers import container_for
 from readplan.reading.decoding import record_decoder
@@ -220,14 +220,22 @@ class Reader(Closing):
         check_batching(batch_size, drop_remainder)
         check_collate_options(ragged, padding_values)
         self._begin()
-        produced: Iterator[Batch] = self._produce(*self._frontier())
-        if batch_size is not None:
-            collating = self._decode is not None
-            produced = rebatch(
+        produced: Iterator[Batch] = self._read(*self._frontier())
+        decoder = self._decode
+        if batch_size is None:
+            produced = self._decoded(produced)
+        elif decoder is None:
+            produced = rebatch(produced, batch_size, drop_remainder)
+        else:
+            # Records are decoded per delivered batch, which is collated from its columns.
+            produced = collated_batches(
                 produced,
                 batch_size,
                 drop_remainder,
-                lambda batch: collated(batch, ragged, padding_values) if collating else batch,
+                decoder,
+                ragged,
+                padding_values,
+                self._located_in,
             )
         batches = self._delivered_batches(produced)
         self._active = batches
@@ -235,7 +243,7 @@ class Reader(Closing):
 
     def _item_lists(self, epoch: int, position: int) -> Generator[Iterator[Item], None, None]:
         # Items are handed out by a list iterator in C; the state reads how far it got.
-        for batch in self._produce(epoch, position):
+        for batch in self._decoded(self._read(epoch, position)):
             items = batch.items()
             rest = iter(items)
             self._settle()
@@ -364,7 +372,12 @@ class Reader(Closing):
 
     # -- production ---------------------------------------------------------------------
 
-    def _produce(self, epoch: int, position: int) -> Iterator[Batch]:
+    def _decoded(self, produced: Iterator[Batch]) -> Iterator[Batch]:
+        decoder = self._decode
+        return produced if decoder is None else decoded(produced, decoder, self._located_in)
+
+    def _read(self, epoch: int, position: int) -> Iterator[Batch]:
+        """The batches of undecoded records the reads give, from ``position`` of ``epoch``."""
         if self.rank >= self.plan.num_examples:
             # More ranks than positions: this one has nothing in any epoch.
             return
@@ -500,21 +513,18 @@ class Reader(Closing):
         taken = np.arange(begin, end)
         if lost:
             records, taken = self._without_lost(records, taken, chunk.epoch, runs)
-        records, failure = self._decoded(records, failure)
         if records:
-            delivered = taken[: len(records)]
             yield Batch(
                 plan=self.plan,
                 epoch=chunk.epoch,
                 records=records,
-                positions=runs.positions[delivered],
-                file_index=runs.file_index[delivered],
-                record_index=runs.record_index[delivered],
+                positions=runs.positions[taken],
+                file_index=runs.file_index[taken],
+                record_index=runs.record_index[taken],
             )
         if failure is not None:
-            # A decoding failure stops at a taken record, a read failure after them.
-            at = int(taken[len(records)]) if len(records) < len(taken) else end
-            raise self._located(failure, chunk.epoch, runs, at) from failure
+            # A read failure stops after the records taken.
+            raise self._located(failure, chunk.epoch, runs, end) from failure
 
     def _without_lost(
         self, records: list[Any], taken: IntArray, epoch: int, runs: Runs
@@ -540,21 +550,18 @@ class Reader(Closing):
                 )
         return [record for record in records if type(record) is not Lost], taken[kept]
 
-    def _decoded(
-        self, records: list[Any], failure: Exception | None
-    ) -> tuple[list[Any], Exception | None]:
-        if self._decode is None:
-            return records, failure
-        decoded, error = self._decode.decode_all(records)
-        return decoded, failure if error is None else error
+    def _located_in(self, failure: Exception, batch: Batch, k: int) -> Exception:
+        """The failure of record ``k`` of ``batch``, with its plan position."""
+        return self._located(failure, batch.epoch, batch, k)
 
-    def _located(self, failure: Exception, epoch: int, runs: Runs, at: int) -> Exception:
-        """The failure, with the plan position of the record that could not be delivered."""
-        position = int(runs.positions[at])
-        file_index = int(runs.file_index[at])
+    def _located(self, failure: Exception, epoch: int, rows: Runs | Batch, at: int) -> Exception:
+        """The failure, with the plan position of the record ``at`` of ``rows`` (runs or a
+        batch) that could not be delivered."""
+        position = int(rows.positions[at])
+        file_index = int(rows.file_index[at])
         where = (
             f"position {position} of epoch {epoch} (file {file_index}: "
-            f"{self._path(file_index)}, record {int(runs.record_index[at])})"
+            f"{self._path(file_index)}, record {int(rows.record_index[at])})"
         )
         if isinstance(failure, CorruptRecordError):
             return failure.with_context(

@@ -1,36 +1,28 @@
 """Columns of a batch back to one value per record, without a Python step per value.
 
 :func:`readplan.example.decode_batch` gives a :class:`~readplan.records._columns.Column` per
-feature; readers deliver one decoded example per record. :func:`decoded_rows` cuts the
-columns into exactly what :func:`readplan.example.decode` gives for each record, and
-:func:`fixed_rows` / :func:`variable_rows` into what :func:`readplan.example.parse` gives for
-a schema entry. Row
-values are views of the column's arrays (equal values, dtypes and shapes).
+feature; readers deliver one decoded example per record. :func:`cut` splits a column's
+values into each record's (views of the column's arrays: equal values, dtypes and shapes),
+:func:`records_as_dicts` joins them into records and :func:`shaped` gives one record's value
+as ``parse`` does (``readplan.records._leaves`` builds batches from them).
 ``specs/example.md`` §6 is normative.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from itertools import repeat
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from readplan.records._columns import Column
-
 __all__ = [
     "NotRegularError",
-    "column_rows",
     "cut",
-    "decoded_rows",
-    "fixed_rows",
     "object_array",
     "records_as_dicts",
     "shaped",
-    "variable_rows",
 ]
 
 _NUMPY_DTYPE: dict[str, np.dtype[Any]] = {
@@ -43,62 +35,11 @@ class NotRegularError(Exception):
     """A batch the column path does not decode; the one-record path gives the result or error."""
 
 
-def column_rows(column: Column) -> list[Any]:
-    """Each record's values of ``column`` (``values[row_splits[i]:row_splits[i + 1]]``)."""
-    return cut(column.values, column.row_splits)
-
-
 def records_as_dicts(names: list[str], values: list[list[Any]], n: int) -> list[dict[str, Any]]:
     """``n`` dicts, record ``i``'s holding ``{names[k]: values[k][i]}`` in ``names`` order."""
     if not names:
         return [{} for _ in range(n)]
     return list(map(dict, map(zip, repeat(names), zip(*values))))
-
-
-def decoded_rows(columns: Mapping[str, Column], n: int) -> list[dict[str, Any]]:
-    """What ``decode`` gives for each of the ``n`` records the columns come from."""
-    names = list(columns)
-    rows = records_as_dicts(names, [column_rows(column) for column in columns.values()], n)
-    for name, column in columns.items():
-        # A record without the feature has no key for it: removing keeps the sorted order.
-        for index in np.flatnonzero(~column.present).tolist():
-            del rows[index][name]
-    return rows
-
-
-def fixed_rows(
-    column: Column | None, n: int, kind: str, shape: tuple[int, ...], default: Any
-) -> list[Any]:
-    """Each record's ``FixedLen(shape, kind, default=default)`` value, as ``parse`` gives it;
-    :class:`NotRegularError` when some record's would be an error."""
-    present = np.zeros(n, dtype=np.bool_) if column is None else column.present
-    if not present.all() and default is None:
-        raise NotRegularError
-    if column is None:
-        return [shaped(kind, list(default), shape) for _ in range(n)]
-    counts = np.diff(column.row_splits)[present]
-    if column.kind != kind or (counts != math.prod(shape)).any():
-        raise NotRegularError
-    held = int(present.sum())
-    # Shape () gives numpy scalars (bytes objects for bytes), as parse does.
-    found: list[Any] = list(_as_array(kind, column.values).reshape(held, *shape))
-    if held == n:
-        return found
-    taken = iter(found)
-    return [
-        next(taken) if holds else shaped(kind, list(default), shape) for holds in present.tolist()
-    ]
-
-
-def variable_rows(column: Column | None, n: int, kind: str, inner: tuple[int, ...]) -> list[Any]:
-    """Each record's ``VarLen(kind, shape=(-1, *inner))`` value, as ``parse`` gives it;
-    :class:`NotRegularError` when some record's would be an error."""
-    if column is None:
-        return [shaped(kind, [], (0, *inner)) for _ in range(n)]
-    width = math.prod(inner)
-    if column.kind != kind or (column.row_splits % width).any():
-        raise NotRegularError
-    return cut(_as_array(kind, column.values).reshape(-1, *inner), column.row_splits // width)
 
 
 def shaped(

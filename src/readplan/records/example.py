@@ -27,14 +27,8 @@ from readplan._internal.frozen import init_fields
 from readplan.errors import ConfigError, ExampleError
 from readplan.records._columns import Column, decode_columns
 from readplan.records._example_pb import Example, Features
-from readplan.records._rows import (
-    NotRegularError,
-    decoded_rows,
-    fixed_rows,
-    records_as_dicts,
-    shaped,
-    variable_rows,
-)
+from readplan.records._leaves import LeafBatch, decoded_leaves, fixed_leaf, variable_leaf
+from readplan.records._rows import NotRegularError, shaped
 
 __all__ = [
     "BYTES",
@@ -126,9 +120,15 @@ def decode_many(records: Sequence[bytes]) -> list[dict[str, FeatureValue]]:
     if not records:
         return []
     try:
-        return decoded_rows(decode_batch(records), len(records))
+        return decode_leaves(records).records()
     except ExampleError:
         return [decode(raw) for raw in records]
+
+
+def decode_leaves(records: Sequence[bytes]) -> LeafBatch:
+    """What :func:`decode_many` gives, leaf by leaf (``specs/example.md`` §6): an
+    :class:`~readplan.errors.ExampleError` when the columns cannot be formed."""
+    return decoded_leaves(decode_batch(records), len(records))
 
 
 def _parse_message(raw: bytes) -> Any:
@@ -527,21 +527,30 @@ def parse_many(
     the schema, the records are parsed one at a time, so the result or the first record's
     error is exactly :func:`parse`'s. See ``specs/example.md`` §6.
     """
-    n = len(records)
-    if not n:
+    if not records:
         return []
-    _check_schema(schema)
     try:
-        columns = decode_batch(records)
-        values = [
-            fixed_rows(columns.get(key), n, str(spec.dtype), spec.shape, spec.default)
-            if isinstance(spec, FixedLen)
-            else variable_rows(columns.get(key), n, str(spec.dtype), spec.shape[1:])
-            for key, spec in schema.items()
-        ]
+        return parse_leaves(records, schema).records()
     except (ExampleError, NotRegularError):
         return [parse(raw, schema) for raw in records]
-    return records_as_dicts(list(schema), values, n)
+
+
+def parse_leaves(records: Sequence[bytes], schema: Mapping[str, FixedLen | VarLen]) -> LeafBatch:
+    """What :func:`parse_many` gives, leaf by leaf (``specs/example.md`` §6): an
+    :class:`~readplan.errors.ExampleError` or ``NotRegularError`` when some record does not
+    decode or does not fit the schema."""
+    _check_schema(schema)
+    n = len(records)
+    columns = decode_batch(records)
+    return LeafBatch(
+        n,
+        {
+            key: fixed_leaf(columns.get(key), n, str(spec.dtype), spec.shape, spec.default)
+            if isinstance(spec, FixedLen)
+            else variable_leaf(columns.get(key), n, str(spec.dtype), spec.shape[1:])
+            for key, spec in schema.items()
+        },
+    )
 
 
 def _check_schema(schema: Mapping[str, FixedLen | VarLen]) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -384,6 +384,85 @@ def image_skips(features: Any) -> dict[str, Any]:
         elif isinstance(inner, FeaturesDict) and image_skips(inner):
             out[name] = image_skips(inner)
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Records that fit their schema or features, but for a rare mishap (reader.md, "Batches": the
+# collated batches of a decoding reader are mostly decoded through columns)
+
+# Records per batch, drawn evenly (hypothesis favours small integers): batches of many records.
+_COUNTS = st.sampled_from(range(2, 13))
+
+
+def _mishaps(draw: st.DrawFn) -> Callable[[], bool]:
+    """Whether an entry does not fit (missing, mistyped or mis-sized): in one batch of six,
+    now and then; in the others never, so that most batches are decoded through columns."""
+    rate = draw(st.sampled_from((0, 0, 0, 0, 0, 8)))
+    return lambda: bool(rate) and draw(st.integers(0, rate)) == 0
+
+
+@st.composite
+def fitting_schema_batches(draw: st.DrawFn) -> tuple[dict[str, FixedLen | VarLen], list[bytes]]:
+    """A schema and 2-12 records that fit it, but for a rare mishap: FixedLen entries
+    missing only when they have a default, VarLen entries of 0-3 rows (ragged batches)."""
+    schema = draw(_schemas())
+    mishap = _mishaps(draw)
+    records = []
+    for _ in range(draw(_COUNTS)):
+        entries = []
+        for name, spec in schema.items():
+            kind = str(spec.dtype)
+            if isinstance(spec, FixedLen):
+                if spec.default is not None and draw(st.integers(0, 3)) == 0:
+                    continue
+                count = math.prod(spec.shape)
+            else:
+                count = draw(st.integers(0, 3)) * math.prod(spec.shape[1:])
+            if mishap():
+                kind = draw(st.sampled_from(_KINDS))
+                count = draw(st.integers(0, 5))
+            entries.append(wire.entry(name, _wire_feature(_values(draw, kind, count))))
+        if draw(st.integers(0, 4)) == 0:
+            entries.append(wire.entry("other", wire.int64_feature(draw(st.integers(0, 9)))))
+        records.append(wire.example(*entries))
+    return schema, records
+
+
+@st.composite
+def fitting_feature_batches(draw: st.DrawFn) -> tuple[FeaturesDict, list[bytes]]:
+    """TFDS features and 2-12 records that store them, but for a rare mishap: Sequences
+    and unknown dimensions of 0-3 rows (ragged batches), optional features now and then
+    missing."""
+    declared = draw(_declared_features())
+    stored = _stored(declared)
+    mishap = _mishaps(draw)
+    optional = sorted(_optional_paths(declared))
+    # Optional features missing from every record of the batch, or from some.
+    absent = draw(st.sets(st.sampled_from(optional))) if optional else set()
+    records = []
+    for _ in range(draw(_COUNTS)):
+        entries = []
+        for path, kind, per, rows in stored:
+            count = per * (draw(st.integers(0, 3)) if rows is None else rows)
+            if path in optional and (path in absent or draw(st.sampled_from((0, 0, 1)))):
+                continue
+            if mishap():
+                if draw(st.booleans()):
+                    continue
+                kind = draw(st.sampled_from(_KINDS))
+                count = draw(st.integers(0, 5))
+            values = _values(draw, kind, count, max_bytes=3)
+            entries.append(wire.entry(path, _wire_feature(values)))
+        records.append(wire.example(*entries))
+    return FeaturesDict(declared), records
+
+
+def _optional_paths(features: dict[str, Any], prefix: str = "") -> Iterator[str]:
+    for name, feature in features.items():
+        if isinstance(feature, dict):
+            yield from _optional_paths(feature, f"{prefix}{name}/")
+        elif isinstance(feature, Tensor) and feature.optional:
+            yield f"{prefix}{name}"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -9,7 +9,6 @@ the same bytes), the same records, and the same batches delivered before the sam
 
 from __future__ import annotations
 
-import math
 import pickle
 import tempfile
 from collections.abc import Callable, Iterator
@@ -28,99 +27,20 @@ from readplan.metadata.features import FeaturesDict, Tensor
 from readplan.reading.collate import collate
 from readplan.reading.items import LazyRecords
 from readplan.records import _leaves
+from tests.assertions import assert_same_nested, assert_same_value
+from tests.decoding_cases import decodable_skips, one_at_a_time, write_dataset
 from tests.reference_models import tfrecord_frames
-from tests.test_decoding_batches import _dataset, _decodable, _one_at_a_time
-from tests.test_example import _entry, _example, _int64_feature
-from tests.test_example_batch import any_batches, canonical_batches
-from tests.test_example_many import (
-    _feature,
-    _values,
-    assert_same_value,
+from tests.strategies import (
+    any_batches,
+    canonical_batches,
+    feature_batches,
+    fitting_feature_batches,
+    fitting_schema_batches,
     schema_batches,
-    schemas,
-)
-from tests.test_features_batch import (
-    _list,
-    _stored,
-    assert_same_nested,
-    batches,
-    features_dicts,
 )
 
 # Padding values of every kind, some of which a leaf's dtype refuses (numpy's error, both ways).
 PADS = (-1, 7, 2.5, True, b"pad", 0, -1, 7, b"", "x", None)
-# Records per case, drawn evenly (hypothesis favours small integers): batches of many records.
-COUNTS = st.sampled_from(range(2, 13))
-
-
-def _mishaps(draw: st.DrawFn) -> Callable[[], bool]:
-    """Whether an entry does not fit (missing, mistyped or mis-sized): in one batch of six,
-    now and then; in the others never, so that most batches are decoded through columns."""
-    rate = draw(st.sampled_from((0, 0, 0, 0, 0, 8)))
-    return lambda: bool(rate) and draw(st.integers(0, rate)) == 0
-
-
-@st.composite
-def fitting_schema_batches(draw: st.DrawFn) -> tuple[dict[str, Any], list[bytes]]:
-    """A schema and 2-12 records that fit it, but for a rare mishap: FixedLen entries
-    missing only when they have a default, VarLen entries of 0-3 rows (ragged batches)."""
-    schema = draw(schemas())
-    mishap = _mishaps(draw)
-    records = []
-    for _ in range(draw(COUNTS)):
-        entries = []
-        for name, spec in schema.items():
-            kind = str(spec.dtype)
-            if isinstance(spec, example.FixedLen):
-                if spec.default is not None and draw(st.integers(0, 3)) == 0:
-                    continue
-                count = math.prod(spec.shape)
-            else:
-                count = draw(st.integers(0, 3)) * math.prod(spec.shape[1:])
-            if mishap():
-                kind = draw(st.sampled_from(("int64", "float32", "bytes")))
-                count = draw(st.integers(0, 5))
-            entries.append(_entry(name, _feature(kind, _values(draw, kind, count))))
-        if draw(st.integers(0, 4)) == 0:
-            entries.append(_entry("other", _int64_feature(draw(st.integers(0, 9)))))
-        records.append(_example(*entries))
-    return schema, records
-
-
-@st.composite
-def fitting_feature_batches(draw: st.DrawFn) -> tuple[FeaturesDict, list[bytes]]:
-    """TFDS features and 2-12 records that store them, but for a rare mishap: Sequences
-    and unknown dimensions of 0-3 rows (ragged batches), optional features now and then
-    missing."""
-    declared = draw(features_dicts())
-    stored = _stored(declared)
-    mishap = _mishaps(draw)
-    optional = sorted(_optional_paths(declared))
-    # Optional features missing from every record of the batch, or from some.
-    absent = draw(st.sets(st.sampled_from(optional))) if optional else set()
-    records = []
-    for _ in range(draw(COUNTS)):
-        entries = []
-        for path, kind, per, rows in stored:
-            count = per * (draw(st.integers(0, 3)) if rows is None else rows)
-            if path in optional and (path in absent or draw(st.sampled_from((0, 0, 1)))):
-                continue
-            if mishap():
-                if draw(st.booleans()):
-                    continue
-                kind = draw(st.sampled_from(("int64", "float32", "bytes")))
-                count = draw(st.integers(0, 5))
-            entries.append(_entry(path, _list(draw, kind, count)))
-        records.append(_example(*entries))
-    return FeaturesDict(declared), records
-
-
-def _optional_paths(features: dict[str, Any], prefix: str = "") -> Iterator[str]:
-    for name, feature in features.items():
-        if isinstance(feature, dict):
-            yield from _optional_paths(feature, f"{prefix}{name}/")
-        elif isinstance(feature, Tensor) and feature.optional:
-            yield f"{prefix}{name}"
 
 
 def _leaf_paths(value: Any, prefix: str = "") -> Iterator[str]:
@@ -151,7 +71,7 @@ def _expected(
 ) -> tuple[list[tuple[list[Any], Any]], Exception | None, int]:
     """(records, collated batch) of each batch delivered, the error that ends them and the
     index of the record it names."""
-    decoded, error = _one_at_a_time(one, records)
+    decoded, error = one_at_a_time(one, records)
     failure, stop = (error, len(decoded)) if error is not None else (read_error, len(records))
     delivered = []
     for start in range(0, len(records), size):
@@ -245,13 +165,13 @@ def _check(
     ragged = data.draw(st.sampled_from(("list", "pad")), label="ragged")
     collating: dict[str, Any] = {"ragged": ragged}
     if ragged == "pad":
-        decodable, _ = _one_at_a_time(one, records)
+        decodable, _ = one_at_a_time(one, records)
         paths = sorted({path for value in decodable for path in _leaf_paths(value)} | {"zz"})
         pads = st.fixed_dictionaries({}, optional=dict.fromkeys(paths, st.sampled_from(PADS)))
         collating["padding_values"] = data.draw(st.none() | pads, label="padding_values")
     shards = data.draw(st.integers(1, 3), label="shards")
     with tempfile.TemporaryDirectory() as directory:
-        info = _dataset(Path(directory), records, shards, features=features)
+        info = write_dataset(Path(directory), records, shards, features=features)
         if data.draw(st.sampled_from((False, False, False, False, True)), label="damaged"):
             _damage(info, shards - 1, data.draw(st.integers(0, len(records)), label="record"))
         _assert_like_collate_of_one_at_a_time(info, one, decoding, size, drop, collating)
@@ -282,12 +202,14 @@ def test_parsed_batches_are_collate_of_the_one_record_parses(
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.one_of(fitting_feature_batches(), fitting_feature_batches(), batches()), st.data())
+@given(
+    st.one_of(fitting_feature_batches(), fitting_feature_batches(), feature_batches()), st.data()
+)
 def test_tfds_batches_are_collate_of_the_one_record_decodes(
     drawn: tuple[FeaturesDict, list[bytes]], data: st.DataObject
 ) -> None:
     features, records = drawn
-    skips = _decodable(features, records)
+    skips = decodable_skips(features, records)
     if skips is None:
         return  # features readplan does not decode
     one = features.decoder(decoders=skips)
@@ -302,7 +224,7 @@ def _regular_plan(directory: Path, count: int = 10) -> ReadPlan:
         example.encode({"id": [k], "name": f"n{k}", "tokens": np.arange(k % 3)})
         for k in range(count)
     ]
-    return ReadPlan(_dataset(directory, records, 2), "train")
+    return ReadPlan(write_dataset(directory, records, 2), "train")
 
 
 def test_regular_batches_are_collated_from_their_columns_and_records_made_when_read(
@@ -357,7 +279,7 @@ def test_collated_arrays_are_apart_from_the_records(tmp_path: Path) -> None:
 def test_undecodable_record_before_a_read_failure_is_the_error(tmp_path: Path) -> None:
     records = [example.encode({"id": [k]}) for k in range(8)]
     records[2] = b"\x0a\x05ab"  # not an Example
-    info = _dataset(tmp_path, records, 1)
+    info = write_dataset(tmp_path, records, 1)
     _damage(info, 0, 6)
     plan = ReadPlan(info, "train")
     with pytest.raises(ExampleError) as refused:
@@ -372,7 +294,7 @@ def test_undecodable_record_before_a_read_failure_is_the_error(tmp_path: Path) -
     # Without the undecodable record, the read failure itself, after the batches before it.
     records[2] = example.encode({"id": [2]})
     (tmp_path / "other").mkdir()
-    info = _dataset(tmp_path / "other", records, 1)
+    info = write_dataset(tmp_path / "other", records, 1)
     _damage(info, 0, 6)
     got = []
     with pytest.raises(CorruptRecordError, match="position 6 of epoch 0"):
@@ -383,7 +305,7 @@ def test_undecodable_record_before_a_read_failure_is_the_error(tmp_path: Path) -
 def test_undecodable_record_in_a_dropped_remainder_is_the_error(tmp_path: Path) -> None:
     records = [example.encode({"id": [k]}) for k in range(7)]
     records[5] = b"\x0a\x05ab"
-    plan = ReadPlan(_dataset(tmp_path, records, 1), "train")
+    plan = ReadPlan(write_dataset(tmp_path, records, 1), "train")
     reader = Reader(plan, decode=True)
     got = []
     with pytest.raises(ExampleError, match="position 5 of epoch 0"):
@@ -396,7 +318,7 @@ def test_feature_errors_of_a_tfds_batch_are_the_one_record_errors(tmp_path: Path
     features = FeaturesDict({"x": Tensor((2,), "int64")})
     records = [example.encode({"x": [k, k]}) for k in range(5)]
     records[3] = example.encode({"x": [1, 2, 3]})
-    info = _dataset(tmp_path, records, 1, features=features)
+    info = write_dataset(tmp_path, records, 1, features=features)
     with pytest.raises((ExampleError, FeatureError)) as refused:
         features.decode(records[3])
     with pytest.raises(type(refused.value)) as caught:

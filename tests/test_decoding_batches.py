@@ -19,34 +19,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from readplan import DatasetInfo, Reader, ReadPlan, tfrecord
-from readplan.errors import ExampleError, FeatureError
+from readplan import DatasetInfo, Reader, ReadPlan
+from readplan.errors import ExampleError
 from readplan.example import decode, parse
 from readplan.metadata.features import FeaturesDict
 from readplan.reading.data_source import data_source
 from readplan.reading.decoding import example_decoder
 from tests.assertions import assert_same_nested, assert_same_value
-from tests.strategies import any_batches, feature_batches, image_skips, schema_batches
-
-FAILURES = (ExampleError, FeatureError)
-
-
-def _dataset(directory: Path, records: list[bytes], shards: int, **info: Any) -> DatasetInfo:
-    cut = [len(records) * k // shards for k in range(shards + 1)]
-    lengths = [cut[k + 1] - cut[k] for k in range(shards)]
-    made = DatasetInfo("made", {"train": lengths}, data_dir=str(directory), **info)
-    for k in range(shards):
-        tfrecord.write(made.shard_path("train", k), records[cut[k] : cut[k + 1]])
-    return made
-
-
-def _one_at_a_time(one: Callable[[Any], Any], raw: list[Any]) -> tuple[list[Any], Any]:
-    decoded: list[Any] = []
-    try:
-        decoded.extend(map(one, raw))
-    except FAILURES as err:
-        return decoded, err
-    return decoded, None
+from tests.decoding_cases import FAILURES, decodable_skips, one_at_a_time, write_dataset
+from tests.strategies import any_batches, feature_batches, schema_batches
 
 
 def _assert_reader_like_one_at_a_time(
@@ -54,7 +35,7 @@ def _assert_reader_like_one_at_a_time(
 ) -> None:
     plan = ReadPlan(info, "train")
     items = list(Reader(plan))
-    want, error = _one_at_a_time(one, [item.record for item in items])
+    want, error = one_at_a_time(one, [item.record for item in items])
     for batched in (False, True):
         got, failed = _drained(Reader(plan, **decoding), batched)
         if error is None:
@@ -79,17 +60,6 @@ def _drained(reader: Reader, batched: bool) -> tuple[list[Any], Exception | None
     return got, None
 
 
-def _decodable(features: FeaturesDict, records: list[bytes]) -> dict[str, Any] | None:
-    """The decoders skipping every image, or None when there is nothing to decode: no records,
-    or features readplan refuses to decode at all (tests/test_features_batch.py)."""
-    skips = image_skips(features)
-    try:
-        features.decoder(decoders=skips)
-    except FeatureError:
-        return None
-    return skips if records else None
-
-
 def _assert_getitems_like(source: Any, keys: list[int], want: list[Any], error: Any) -> None:
     if error is not None:
         with pytest.raises(type(error)) as caught:
@@ -108,7 +78,7 @@ def test_reader_decodes_examples_as_one_record_at_a_time(records: list[bytes], s
     if not records:
         return  # an empty split is refused when planned
     with tempfile.TemporaryDirectory() as directory:
-        info = _dataset(Path(directory), records, shards)
+        info = write_dataset(Path(directory), records, shards)
         _assert_reader_like_one_at_a_time(info, decode, decode=True)
 
 
@@ -121,7 +91,7 @@ def test_reader_parses_a_schema_as_one_record_at_a_time(
     if not records:
         return
     with tempfile.TemporaryDirectory() as directory:
-        info = _dataset(Path(directory), records, shards)
+        info = write_dataset(Path(directory), records, shards)
         _assert_reader_like_one_at_a_time(info, lambda raw: parse(raw, schema), decode=schema)
 
 
@@ -131,12 +101,12 @@ def test_reader_decodes_tfds_features_as_one_record_at_a_time(
     drawn: tuple[FeaturesDict, list[bytes]], shards: int
 ) -> None:
     features, records = drawn
-    skips = _decodable(features, records)
+    skips = decodable_skips(features, records)
     if skips is None:
         return
     one = features.decoder(decoders=skips)
     with tempfile.TemporaryDirectory() as directory:
-        info = _dataset(Path(directory), records, shards, features=features)
+        info = write_dataset(Path(directory), records, shards, features=features)
         _assert_reader_like_one_at_a_time(info, one, decode="tfds", decoders=skips)
 
 
@@ -150,11 +120,11 @@ def test_data_source_batched_reads_decode_as_one_record_at_a_time(
         return
     keys = data.draw(st.lists(st.integers(0, len(records) - 1), max_size=8))
     with tempfile.TemporaryDirectory() as directory:
-        info = _dataset(Path(directory), records, 2)
+        info = write_dataset(Path(directory), records, 2)
         for decoding, one in ((True, decode), (schema, lambda raw: parse(raw, schema))):
             source = data_source(info, "train", decode=decoding, index_dir=directory)
             raw = data_source(info, "train", index_dir=directory)
-            want, error = _one_at_a_time(one, [raw[k] for k in keys])
+            want, error = one_at_a_time(one, [raw[k] for k in keys])
             _assert_getitems_like(source, keys, want, error)
 
 
@@ -164,14 +134,14 @@ def test_data_source_tfds_batched_reads_decode_as_one_record_at_a_time(
     drawn: tuple[FeaturesDict, list[bytes]], data: st.DataObject
 ) -> None:
     features, records = drawn
-    skips = _decodable(features, records)
+    skips = decodable_skips(features, records)
     if skips is None:
         return
     keys = data.draw(st.lists(st.integers(0, len(records) - 1), max_size=8))
     with tempfile.TemporaryDirectory() as directory:
-        info = _dataset(Path(directory), records, 2, features=features)
+        info = write_dataset(Path(directory), records, 2, features=features)
         source = data_source(info, "train", decode="tfds", decoders=skips, index_dir=directory)
-        want, error = _one_at_a_time(source.__getitem__, keys)  # type: ignore[arg-type]
+        want, error = one_at_a_time(source.__getitem__, keys)  # type: ignore[arg-type]
         _assert_getitems_like(source, keys, want, error)
 
 

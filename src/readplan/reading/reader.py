@@ -221,10 +221,9 @@ class Reader(Closing):
         check_collate_options(ragged, padding_values)
         self._begin()
         produced: Iterator[Batch] = self._read(*self._frontier())
-        decoder = self._decode
         if batch_size is None:
             produced = self._decoded(produced)
-        elif decoder is None:
+        elif self._decode is None:
             produced = rebatch(produced, batch_size, drop_remainder)
         else:
             # Records are decoded per delivered batch, which is collated from its columns.
@@ -232,7 +231,7 @@ class Reader(Closing):
                 produced,
                 batch_size,
                 drop_remainder,
-                decoder,
+                self._decode,
                 ragged,
                 padding_values,
                 self._located_in,
@@ -555,8 +554,7 @@ class Reader(Closing):
         return self._located(failure, batch.epoch, batch, k)
 
     def _located(self, failure: Exception, epoch: int, rows: Runs | Batch, at: int) -> Exception:
-        """The failure, with the plan position of the record ``at`` of ``rows`` (runs or a
-        batch) that could not be delivered."""
+        """The failure, with the plan position of record ``at`` of ``rows`` (runs or a batch)."""
         position = int(rows.positions[at])
         file_index = int(rows.file_index[at])
         where = (

@@ -31,9 +31,6 @@ from readplan._internal.closing import Closing
 from readplan.errors import (
     CheckpointError,
     ConfigError,
-    CorruptRecordError,
-    ExampleError,
-    FeatureError,
     ReadplanError,
     ReadplanTypeError,
 )
@@ -43,6 +40,7 @@ from readplan.reading.collate import Ragged, check_collate_options
 from readplan.reading.containers import container_for
 from readplan.reading.decoding import record_decoder
 from readplan.reading.items import Batch, Item
+from readplan.reading.located import located
 from readplan.reading.options import (
     check_batching,
     check_epochs,
@@ -561,18 +559,7 @@ class Reader(Closing):
             f"position {position} of epoch {epoch} (file {file_index}: "
             f"{self._path(file_index)}, record {int(rows.record_index[at])})"
         )
-        if isinstance(failure, CorruptRecordError):
-            return failure.with_context(
-                f"\nThe reader stopped at {where}; every earlier record was delivered, and "
-                "its state points at this record. To deliver every undamaged record and list "
-                "the lost ones instead, read with "
-                "Reader(..., on_corruption='skip', report=CorruptionReport())."
-            )
-        if isinstance(failure, ExampleError):
-            return ExampleError(f"{failure}\nThe record is at {where}.", key=failure.key)
-        if isinstance(failure, FeatureError):
-            return failure.with_context(f"\nThe record is at {where}.")
-        return failure
+        return located(failure, where)
 
     def _open(self, file_index: int) -> Shard:
         self._binding.check_open(file_index)

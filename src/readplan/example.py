@@ -1,8 +1,11 @@
 """``tf.train.Example`` decoding and encoding without TensorFlow (``specs/example.md``).
 
 The documented import path ``readplan.example``; the code lives in
-:mod:`readplan.records.example`.
+:mod:`readplan.records.example` (batches of records: :mod:`readplan.records._many`).
 """
 
+from readplan.records._many import decode_many, parse_many
 from readplan.records.example import *  # noqa: F403
-from readplan.records.example import __all__ as __all__
+from readplan.records.example import __all__ as _one_record
+
+__all__ = [*_one_record, "decode_many", "parse_many"]

@@ -19,7 +19,7 @@ from readplan.metadata.features import load_features
 from readplan.plan import ReadPlan
 from readplan.reading.collate import Ragged, collate, collate_leaves
 from readplan.reading.items import LazyRecords
-from readplan.records import example
+from readplan.records import _many, example
 from readplan.records._leaves import LeafBatch
 from readplan.records._rows import NotRegularError
 from readplan.storage import StorageOptions
@@ -109,13 +109,13 @@ def example_decoder(
     if decode is None or decode is False:
         return None
     if decode is True:
-        return RecordDecoder(example.decode, example.decode_many, example.decode_leaves)
+        return RecordDecoder(example.decode, _many.decode_many, _many.decode_leaves)
     if isinstance(decode, Mapping):
         schema = dict(decode)
         return RecordDecoder(
             partial(example.parse, schema=schema),
-            partial(example.parse_many, schema=schema),
-            partial(example.parse_leaves, schema=schema),
+            partial(_many.parse_many, schema=schema),
+            partial(_many.parse_leaves, schema=schema),
         )
     raise ConfigError(
         f"decode must be 'tfds' (as tfds.as_numpy yields), None/False (bytes), True (decoded "

@@ -27,8 +27,7 @@ from readplan._internal.frozen import init_fields
 from readplan.errors import ConfigError, ExampleError
 from readplan.records._columns import Column, decode_columns
 from readplan.records._example_pb import Example, Features
-from readplan.records._leaves import LeafBatch, decoded_leaves, fixed_leaf, variable_leaf
-from readplan.records._rows import NotRegularError, shaped
+from readplan.records._rows import shaped
 
 __all__ = [
     "BYTES",
@@ -43,10 +42,8 @@ __all__ = [
     "VarLen",
     "decode",
     "decode_batch",
-    "decode_many",
     "encode",
     "parse",
-    "parse_many",
 ]
 
 INT64 = "int64"
@@ -107,28 +104,6 @@ def decode_batch(records: Sequence[bytes]) -> dict[str, Column]:
     ``.index`` naming it). See ``specs/example.md`` §5.
     """
     return decode_columns(records, decode)
-
-
-def decode_many(records: Sequence[bytes]) -> list[dict[str, FeatureValue]]:
-    """``[decode(raw) for raw in records]``, read through :func:`decode_batch`'s columns.
-
-    Equal values, dtypes and shapes (numeric values are views of the batch's arrays). When
-    the columns cannot be formed (a record :func:`decode` refuses, a name with lists of
-    different kinds) the records are decoded one at a time, so the result or the first
-    record's error is exactly :func:`decode`'s. See ``specs/example.md`` §6.
-    """
-    if not records:
-        return []
-    try:
-        return decode_leaves(records).records()
-    except ExampleError:
-        return [decode(raw) for raw in records]
-
-
-def decode_leaves(records: Sequence[bytes]) -> LeafBatch:
-    """What :func:`decode_many` gives, leaf by leaf (``specs/example.md`` §6): an
-    :class:`~readplan.errors.ExampleError` when the columns cannot be formed."""
-    return decoded_leaves(decode_batch(records), len(records))
 
 
 def _parse_message(raw: bytes) -> Any:
@@ -505,7 +480,7 @@ def parse(raw: bytes, schema: Mapping[str, FixedLen | VarLen]) -> dict[str, Pars
     ``()``). A missing, mistyped or mis-sized feature raises
     :class:`~readplan.errors.ExampleError` with ``.key`` set. See ``specs/example.md`` §4.
     """
-    _check_schema(schema)
+    check_schema(schema)
     message = _parse_message(raw)  # held while its sub-messages are read
     features = message.features.feature
     parsed: dict[str, ParsedValue] = {}
@@ -518,42 +493,8 @@ def parse(raw: bytes, schema: Mapping[str, FixedLen | VarLen]) -> dict[str, Pars
     return parsed
 
 
-def parse_many(
-    records: Sequence[bytes], schema: Mapping[str, FixedLen | VarLen]
-) -> list[dict[str, ParsedValue]]:
-    """``[parse(raw, schema) for raw in records]``, read through :func:`decode_batch`'s columns.
-
-    Equal values, types, dtypes and shapes. When some record does not decode or does not fit
-    the schema, the records are parsed one at a time, so the result or the first record's
-    error is exactly :func:`parse`'s. See ``specs/example.md`` §6.
-    """
-    if not records:
-        return []
-    try:
-        return parse_leaves(records, schema).records()
-    except (ExampleError, NotRegularError):
-        return [parse(raw, schema) for raw in records]
-
-
-def parse_leaves(records: Sequence[bytes], schema: Mapping[str, FixedLen | VarLen]) -> LeafBatch:
-    """What :func:`parse_many` gives, leaf by leaf (``specs/example.md`` §6): an
-    :class:`~readplan.errors.ExampleError` or ``NotRegularError`` when some record does not
-    decode or does not fit the schema."""
-    _check_schema(schema)
-    n = len(records)
-    columns = decode_batch(records)
-    return LeafBatch(
-        n,
-        {
-            key: fixed_leaf(columns.get(key), n, str(spec.dtype), spec.shape, spec.default)
-            if isinstance(spec, FixedLen)
-            else variable_leaf(columns.get(key), n, str(spec.dtype), spec.shape[1:])
-            for key, spec in schema.items()
-        },
-    )
-
-
-def _check_schema(schema: Mapping[str, FixedLen | VarLen]) -> None:
+def check_schema(schema: Mapping[str, FixedLen | VarLen]) -> None:
+    """Refuse a schema entry that is not a str name mapped to a FixedLen or a VarLen."""
     for key, spec in schema.items():
         if not isinstance(key, str) or not isinstance(spec, (FixedLen, VarLen)):
             raise ConfigError(

@@ -27,9 +27,8 @@ from readplan import (
 from readplan.errors import CheckpointError, CheckpointMismatchError
 from readplan.reading.reader import STATE_KEY
 from tests.conftest import DATA
+from tests.tfds_toy import TOY_DIR, TOY_INFO
 
-TOY_DIR = DATA / "tfds" / "readplan_toy" / "1.0.0"
-TOY_INFO = DatasetInfo.load(TOY_DIR)
 UNSHUFFLED = ReadConfig(interleave_cycle_length=2, interleave_block_length=2)
 SHUFFLED = ReadConfig(
     interleave_cycle_length=3,

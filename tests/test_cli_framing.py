@@ -15,9 +15,8 @@ from readplan.cli.main import build_parser
 from readplan.errors import CorruptRecordError
 from readplan.index import load_index
 from tests.conftest import DATA
+from tests.tfrecord_fixtures import FILES, FIXTURES
 
-FIXTURES = DATA / "tfrecord"
-MANIFEST = json.loads((FIXTURES / "manifest.json").read_text(encoding="utf-8"))
 KIND_NAMES = {"int64_list": "int64", "float_list": "float", "bytes_list": "bytes"}
 
 
@@ -35,7 +34,7 @@ def inspect_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, l
 @pytest.mark.parametrize("name", ["examples.tfrecord", "examples.tfrecord.gz"])
 def test_inspect_json_summary(capsys: pytest.CaptureFixture[str], name: str) -> None:
     status, (summary,) = inspect_json(capsys, str(FIXTURES / name))
-    info = MANIFEST["files"][name]
+    info = FILES[name]
     sizes = info["record_sizes"]
     assert status == 0
     assert summary["records"] == len(sizes)
@@ -48,7 +47,7 @@ def test_inspect_json_summary(capsys: pytest.CaptureFixture[str], name: str) -> 
         "max": max(sizes),
     }
     assert summary["damage"] == []
-    examples = MANIFEST["files"]["examples.tfrecord"]["examples"]
+    examples = FILES["examples.tfrecord"]["examples"]
     features = summary["features"]
     assert set(features) == set(examples[0])
     for key, entry in features.items():
@@ -124,7 +123,7 @@ def test_index_builds_sidecars(capsys: pytest.CaptureFixture[str], tmp_path: Pat
         assert len(load_index(copy, compression="auto")) == 40
         assert tfrecord.count(copy, compression="auto") == 40
     first_line = Path(copies[0] + ".idx").read_text().splitlines()[0]
-    assert first_line == f"0 {MANIFEST['files']['examples.tfrecord']['record_sizes'][0] + 16}"
+    assert first_line == f"0 {FILES['examples.tfrecord']['record_sizes'][0] + 16}"
 
 
 def test_index_refuses_damaged_files(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

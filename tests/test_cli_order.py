@@ -10,10 +10,9 @@ import pytest
 
 from readplan import Checkpoint, ReadConfig, ReadPlan
 from readplan.cli import main
-from readplan.metadata.dataset_info import DatasetInfo
-from tests.conftest import DATA
+from tests.tfds_toy import TOY, TOY_DIR, TOY_INFO
 
-TOY_DIR = str(DATA / "tfds" / "readplan_toy" / "1.0.0")
+TOY_ARG = str(TOY_DIR)  # as the command line receives it
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -48,12 +47,12 @@ def test_order_with_cycle_and_block_lengths(capsys: pytest.CaptureFixture[str]) 
 
 
 def test_order_start_and_tfds_ids_on_a_tfds_directory(capsys: pytest.CaptureFixture[str]) -> None:
-    cases = json.loads((DATA / "tfds" / "readplan_toy_orders.json").read_text())["cases"]
+    cases = TOY["cases"]
     case = next(c for c in cases if c["read_config"] == {"shuffle_seed": 32})
     status, out, _ = run(
         capsys,
         "order",
-        TOY_DIR,
+        TOY_ARG,
         "train",
         "--shuffle-files",
         "--seed",
@@ -96,7 +95,7 @@ def test_order_json_lines(capsys: pytest.CaptureFixture[str]) -> None:
 def test_order_without_count_runs_to_the_end_of_the_epoch(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    status, out, _ = run(capsys, "order", TOY_DIR, "test", "--start", "10")
+    status, out, _ = run(capsys, "order", TOY_ARG, "test", "--start", "10")
     assert status == 0
     assert len(out.split()) == 3
 
@@ -123,7 +122,7 @@ def test_order_errors_exit_2_with_a_message(
 
 
 CHECKPOINT_ARGS = (
-    "checkpoint", TOY_DIR, "train", "--shuffle-files", "--seed", "7", "--cycle-length", "2",
+    "checkpoint", TOY_ARG, "train", "--shuffle-files", "--seed", "7", "--cycle-length", "2",
     "--block-length", "3", "--epoch", "1", "--position", "17",
 )  # fmt: skip
 
@@ -137,7 +136,7 @@ def test_checkpoint_saves_a_loadable_checkpoint(
     config = ReadConfig(
         shuffle_files=True, shuffle_seed=7, interleave_cycle_length=2, interleave_block_length=3
     )
-    plan = ReadPlan(DatasetInfo.load(TOY_DIR), "train", config)
+    plan = ReadPlan(TOY_INFO, "train", config)
     checkpoint = Checkpoint.load(path)
     assert checkpoint == plan.checkpoint(1, 17)
     status, out, _ = run(capsys, *CHECKPOINT_ARGS)

@@ -12,9 +12,7 @@ from readplan.cli import main
 from readplan.cli.planning import load_dataset
 from readplan.errors import DatasetInfoError
 from readplan.metadata.dataset_info import DatasetInfo
-from tests.conftest import DATA
-
-TOY_DIR = DATA / "tfds" / "readplan_toy" / "1.0.0"
+from tests.tfds_toy import TOY_DIR, TOY_INFO
 
 
 def test_plan_table_for_the_published_imagenet_example(capsys: pytest.CaptureFixture[str]) -> None:
@@ -80,7 +78,7 @@ def test_plan_errors_exit_2(
 
 
 def test_load_dataset_directory_catalog_and_errors(tmp_path: Path) -> None:
-    assert load_dataset(str(TOY_DIR)) == DatasetInfo.load(TOY_DIR)
+    assert load_dataset(str(TOY_DIR)) == TOY_INFO
     assert load_dataset("imagenet2012") == DatasetInfo.from_catalog("imagenet2012")
     with pytest.raises(DatasetInfoError, match="does not exist"):
         load_dataset(str(tmp_path))

@@ -11,9 +11,9 @@ import pytest
 import readplan
 from readplan import DatasetInfo, Reader, ReadPlan
 from readplan.cli import main, planning
-from tests.conftest import DATA
+from tests.tfds_toy import TOY_DIR, TOY_INFO
 
-TOY_DIR = str(DATA / "tfds" / "readplan_toy" / "1.0.0")
+TOY_ARG = str(TOY_DIR)  # as the command line receives it
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -40,7 +40,7 @@ def test_ctrl_c_exits_quietly_with_130(
         raise KeyboardInterrupt
 
     monkeypatch.setattr(planning, "run_order", interrupted)
-    status, out, err = run(capsys, "order", TOY_DIR, "train")
+    status, out, err = run(capsys, "order", TOY_ARG, "train")
     assert status == 130
     assert "Traceback" not in err
     assert out == ""
@@ -58,44 +58,44 @@ def test_plan_help_shows_percent_signs_once(capsys: pytest.CaptureFixture[str]) 
 def test_out_of_range_starts_report_one_valid_range(
     capsys: pytest.CaptureFixture[str], start: str
 ) -> None:
-    status, _, err = run(capsys, "order", TOY_DIR, "train", "--start", start)
+    status, _, err = run(capsys, "order", TOY_ARG, "train", "--start", start)
     assert status == 2
     assert f"--start {start} is out of range" in err
     assert "0..49" in err
-    status, _, err = run(capsys, "checkpoint", TOY_DIR, "train", "--position", start)
+    status, _, err = run(capsys, "checkpoint", TOY_ARG, "train", "--position", start)
     assert status == 2
     assert "0..49" in err
 
 
 def test_order_takes_json_like_plan_and_inspect(capsys: pytest.CaptureFixture[str]) -> None:
-    _, flag, _ = run(capsys, "order", TOY_DIR, "train", "--count", "3", "--json")
-    _, fmt, _ = run(capsys, "order", TOY_DIR, "train", "--count", "3", "--format", "json")
+    _, flag, _ = run(capsys, "order", TOY_ARG, "train", "--count", "3", "--json")
+    _, fmt, _ = run(capsys, "order", TOY_ARG, "train", "--count", "3", "--format", "json")
     assert flag == fmt
     assert [json.loads(line)["position"] for line in flag.splitlines()] == [0, 1, 2]
 
 
 def test_checkpoint_takes_json_for_its_instructions(capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["checkpoint", TOY_DIR, "train", "--position", "20", "--instructions", "remaining"]
+    argv = ["checkpoint", TOY_ARG, "train", "--position", "20", "--instructions", "remaining"]
     status, out, _ = run(capsys, *argv, "--json")
     assert status == 0
     listed = json.loads(out)["instructions"]
-    plan = ReadPlan(DatasetInfo.load(TOY_DIR), "train")
+    plan = ReadPlan(TOY_INFO, "train")
     expected = plan.checkpoint(0, 20).expanded().remaining_instructions()
     assert [(i["filename"], i["skip"], i["take"]) for i in listed] == [
         (fi.filename, fi.skip, fi.take) for fi in expected
     ]
-    status, out, _ = run(capsys, "checkpoint", TOY_DIR, "train", "--position", "20", "--json")
+    status, out, _ = run(capsys, "checkpoint", TOY_ARG, "train", "--position", "20", "--json")
     assert json.loads(out)["position"] == 20
 
 
 def test_a_seed_without_shuffled_files_warns_and_huge_seeds_are_refused(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    status, _, err = run(capsys, "order", TOY_DIR, "train", "--seed", "3", "--count", "1")
+    status, _, err = run(capsys, "order", TOY_ARG, "train", "--seed", "3", "--count", "1")
     assert status == 0
     assert "warning: --seed 3 has no effect without --shuffle-files" in err
     with pytest.raises(SystemExit) as exited:
-        main(["order", TOY_DIR, "train", "--shuffle-files", "--seed", str(2**63)])
+        main(["order", TOY_ARG, "train", "--shuffle-files", "--seed", str(2**63)])
     assert exited.value.code == 2
     assert "does not fit in int64" in capsys.readouterr().err
 
@@ -103,22 +103,22 @@ def test_a_seed_without_shuffled_files_warns_and_huge_seeds_are_refused(
 def test_order_from_a_saved_state_continues_where_it_stands(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    plan = ReadPlan(DatasetInfo.load(TOY_DIR), "train")
+    plan = ReadPlan(TOY_INFO, "train")
     reader = Reader(plan)
     for _ in zip(range(7), reader):
         pass
     saved = tmp_path / "state.json"
     reader.save(saved)
-    status, out, err = run(capsys, "order", TOY_DIR, "train", "--from", str(saved), "--count", "3")
+    status, out, err = run(capsys, "order", TOY_ARG, "train", "--from", str(saved), "--count", "3")
     assert status == 0
     expected = plan.epoch(0).global_ids()[7:10].tolist()
     assert [int(x) for x in out.split()] == expected
     assert f"{saved}: epoch 0, next position 7 of 49" in err
-    _, out, _ = run(capsys, "order", TOY_DIR, "train", "--from", str(saved), "--json")
+    _, out, _ = run(capsys, "order", TOY_ARG, "train", "--from", str(saved), "--json")
     assert json.loads(out.splitlines()[0])["position"] == 7
-    other = ReadPlan(DatasetInfo.load(TOY_DIR), "train[:10]")
+    other = ReadPlan(TOY_INFO, "train[:10]")
     assert other.num_examples != plan.num_examples
-    status, _, err = run(capsys, "order", TOY_DIR, "train[:10]", "--from", str(saved))
+    status, _, err = run(capsys, "order", TOY_ARG, "train[:10]", "--from", str(saved))
     assert status == 2
     assert "error" in err
 

@@ -25,10 +25,9 @@ from readplan import (
 )
 from readplan.errors import ConfigError, DatasetInfoError, ReadplanError
 from readplan.testing import plans
-from tests.conftest import DATA
 from tests.reference_models import reference_interleave
+from tests.tfds_toy import TOY_DIR, TOY_INFO
 
-TOY_DIR = DATA / "tfds" / "readplan_toy" / "1.0.0"
 INT64_MAX = (1 << 63) - 1
 
 not_bools = st.one_of(
@@ -119,7 +118,7 @@ def test_cycle_length_none_is_refused_with_autotune_explained() -> None:
 
 
 def test_an_unset_cycle_length_is_tfds_default(tmp_path: Path) -> None:
-    info = DatasetInfo.load(TOY_DIR)
+    info = TOY_INFO
     assert ReadPlan(info, "train").cycle_length == len(info.split("train").shard_lengths)
     assert ReadPlan(info, "train", ReadConfig()).config == ReadConfig()
     wide = DatasetInfo("wide", {"train": [1] * 40})
@@ -170,7 +169,7 @@ def test_shard_lengths_beyond_int64_are_a_dataset_info_error(tmp_path: Path, len
 
 
 def test_epochs_and_positions_beyond_int64_are_config_errors() -> None:
-    plan = ReadPlan(DatasetInfo.load(TOY_DIR), "train")
+    plan = ReadPlan(TOY_INFO, "train")
     for call in (
         lambda: plan.checkpoint(1 << 63, 0),
         lambda: plan.checkpoint(0, 1 << 64),

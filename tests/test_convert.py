@@ -21,12 +21,10 @@ from readplan.cli import main
 from readplan.convert import convert
 from readplan.errors import ConfigError, CorruptTblError, DatasetInfoError
 from readplan.state.checkpoint import Checkpoint
-from tests.conftest import DATA
+from tests.tfds_toy import TOY, TOY_DIR, TOY_INFO
 
 pytest.importorskip("fastcrc")
 
-TOY = json.loads((DATA / "tfds" / "readplan_toy_orders.json").read_text())
-TOY_DIR = DATA / "tfds" / "readplan_toy" / "1.0.0"
 CASES = TOY["cases"]
 
 
@@ -54,7 +52,7 @@ def read_ids(plan: ReadPlan, epochs: int) -> list[list[Any]]:
 
 def test_layout_and_dataset_info(converted: Path) -> None:
     info = DatasetInfo.load(converted, verify_files=True)
-    original = DatasetInfo.load(TOY_DIR)
+    original = TOY_INFO
     assert info.file_format == "tbl"
     assert {s: i.shard_lengths for s, i in info.splits.items()} == {
         s: i.shard_lengths for s, i in original.splits.items()

@@ -14,10 +14,7 @@ from hypothesis import strategies as st
 
 from readplan.errors import DatasetInfoError
 from readplan.metadata.dataset_info import DatasetInfo, SplitInfo, catalog_names, shard_lengths
-from tests.conftest import DATA
-
-TOY_DIR = DATA / "tfds" / "readplan_toy" / "1.0.0"
-
+from tests.tfds_toy import TOY_DIR
 
 # ---------------------------------------------------------------------------------------------
 # shard_lengths: the writer's boundary formula

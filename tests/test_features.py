@@ -39,8 +39,8 @@ from readplan.metadata.features import (
     load_features,
 )
 from tests.conftest import DATA
+from tests.tfds_toy import TOY_INFO
 
-TOY = DATA / "tfds" / "readplan_toy" / "1.0.0"
 FEATURES_DIR = DATA / "tfds_features" / "readplan_features" / "1.0.0"
 PACKAGE = "tensorflow_datasets.core.features."
 
@@ -78,7 +78,7 @@ def test_dataset_info_features_come_from_features_json() -> None:
     info = DatasetInfo.load(FEATURES_DIR)
     assert isinstance(info.features, FeaturesDict)
     assert info.features == load_features(FEATURES_DIR)
-    toy = DatasetInfo.load(TOY)
+    toy = TOY_INFO
     assert toy.features == FeaturesDict({"id": Scalar(dtype="int64"), "payload": Text()})
 
 

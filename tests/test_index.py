@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import struct
@@ -28,11 +27,9 @@ from readplan.index import (
 )
 from readplan.records import index as records_index
 from readplan.tfrecord import RecordFile
-from tests.conftest import DATA
+from tests.tfrecord_fixtures import FILES, FIXTURES
 
-FIXTURES = DATA / "tfrecord"
-MANIFEST = json.loads((FIXTURES / "manifest.json").read_text(encoding="utf-8"))
-SIZES = MANIFEST["files"]["examples.tfrecord"]["record_sizes"]
+SIZES = FILES["examples.tfrecord"]["record_sizes"]
 # Record offsets of examples.tfrecord, from the sizes TensorFlow reported.
 OFFSETS = [sum(size + 16 for size in SIZES[:i]) for i in range(len(SIZES))]
 
@@ -76,7 +73,7 @@ def test_compressed_sidecars_hold_stream_offsets(tmp_path: Path, name: str, code
     shutil.copy(FIXTURES / name, path)
     build_index(path, compression="auto")
     fields = header_fields(path)
-    records = MANIFEST["files"][name]["record_sizes"]
+    records = FILES[name]["record_sizes"]
     assert fields[2] == code
     assert fields[3] == len(records)
     assert fields[5] == sum(size + 16 for size in records)

@@ -20,10 +20,9 @@ from readplan.planning.instructions import file_instructions
 from readplan.testing import assert_epoch_is_permutation, plans, read_configs
 from tests.conftest import DATA
 from tests.reference_models import reference_interleave
+from tests.tfds_toy import TOY, TOY_INFO
 
 ORDERS = json.loads((DATA / "vectors" / "orders.json").read_text())
-TOY = json.loads((DATA / "tfds" / "readplan_toy_orders.json").read_text())
-TOY_DIR = DATA / "tfds" / "readplan_toy" / "1.0.0"
 
 
 def _config(rc: dict[str, Any], shuffle_files: bool | None = None) -> ReadConfig:
@@ -69,7 +68,7 @@ TOY_CASES = [(case, epoch) for case in TOY["cases"] for epoch in range(len(case[
     ids=[f"{c['spec']}-{c['read_config']}-e{e}" for c, e in TOY_CASES],
 )
 def test_tfds_fixture_orders(case: dict[str, Any], epoch: int) -> None:
-    info = DatasetInfo.load(TOY_DIR)
+    info = TOY_INFO
     plan = ReadPlan(info, case["spec"], _config(case["read_config"], case["shuffle_files"]))
     assert _triples(plan, epoch) == [e[:3] for e in case["epochs"][epoch]]
 
@@ -339,13 +338,13 @@ def test_out_of_range_queries() -> None:
     ],
 )
 def test_negative_takes_fail_like_tfds_reading_them(spec: str, message: str) -> None:
-    info = DatasetInfo.load(TOY_DIR)
+    info = TOY_INFO
     with pytest.raises(ValueError, match=re.escape(message)):
         ReadPlan(info, spec)
 
 
 def test_take_minus_one_reads_to_the_end_of_the_shard() -> None:
-    plan = ReadPlan(DatasetInfo.load(TOY_DIR), "train[44:43]")
+    plan = ReadPlan(TOY_INFO, "train[44:43]")
     assert plan.epoch(0).tfds_ids() == [
         f"readplan_toy-train.tfrecord-00006-of-00008__{k}" for k in (7, 8, 9)
     ]
@@ -353,7 +352,7 @@ def test_take_minus_one_reads_to_the_end_of_the_shard() -> None:
 
 def test_input_context_skips_the_cardinality_check_as_tfds_does() -> None:
     plan = ReadPlan(
-        DatasetInfo.load(TOY_DIR),
+        TOY_INFO,
         "train[45:40]+test",
         ReadConfig(input_context=InputContext(0, 1)),
     )
@@ -376,7 +375,7 @@ def test_example_shuffle_matches_tfdata(case: dict[str, Any]) -> None:
         example_shuffle=ExampleShuffle(case["buffer"], case["seed"]),
         **case["rc"],
     )
-    plan = ReadPlan(DatasetInfo.load(TOY_DIR), case["spec"], config)
+    plan = ReadPlan(TOY_INFO, case["spec"], config)
     for epoch, expected in enumerate(case["epochs"]):
         assert plan.epoch(epoch).tfds_ids() == expected
 
@@ -408,14 +407,14 @@ def test_read_config_orders_match_tfds(case: dict[str, Any]) -> None:
         global_seed=case["global_seed"],
         **case["read_config"],
     )
-    plan = ReadPlan(DatasetInfo.load(TOY_DIR), case["spec"], config)
+    plan = ReadPlan(TOY_INFO, case["spec"], config)
     for epoch, expected in enumerate(case["epochs"]):
         assert plan.epoch(epoch).tfds_ids() == expected
 
 
 @given(st.sampled_from(["train", "train+test", "train[3:-4]", "test[1:]"]), st.integers(1, 4))
 def test_input_pipelines_together_read_the_split_once(spec: str, count: int) -> None:
-    info = DatasetInfo.load(TOY_DIR)
+    info = TOY_INFO
     files = file_instructions(info, spec)
     if len(files) < count:
         return

@@ -26,13 +26,11 @@ from readplan.metadata.dataset_info import DatasetInfo
 from readplan.plan import ReadConfig, ReadPlan
 from readplan.reading.reader import Reader
 from readplan.state.checkpoint import Checkpoint
-from tests.conftest import DATA
+from tests.tfds_toy import TOY, TOY_DIR, TOY_INFO
 
 pytest.importorskip("fsspec")
 from tests.remote_stores import put, wrapped_copy
 
-TOY = json.loads((DATA / "tfds" / "readplan_toy_orders.json").read_text())
-TOY_DIR = DATA / "tfds" / "readplan_toy" / "1.0.0"
 SHUFFLED = [case for case in TOY["cases"] if case["shuffle_files"]]
 CASE_IDS = [
     f"{c['spec']}-" + "-".join(f"{k}={v}" for k, v in sorted(c["read_config"].items()))
@@ -75,7 +73,7 @@ def toy(request: pytest.FixtureRequest, toy_urls: dict[str, tuple[str, Any]]) ->
 def test_dataset_info_loads_from_a_bucket(toy: tuple[str, Any]) -> None:
     url, store = toy
     remote = DatasetInfo.load(url, storage_options=store.storage_options, verify_files=True)
-    local = DatasetInfo.load(TOY_DIR)
+    local = TOY_INFO
     assert remote.data_dir == url
     assert remote.splits == local.splits
     assert remote.name == local.name
@@ -93,7 +91,7 @@ def test_reader_over_a_bucket_delivers_tfds_order(
     info = DatasetInfo.load(url, storage_options=options)
     epochs = len(case["epochs"])
     remote = _ids(Reader(_plan(info, case), epochs=epochs, decode=True, storage_options=options))
-    local = _ids(Reader(_plan(DatasetInfo.load(TOY_DIR), case), epochs=epochs, decode=True))
+    local = _ids(Reader(_plan(TOY_INFO, case), epochs=epochs, decode=True))
     assert remote == _expected_ids(case)
     assert remote == local
 

@@ -38,13 +38,10 @@ from readplan.metadata.dataset_info import DatasetInfo
 from readplan.reading.data_source import data_source
 from readplan.reading.ranks import STATE_KEY
 from readplan.torch import OrderSampler, ReadplanIterableDataset, consumer, merge_loader_states
-from tests.conftest import DATA
+from tests.tfds_toy import TOY, TOY_DIR, TOY_INFO
 
-TOY_DIR = DATA / "tfds" / "readplan_toy" / "1.0.0"
-TOY_INFO = DatasetInfo.load(TOY_DIR)
-TOY = json.loads((DATA / "tfds" / "readplan_toy_orders.json").read_text())
 PLAN = ReadPlan(
-    DatasetInfo.load(TOY_DIR),
+    TOY_INFO,
     "train",
     ReadConfig(
         interleave_cycle_length=2, interleave_block_length=3, shuffle_files=True, shuffle_seed=7

@@ -21,7 +21,9 @@ from readplan.metadata.features import (
     Tensor,
     Text,
 )
+from readplan.plan import ReadConfig
 from readplan.planning.splits import ReadInstruction
+from readplan.testing import read_configs
 from tests import example_wire as wire
 from tests.example_values import FLOAT_BITS_PINS, INT64_MAX, INT64_MIN
 from tests.tbl_samples import FORMAT_NAMES, Spec
@@ -84,6 +86,23 @@ def layouts_and_specs(draw: st.DrawFn) -> tuple[dict[str, list[int]], list[tuple
         a = draw(st.integers(0, n))
         parts.append((name, a, draw(st.integers(a, n))))
     return lengths, parts
+
+
+# ---------------------------------------------------------------------------------------------
+# Read configurations (plan.py, state/checkpoint.py)
+
+# The interleave and the file shuffle alone (no example shuffle, no global seed): what a
+# stepped interleave model, and tf.data reading a checkpoint's instructions, reproduce.
+plain_configs = read_configs().map(
+    lambda c: ReadConfig(
+        interleave_cycle_length=c.interleave_cycle_length,
+        interleave_block_length=c.interleave_block_length,
+        shuffle_files=c.shuffle_files,
+        shuffle_seed=c.shuffle_seed,
+        shuffle_reshuffle_each_iteration=c.shuffle_reshuffle_each_iteration,
+        input_context=c.input_context,
+    )
+)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -106,6 +106,13 @@ plain_configs = read_configs().map(
 
 
 # ---------------------------------------------------------------------------------------------
+# Shuffles (planning/philox.py, seeds.py, shuffle.py)
+
+uint32 = st.integers(0, 2**32 - 1)
+iterator_pairs = st.tuples(uint32, uint32)  # the seed pair of one iterator (one epoch)
+
+
+# ---------------------------------------------------------------------------------------------
 # Example values (example.py): edge values pinned, then any
 
 _KINDS = ("int64", "float32", "bytes")

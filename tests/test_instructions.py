@@ -1,4 +1,8 @@
-"""File instructions, even splits and strict mode, against TFDS 4.9.10's golden vectors."""
+"""File instructions against TFDS 4.9.10's golden vectors and the reference notes: resolution
+arithmetic, pct1_dropremainder, the FileInstruction value and its column form.
+
+``specs/splits.md`` §4 (resolution), §5 (file instructions), §6 and §7 (compatibility mode).
+"""
 
 from __future__ import annotations
 
@@ -11,44 +15,22 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from readplan.errors import EmptySplitError, SplitError
+from readplan.errors import SplitError
 from readplan.metadata.dataset_info import DatasetInfo
 from readplan.planning.instructions import (
     FileInstruction,
     InstructionTable,
-    even_splits,
     file_instructions,
     instruction_table,
-    split_for_process,
 )
 from readplan.planning.splits import ReadInstruction
 from tests.conftest import DATA
+from tests.instruction_records import NOTES, records, rows
 from tests.strategies import dataset_infos, percent_bounds
+from tests.tfds_toy import TOY_DIR, TOY_INFO
 
 VECTORS = json.loads((DATA / "vectors" / "splits.json").read_text())
-TOY_DIR = DATA / "tfds" / "readplan_toy" / "1.0.0"
 ERROR_TYPES = {"ValueError": ValueError, "NotImplementedError": NotImplementedError}
-
-# The layout of the reference notes: shard 1 of train is empty.
-NOTES = DatasetInfo("ds", {"train": [10, 0, 25, 15, 50], "test": [7, 3], "validation": [1]})
-
-
-def rows(instructions: list[FileInstruction]) -> list[list[Any]]:
-    return [
-        [os.path.basename(fi.filename), fi.skip, fi.take, fi.examples_in_shard]
-        for fi in instructions
-    ]
-
-
-def records(info: DatasetInfo, instructions: list[FileInstruction]) -> list[tuple[str, int]]:
-    """(split, global index) of every record read, in order (a negative take reads the rest)."""
-    out = []
-    for fi in instructions:
-        assert fi.split is not None
-        assert fi.shard_index is not None
-        start = sum(info.splits[fi.split].shard_lengths[: fi.shard_index])
-        out += [(fi.split, start + fi.skip + i) for i in range(fi.num_records)]
-    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -90,30 +72,16 @@ TOY_EXPECT = {
     + [[f"readplan_toy-test.tfrecord-0000{k}-of-00003", 0, n, n] for k, n in enumerate([4, 6, 3])],
 }
 TOY_EXPECT["train[:0shard]"] = TOY_EXPECT["all"][:8]
-TOY_EVEN = [  # tfds.even_splits('train', 3) on the fixture: (shard, skip, take)
-    [(0, 0, 7), (1, 0, 1), (2, 0, 9)],
-    [(2, 9, 3), (3, 0, 5), (4, 0, 8)],
-    [(4, 8, 1), (5, 0, 3), (6, 0, 10), (7, 0, 2)],
-]
 
 
 @pytest.mark.parametrize("spec", sorted(TOY_EXPECT))
 def test_fixture_directory(spec: str) -> None:
-    info = DatasetInfo.load(TOY_DIR)
+    info = TOY_INFO
     instructions = file_instructions(info, spec)
     assert rows(instructions) == TOY_EXPECT[spec]
     for fi in instructions:
         assert os.path.dirname(fi.filename) == os.fspath(TOY_DIR)
         assert os.path.isfile(fi.filename)
-
-
-def test_fixture_even_splits() -> None:
-    info = DatasetInfo.load(TOY_DIR)
-    got = [
-        [(fi.shard_index, fi.skip, fi.take) for fi in file_instructions(info, sub)]
-        for sub in even_splits("train", 3, info=info)
-    ]
-    assert got == TOY_EVEN
 
 
 def test_imagenet_44_45_percent() -> None:
@@ -352,111 +320,6 @@ def test_file_instruction_negative_shard_index() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Strict mode
-
-
-@pytest.mark.parametrize(
-    ("spec", "fragment"),
-    [
-        ("train[:50]+train[:25]", "overlaps"),
-        ("train+train", "overlaps"),
-        ("test+all", "overlaps"),
-        ("train[10:5]", "inverted"),
-        ("train[-5:-10]", "inverted"),
-        ("train[:0shard]", "0shard"),
-        ("train[:-0shard]", "0shard"),
-        ("train[2shard:0shard]", "0shard"),
-        ("train[:-6shard]", "outside [-5, 5]"),
-        ("train[7shard:]", "outside [-5, 5]"),
-        ("train[-6shard]", "outside [-5, 5]"),
-        ("train[5shard]", "outside [-5, 5]"),
-    ],
-)
-def test_strict_rejects_quirks(spec: str, fragment: str) -> None:
-    file_instructions(NOTES, spec)  # compatibility mode accepts them
-    with pytest.raises(SplitError) as info:
-        file_instructions(NOTES, spec, strict=True)
-    assert fragment in str(info.value)
-    assert info.value.spec == spec
-
-
-@pytest.mark.parametrize("spec", ["train[5:5]", "train[1shard]", "test+train[:0]"])
-def test_strict_rejects_empty_parts(spec: str) -> None:
-    file_instructions(NOTES, spec)  # compatibility mode accepts them
-    with pytest.raises(EmptySplitError, match="selects no records"):
-        file_instructions(NOTES, spec, strict=True)
-
-
-def test_empty_result_is_an_empty_list_in_compat_mode() -> None:
-    assert file_instructions(NOTES, "train[5:5]") == []
-
-
-@pytest.mark.parametrize(
-    "spec", ["train", "train[-1shard]", "train[:50%]+train[50%:]", "all", "test+train[:-1shard]"]
-)
-def test_strict_accepts_clean_specs(spec: str) -> None:
-    assert file_instructions(NOTES, spec, strict=True) == file_instructions(NOTES, spec)
-
-
-# ---------------------------------------------------------------------------------------------
-# even_splits / split_for_process
-
-
-def test_even_splits_examples() -> None:
-    eleven = DatasetInfo("ds", {"train": [4, 4, 3], "test": [6]})
-    assert even_splits("train", 3, info=eleven) == ["train[0:4]", "train[4:8]", "train[8:11]"]
-    assert even_splits("train", 3, info=eleven, drop_remainder=True) == [
-        "train[0:3]",
-        "train[3:6]",
-        "train[6:9]",
-    ]
-    assert rows(
-        file_instructions(eleven, even_splits("train", 3, info=eleven, drop_remainder=True)[1])
-    ) == [
-        ["ds-train.tfrecord-00000-of-00003", 3, 1, 4],
-        ["ds-train.tfrecord-00001-of-00003", 0, 2, 4],
-    ]
-    assert split_for_process("train", 1, 4, info=eleven) == "train[3:6]"
-    assert even_splits("train[2:]+test", 2, info=eleven) == [
-        "train[2:7]+test[0:3]",
-        "train[7:11]+test[3:6]",
-    ]
-    assert even_splits("train", 20, info=eleven)[15] == "train[11:11]"
-    assert file_instructions(eleven, even_splits("train", 20, info=eleven)[15]) == []
-    composed = even_splits("test", 2, info=eleven)[0] + "+train[:5]"
-    assert rows(file_instructions(eleven, composed)) == [
-        ["ds-test.tfrecord-00000-of-00001", 0, 3, 6],
-        ["ds-train.tfrecord-00000-of-00003", 0, 4, 4],
-        ["ds-train.tfrecord-00001-of-00003", 0, 1, 4],
-    ]
-
-
-def test_even_splits_of_an_inverted_range() -> None:
-    with pytest.raises(SplitError) as info:
-        even_splits("train[5:2]", 2, info=DatasetInfo("ds", {"train": [11]}))
-    assert info.value.tfds_message == "start=5, end=2"
-
-
-@pytest.mark.parametrize(
-    ("call", "fragment"),
-    [
-        (lambda info: even_splits("train", 0, info=info), "positive int"),
-        (lambda info: split_for_process("train", 4, 4, info=info), "[0, 4)"),
-        (lambda info: split_for_process("train", -1, 4, info=info), "[0, 4)"),
-        (lambda info: even_splits("train", 12, info=info, strict=True), "some would be empty"),
-        (lambda info: even_splits("train+train[:5]", 2, info=info, strict=True), "overlaps"),
-        (
-            lambda info: even_splits("train", 3, info=info, strict=True, drop_remainder=True),
-            "2 of its 11",
-        ),
-    ],
-)
-def test_even_splits_rejects(call: Any, fragment: str) -> None:
-    with pytest.raises(SplitError, match=fragment.replace("[", r"\[").replace(")", r"\)")):
-        call(DatasetInfo("ds", {"train": [11]}))
-
-
-# ---------------------------------------------------------------------------------------------
 # Properties
 
 
@@ -473,35 +336,6 @@ def test_absolute_slices_cover_exactly_their_records(info: DatasetInfo, x: int, 
     assert all(fi.examples_in_shard > 0 and fi.num_records > 0 for fi in got)
     shards = [fi.shard_index or 0 for fi in got]
     assert shards == sorted(set(shards))  # each shard once, in shard order
-
-
-@given(dataset_infos(min_splits=1), st.integers(1, 9), st.booleans())
-def test_even_splits_partition_each_split(info: DatasetInfo, count: int, drop: bool) -> None:
-    for name, split in info.splits.items():
-        subs = even_splits(name, count, info=info, drop_remainder=drop)
-        assert len(subs) == count
-        pieces = [records(info, file_instructions(info, sub)) for sub in subs]
-        sizes = [len(piece) for piece in pieces]
-        n = split.num_examples
-        kept = n - n % count if drop else n
-        assert [r for piece in pieces for r in piece] == [(name, i) for i in range(kept)]
-        assert max(sizes) - min(sizes) <= (0 if drop else 1)
-        assert sizes == sorted(sizes, reverse=True)
-
-
-@given(dataset_infos(), st.integers(1, 9), st.booleans())
-def test_strict_even_splits_are_strict_clean(info: DatasetInfo, count: int, drop: bool) -> None:
-    spec = "+".join(info.splits)
-    sizes = [split.num_examples for split in info.splits.values()]
-    clean = all(size >= count and not (drop and size % count) for size in sizes)
-    if not clean:
-        with pytest.raises(SplitError):
-            even_splits(spec, count, info=info, drop_remainder=drop, strict=True)
-        return
-    subs = even_splits(spec, count, info=info, drop_remainder=drop, strict=True)
-    assert subs == even_splits(spec, count, info=info, drop_remainder=drop)
-    for sub in subs:
-        assert file_instructions(info, sub, strict=True) == file_instructions(info, sub)
 
 
 @given(st.integers(0, 5000), percent_bounds())
@@ -529,53 +363,6 @@ def test_single_shard_form_selects_that_shard(info: DatasetInfo, data: Any) -> N
     )
     negative = file_instructions(info, f"{name}[{k - split.num_shards}shard]")
     assert negative == got
-
-
-@given(dataset_infos(), st.data())
-def test_strict_mode_accepts_disjoint_non_empty_parts(info: DatasetInfo, data: Any) -> None:
-    parts = []
-    for name, split in info.splits.items():
-        cuts = sorted(data.draw(st.sets(st.integers(0, split.num_examples), max_size=6)))
-        parts += [f"{name}[{a}:{b}]" for a, b in zip(cuts[::2], cuts[1::2]) if a < b]
-    if not parts:
-        return
-    spec = "+".join(data.draw(st.permutations(parts)))
-    assert file_instructions(info, spec, strict=True) == file_instructions(info, spec)
-
-
-# -- even splits without the dataset (resolved lazily, as TFDS does) ----------------------
-
-
-def test_lazy_even_splits_resolve_like_eager_ones() -> None:
-    info = DatasetInfo(name="d", splits={"train": [4, 4, 3], "test": [6]})
-    lazy = even_splits("train[2:]+test", 2)
-    eager = even_splits("train[2:]+test", 2, info=info)
-    assert [piece.resolve(info) for piece in lazy] == eager
-    for piece, concrete in zip(lazy, eager):
-        assert file_instructions(info, piece) == file_instructions(info, concrete)
-    assert str(lazy[1]) == (
-        "_EvenSplit(split='train[2:]+test', index=1, count=2, drop_remainder=False)"
-    )
-
-
-def test_lazy_even_splits_compose_with_plus() -> None:
-    info = DatasetInfo(name="d", splits={"train": [4, 4, 3], "test": [6]})
-    combined = even_splits("test", 2)[0] + "train[:5]"
-    assert file_instructions(info, combined) == file_instructions(info, "test[0:3]+train[:5]")
-    reversed_ = "train[:5]" + even_splits("test", 2)[1]
-    assert file_instructions(info, reversed_) == file_instructions(info, "train[:5]+test[3:6]")
-
-
-def test_split_for_process_without_info() -> None:
-    info = DatasetInfo(name="d", splits={"train": [11]})
-    piece = split_for_process("train", 1, 4)
-    assert file_instructions(info, piece) == file_instructions(info, "train[3:6]")
-
-
-def test_instructions_and_specs_compose_with_lazy_splits() -> None:
-    info = DatasetInfo(name="d", splits={"train": [4, 4, 3], "test": [6]})
-    combined = ReadInstruction("test") + even_splits("train", 2)[0]
-    assert file_instructions(info, combined) == file_instructions(info, "test+train[0:6]")
 
 
 # -- the column form used by plans ---------------------------------------------------------

@@ -1,9 +1,10 @@
 """readplan: TFDS/tf.data read order, exact and resumable, without TensorFlow.
 
 The names below are the supported API; modules whose names start with an underscore are
-private.  The package is layered and data flows one way (README, "Development"):
-records and metadata -> planning (split instructions, file order, interleave) -> state
-(checkpoints) -> plan -> reading (Reader, ranks) -> cli and integrations.
+private.  The package is layered and data flows one way (specs/architecture.md §1):
+storage (local paths and URLs) -> records and metadata -> planning (split instructions,
+file order, interleave) -> state (checkpoints) -> plan -> reading (Reader, ranks) -> cli
+and integrations.
 
 Generic verbs stay on their modules: ``readplan.tfrecord.read/write/count``,
 ``readplan.example.decode/encode/parse``; ``readplan.testing`` holds property-test helpers

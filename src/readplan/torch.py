@@ -253,7 +253,7 @@ def merge_loader_states(states: Iterable[Any]) -> dict[str, Any]:
 
     ``states`` holds, per rank, a ``StatefulDataLoader.state_dict()`` (or the dataset's own
     ``state_dict()``); the readplan reader states nested in them, one per consumer, are
-    merged by :func:`readplan.reader.merge_states`.  Load the result with
+    merged by :func:`readplan.merge_states`.  Load the result with
     ``dataset.load_state_dict(merged)`` before building the new loaders.
     """
     found: list[Mapping[str, Any]] = []

@@ -4,7 +4,7 @@
 the read order of an epoch (``specs/order.md``) and ``checkpoint`` the read state at a
 position (``specs/checkpoint.md``).
 :func:`load_dataset` turns the DATASET argument shared by the planning subcommands into a
-:class:`~readplan.dataset_info.DatasetInfo`.
+:class:`~readplan.metadata.dataset_info.DatasetInfo`.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Split strings (``train[10%:]+test``): the grammar and the relative instructions it yields.
 
 ``specs/splits.md`` is normative.  Parsing needs no dataset: names, percentages and shard
-indices are resolved against a :class:`~readplan.dataset_info.DatasetInfo` later, by
-:mod:`readplan.instructions`.  Every string TFDS 4.9.10 accepts is accepted here with the
-same meaning, and every string it rejects is rejected with its exact message
-(``err.tfds_message``) followed by an explanation.
+indices are resolved against a :class:`~readplan.metadata.dataset_info.DatasetInfo`
+later, by :mod:`readplan.planning.instructions`.  Every string TFDS 4.9.10 accepts is
+accepted here with the same meaning, and every string it rejects is rejected with its
+exact message (``err.tfds_message``) followed by an explanation.
 """
 
 from __future__ import annotations

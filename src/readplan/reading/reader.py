@@ -96,7 +96,7 @@ class Reader(Closing):
         decoders: with ``decode="tfds"``, TFDS's per-feature decoders, e.g.
             ``{"image": readplan.SkipDecoding()}`` for the encoded bytes.
         start: where to continue from: a state (from :meth:`state_dict`), a
-            :class:`~readplan.checkpoint.Checkpoint`, or the path of a file written by
+            :class:`~readplan.Checkpoint`, or the path of a file written by
             :meth:`save` (the next record is found by seeking).
         rank, world_size: elastic mode; this reader delivers the positions ``p`` of each
             epoch's global order with ``p % world_size == rank``.

@@ -1,6 +1,6 @@
 """The TFRecord frame parser behind :mod:`readplan.tfrecord` (normative: specs/tfrecord.md).
 
-Two paths share one :class:`~readplan._stream.ByteStream`:
+Two paths share one :class:`~readplan.records._stream.ByteStream`:
 
 * the fast path walks the frames that lie complete in the buffer with a tight loop over the
   length fields, then checks the whole batch at once: header CRCs with numpy, data CRCs with

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from readplan.errors import DatasetInfoError
 from readplan.metadata.dataset_info import DatasetInfo, SplitInfo, catalog_names, shard_lengths
+from readplan.metadata.loader import verify_files
 from tests.tfds_toy import TOY_DIR
 
 # ---------------------------------------------------------------------------------------------
@@ -401,6 +402,15 @@ def test_verify_files_names_the_missing_shard(tmp_path: Path) -> None:
     assert info.value.path == missing
     assert info.value.field == "splits[0].shardLengths"
     assert missing in str(info.value)
+    loaded = DatasetInfo.load(tmp_path)
+    with pytest.raises(DatasetInfoError) as again:
+        verify_files(loaded)
+    assert (again.value.path, again.value.field) == (missing, "splits[0].shardLengths")
+    (tmp_path / "ds-train.tfrecord-00001-of-00002").write_bytes(b"")
+    verify_files(loaded)
+    with pytest.raises(DatasetInfoError, match="no data_dir") as bare:
+        verify_files(DatasetInfo("ds", {"train": [2, 3]}))
+    assert bare.value.field == "data_dir"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import types
+
 import pytest
 
 import readplan
@@ -50,3 +52,29 @@ def test_misuse_raises_readplan_errors_that_are_also_the_builtin() -> None:
         readplan.parse_split(b"train")  # type: ignore[arg-type]
     with pytest.raises(readplan.ReadplanTypeError):
         readplan.FileInstruction("f", "0", 1, 2)  # type: ignore[arg-type]
+
+
+def test_all_names_exactly_the_public_globals() -> None:
+    public = {
+        name
+        for name, value in vars(readplan).items()
+        if not name.startswith("_") and not isinstance(value, types.ModuleType)
+    }
+    assert public == set(readplan.__all__) - {"__version__"}
+
+
+@pytest.mark.parametrize(
+    ("names", "namespace", "message"),
+    [
+        (["b", "a"], {"a": 1, "b": 2}, "sorted"),
+        (["a", "a"], {"a": 1}, "sorted"),
+        (["a", "b"], {"a": 1}, "undefined \\['b'\\]"),
+        (["a"], {"a": 1, "b": 2}, "missing from __all__: \\['b'\\]"),
+    ],
+)
+def test_the_facade_check_fails_in_both_directions(
+    names: list[str], namespace: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ImportError, match=message):
+        readplan._check_facade(names, namespace)
+    readplan._check_facade(sorted(namespace), {**namespace, "_private": 0, "sub": types})

@@ -142,14 +142,24 @@ __all__ = [
 ]
 
 
-def _check_facade() -> None:
-    """``__all__`` is sorted and names exactly what this module defines: a name added to
-    one place and not the other fails at import, not in a user's code."""
-    if list(__all__) != sorted(set(__all__)):
+def _check_facade(names: list[str], namespace: dict[str, object]) -> None:
+    """``names`` (``__all__``) is sorted and names exactly the public names ``namespace``
+    (this module's globals) defines, submodules aside: a name added to one place and not the
+    other fails at import, not in a user's code."""
+    from types import ModuleType  # imported here: a module-level name would be public
+
+    if names != sorted(set(names)):
         raise ImportError("readplan.__all__ must be sorted and free of repeats")
-    missing = [name for name in __all__ if name not in globals()]
+    missing = [name for name in names if name not in namespace]
     if missing:
         raise ImportError(f"readplan.__all__ names undefined {missing}")
+    unlisted = sorted(
+        name
+        for name, value in namespace.items()
+        if not name.startswith("_") and not isinstance(value, ModuleType) and name not in names
+    )
+    if unlisted:
+        raise ImportError(f"readplan defines public names missing from __all__: {unlisted}")
 
 
-_check_facade()
+_check_facade(__all__, globals())

@@ -22,14 +22,14 @@ from typing import Literal
 from readplan._internal.atomic import atomic_write
 from readplan.errors import ConfigError, DatasetInfoError
 from readplan.metadata.dataset_info import DatasetInfo
+from readplan.metadata.loader import INFO_FILE, verify_files
 from readplan.metadata.naming import format_shard_name
-from readplan.reading.containers import CONTAINERS, container_for, readable
+from readplan.reading.containers import CONTAINERS, RecordContainer, container_for, readable
 from readplan.records import tbl, tfrecord
 
 __all__ = ["ConvertedShard", "convert"]
 
 TargetFormat = Literal["tbl", "tfrecord"]
-_INFO = "dataset_info.json"
 # Files beside a shard that belong to it and are not carried over (index sidecars).
 _SIDECAR_SUFFIXES = (".index", ".idx")
 
@@ -63,39 +63,9 @@ def convert(
     """
     source = os.fspath(src_dir)
     target = os.fspath(dst_dir)
-    if format not in CONTAINERS:
-        raise ConfigError(
-            f"format={format!r} is not a container readplan writes; use one of "
-            f"{sorted(CONTAINERS)}",
-            field="format",
-            value=format,
-        )
-    if format == "tfrecord" and compression:
-        raise ConfigError(
-            "compression applies to TBL output only (TFDS writes TFRecord shards uncompressed)",
-            field="compression",
-            value=compression,
-        )
-    stored = DatasetInfo.load(source)
-    reader = container_for(
-        readable(stored).file_format,
-        path=os.path.join(source, _INFO),
-        available=stored.available_file_formats,
-    )
-    info = DatasetInfo.load(source, verify_files=True, file_format=reader.file_format)
-    if os.path.abspath(source) == os.path.abspath(target):
-        raise ConfigError(
-            f"the target directory {target} is the source directory; convert into a new one",
-            field="dst_dir",
-            value=target,
-        )
-    os.makedirs(target, exist_ok=True)
-    if os.path.exists(os.path.join(target, _INFO)):
-        raise ConfigError(
-            f"{target} already holds a dataset ({_INFO}); convert into an empty directory",
-            field="dst_dir",
-            value=target,
-        )
+    _check_options(format, compression)
+    info, reader = _readable_source(source)
+    _prepare_target(source, target)
     shards: list[ConvertedShard] = []
     for split, split_info in info.splits.items():
         for k, planned in enumerate(split_info.shard_lengths):
@@ -104,7 +74,7 @@ def convert(
             written = _write(format, dst_path, reader.stream(src_path), compression)
             if written != planned:
                 raise DatasetInfoError(
-                    f"{src_path} holds {written} records, but {_INFO} gives it {planned} "
+                    f"{src_path} holds {written} records, but {INFO_FILE} gives it {planned} "
                     "(shardLengths): the source dataset is inconsistent; nothing was converted "
                     "past this shard",
                     path=src_path,
@@ -117,6 +87,52 @@ def convert(
     _copy_other_files(info, source, target)
     _write_info(source, target, format)
     return shards
+
+
+def _check_options(file_format: object, compression: bool) -> None:
+    if file_format not in CONTAINERS:
+        raise ConfigError(
+            f"format={file_format!r} is not a container readplan writes; use one of "
+            f"{sorted(CONTAINERS)}",
+            field="format",
+            value=file_format,
+        )
+    if file_format == "tfrecord" and compression:
+        raise ConfigError(
+            "compression applies to TBL output only (TFDS writes TFRecord shards uncompressed)",
+            field="compression",
+            value=compression,
+        )
+
+
+def _readable_source(source: str) -> tuple[DatasetInfo, RecordContainer]:
+    """The source dataset in the first format readplan reads, and that format's container;
+    every shard file of that format must exist."""
+    info = readable(DatasetInfo.load(source))
+    reader = container_for(
+        info.file_format,
+        path=os.path.join(source, INFO_FILE),
+        available=info.available_file_formats,
+    )
+    verify_files(info)
+    return info, reader
+
+
+def _prepare_target(source: str, target: str) -> None:
+    """Create ``target``, refusing the source itself or a folder that holds a dataset."""
+    if os.path.abspath(source) == os.path.abspath(target):
+        raise ConfigError(
+            f"the target directory {target} is the source directory; convert into a new one",
+            field="dst_dir",
+            value=target,
+        )
+    os.makedirs(target, exist_ok=True)
+    if os.path.exists(os.path.join(target, INFO_FILE)):
+        raise ConfigError(
+            f"{target} already holds a dataset ({INFO_FILE}); convert into an empty directory",
+            field="dst_dir",
+            value=target,
+        )
 
 
 def _renamed(info: DatasetInfo, file_format: str, split: str, shard_index: int) -> str:
@@ -154,7 +170,7 @@ def _copy_other_files(info: DatasetInfo, source: str, target: str) -> None:
         for suffix in _SIDECAR_SUFFIXES:
             stem = stem.removesuffix(suffix)
         path = os.path.join(source, name)
-        if name == _INFO or stem in shard_names or not os.path.isfile(path):
+        if name == INFO_FILE or stem in shard_names or not os.path.isfile(path):
             continue
         shutil.copyfile(path, os.path.join(target, name))
 
@@ -162,10 +178,10 @@ def _copy_other_files(info: DatasetInfo, source: str, target: str) -> None:
 def _write_info(source: str, target: str, file_format: str) -> None:
     """The source's dataset_info.json, every field kept but the formats: ``fileFormat``
     replaced, ``alternativeFileFormats`` dropped."""
-    with open(os.path.join(source, _INFO), encoding="utf-8") as handle:
+    with open(os.path.join(source, INFO_FILE), encoding="utf-8") as handle:
         fields = json.load(handle)
     fields["fileFormat"] = file_format
     fields.pop("alternativeFileFormats", None)
     fields.pop("alternative_file_formats", None)
     text = json.dumps(fields, indent=2, ensure_ascii=False)
-    atomic_write(os.path.join(target, _INFO), text.encode("utf-8"))
+    atomic_write(os.path.join(target, INFO_FILE), text.encode("utf-8"))

@@ -20,6 +20,7 @@ from readplan._internal.progress import Progress
 from readplan._internal.validate import is_int
 from readplan.errors import ConfigError
 from readplan.metadata.dataset_info import DEFAULT_FILEPATH_TEMPLATE, DatasetInfo
+from readplan.metadata.loader import INFO_FILE
 from readplan.plan import ReadPlan
 from readplan.planning.config import ReadConfig
 from readplan.reading.items import Item
@@ -119,7 +120,7 @@ def _write_info(directory: str, layout: dict[str, tuple[int, ...]], sizes: dict[
         ],
         "version": DATASET_VERSION,
     }
-    with open(os.path.join(directory, "dataset_info.json"), "w", encoding="utf-8") as out:
+    with open(os.path.join(directory, INFO_FILE), "w", encoding="utf-8") as out:
         json.dump(document, out, indent=2, sort_keys=True)
 
 

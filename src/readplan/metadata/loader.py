@@ -36,12 +36,14 @@ __all__ = [
     "available_file_formats",
     "choose_file_format",
     "load_info",
+    "verify_files",
 ]
 
 INFO_FILE = "dataset_info.json"
 _DECIMAL = re.compile(r"-?[0-9]+")
 
-_I = TypeVar("_I")
+# What ``build`` makes: the DatasetInfo class, or a subclass of it.
+_I = TypeVar("_I", bound="DatasetInfo")
 Build = Callable[..., _I]
 
 
@@ -67,7 +69,7 @@ def load_info(
         document, path=path, data_dir=directory, build=build, file_format=file_format
     )
     if verify_files:
-        _verify_files(info, path, directory, storage_options)  # type: ignore[arg-type]
+        _verify_files(info, path, directory, storage_options)
     return info
 
 
@@ -275,6 +277,19 @@ def _split_from_json(fields: ProtoFields) -> SplitInfo:
         )
     except DatasetInfoError as err:
         raise fields.fail(_CAMEL.get(err.field or "", "name"), str(err)) from None
+
+
+def verify_files(info: DatasetInfo, storage_options: StorageOptions = None) -> None:
+    """Every shard file ``info``'s splits name exists in its ``data_dir``; a missing one is a
+    DatasetInfoError naming it and the ``dataset_info.json`` field that lists it."""
+    if info.data_dir is None:
+        raise DatasetInfoError(
+            f"dataset {info.name!r} has no data_dir: there are no shard files to verify; "
+            "load it from its folder with DatasetInfo.load(dir)",
+            field="data_dir",
+        )
+    path = join(info.data_dir, INFO_FILE)
+    _verify_files(info, path, info.data_dir, storage_options)
 
 
 def _verify_files(

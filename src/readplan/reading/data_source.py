@@ -37,6 +37,7 @@ from readplan.errors import (
     StoragePermissionError,
 )
 from readplan.metadata.dataset_info import DatasetInfo
+from readplan.metadata.loader import INFO_FILE
 from readplan.planning.instructions import FileInstruction, LazySplit, file_instructions
 from readplan.planning.splits import SplitArg
 from readplan.reading import containers
@@ -136,7 +137,7 @@ class RecordSource(Closing):
                 value=info.name,
             )
         self._container = containers.container_for(
-            info.file_format, path=storage.join(info.data_dir, "dataset_info.json")
+            info.file_format, path=storage.join(info.data_dir, INFO_FILE)
         )
         self.info = info
         self.split = str(split.resolve(info) if isinstance(split, LazySplit) else split)

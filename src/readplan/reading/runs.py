@@ -377,7 +377,7 @@ class Shard:
             self._file = None
 
 
-def close_shard(shards: dict[int, Shard], file_index: int) -> None:
+def _close_shard(shards: dict[int, Shard], file_index: int) -> None:
     shard = shards.pop(file_index, None)
     if shard is not None:
         shard.close()
@@ -396,7 +396,7 @@ class Closes:
         """Close the files the plan reads for the last time before run ``run``."""
         pending = self._pending
         while self._next < len(pending) and pending[self._next][0] <= run:
-            close_shard(self.shards, pending[self._next][1])
+            _close_shard(self.shards, pending[self._next][1])
             self._next += 1
 
     def start_window(self, first_run: int, stop_run: int) -> None:
@@ -412,7 +412,7 @@ class Closes:
     def finished(self, file_index: int) -> None:
         """The window's reads of ``file_index`` are done: close it if the plan's are too."""
         if file_index in self._finishing:
-            close_shard(self.shards, file_index)
+            _close_shard(self.shards, file_index)
 
 
 def read_spans(

@@ -12,7 +12,6 @@ chunks; a record of ``LARGE`` bytes or more is read straight into its own ``byte
 from __future__ import annotations
 
 import io
-import os
 import struct
 from abc import ABC, abstractmethod
 
@@ -29,7 +28,6 @@ __all__ = [
     "ByteStream",
     "InflateStream",
     "PlainStream",
-    "open_fd",
 ]
 
 CHUNK = 1 << 19
@@ -45,12 +43,6 @@ _INFLATE_PIECE = 1 << 18
 # Compressed records at least this long have their data CRC checked before they are built.
 VERIFY_FIRST = 1 << 20
 _U32 = struct.Struct("<I")
-
-
-def open_fd(path: str) -> int:
-    """Open the local file ``path`` for binary reading; a missing file raises
-    FileNotFoundError naming it."""
-    return os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
 
 
 def open_handle(path: str, storage_options: StorageOptions = None) -> Handle:

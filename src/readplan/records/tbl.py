@@ -163,14 +163,6 @@ class TblFile(Closing):
         return bool(self._layout.header.flags & FILE_COMPRESSED)
 
     @property
-    def has_metadata(self) -> bool:
-        return self._layout.has_metadata
-
-    @property
-    def has_checksums(self) -> bool:
-        return bool(self._layout.header.flags & FILE_CHECKSUMS)
-
-    @property
     def entries(self) -> npt.NDArray[np.void]:
         """The index as a read-only numpy array of :data:`ENTRY_DTYPE` records."""
         return np.frombuffer(self._index, dtype=ENTRY_DTYPE)

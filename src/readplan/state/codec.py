@@ -40,7 +40,7 @@ __all__ = [
 
 FORMAT = "readplan-checkpoint"
 VERSION = FORMAT_VERSION
-INTEGRITY = "integrity"
+_INTEGRITY = "integrity"
 _HEX32 = re.compile(r"[0-9a-f]{32}")
 _CONVERT_V1 = (
     "checkpoint format version 1 is not read directly: it does not bind the dataset's config "
@@ -73,7 +73,7 @@ def dumps(document: Mapping[str, Any], indent: int | None) -> str:
 def seal(body: Mapping[str, Any]) -> dict[str, Any]:
     """``body`` with its ``integrity`` section: the digest of every other top-level field."""
     document = dict(body)
-    document[INTEGRITY] = {name: digest(value) for name, value in body.items()}
+    document[_INTEGRITY] = {name: digest(value) for name, value in body.items()}
     return document
 
 
@@ -123,7 +123,7 @@ def _body(checkpoint: Checkpoint, form: str) -> dict[str, Any]:
 
 def _extra(extra: Mapping[str, Any] | None) -> dict[str, Any]:
     sections = dict(extra or {})
-    reserved = sorted(set(sections) & {*_RESERVED, INTEGRITY})
+    reserved = sorted(set(sections) & {*_RESERVED, _INTEGRITY})
     if reserved:
         raise CheckpointError(
             f"extra sections may not replace the checkpoint's own fields {reserved}",
@@ -180,7 +180,7 @@ def parse_document(document: Any) -> Parsed:
             "wrote it",
             field="version",
         )
-    check_integrity(top.document)
+    _check_integrity(top.document)
     form = top.get("form", str)
     if form not in ("compact", "expanded"):
         raise CheckpointError(
@@ -188,7 +188,7 @@ def parse_document(document: Any) -> Parsed:
             field="form",
         )
     plan = top.get("plan", dict)
-    check_plan_summary(JsonFields(plan, "plan", _error))
+    _check_plan_summary(JsonFields(plan, "plan", _error))
     if digest(plan) != top.get("plan_digest", str):
         raise CheckpointError(
             "plan_digest does not match the plan section: the checkpoint was edited or damaged",
@@ -211,18 +211,18 @@ def parse_document(document: Any) -> Parsed:
     return Parsed(fields, state)
 
 
-def check_integrity(document: dict[str, Any]) -> None:
+def _check_integrity(document: dict[str, Any]) -> None:
     """Every top-level field matches its digest, and every one has a digest."""
-    digests = document.get(INTEGRITY)
+    digests = document.get(_INTEGRITY)
     if not isinstance(digests, dict) or not all(
         isinstance(value, str) and _HEX32.fullmatch(value) for value in digests.values()
     ):
         raise CheckpointError(
-            f"checkpoint field {INTEGRITY!r} must be an object of 32-hex-digit digests, one per "
+            f"checkpoint field {_INTEGRITY!r} must be an object of 32-hex-digit digests, one per "
             "top-level field; the checkpoint was damaged or not written by readplan",
-            field=INTEGRITY,
+            field=_INTEGRITY,
         )
-    for name in sorted(set(document) - {INTEGRITY}):
+    for name in sorted(set(document) - {_INTEGRITY}):
         if name not in digests:
             raise CheckpointError(
                 f"checkpoint field {name!r} has no integrity digest: it was added after the "
@@ -267,11 +267,13 @@ def _buffer(fields: JsonFields | None) -> ShuffleBufferState | None:
         raise CheckpointError(str(err), field="example_buffer") from err
 
 
-def check_plan_summary(fields: JsonFields) -> None:
+def _check_plan_summary(fields: JsonFields) -> None:
     """The compact ``plan`` section has every field of the schema, well typed."""
     _identity(fields)
-    for split in fields.get("shard_lengths", dict):
-        entry = fields.child("shard_lengths").child(split)  # type: ignore[union-attr]
+    lengths = fields.child("shard_lengths")
+    assert lengths is not None
+    for split in lengths.document:
+        entry = lengths.child(split)
         assert entry is not None
         for name in ("shards", "examples", "num_bytes"):
             _count(entry, name)

@@ -8,8 +8,15 @@ from typing import Any
 
 import pytest
 
+import readplan
 from readplan import storage, tfrecord
-from readplan.errors import ClosedError, ConfigError, ConfigTypeError, ReadplanError
+from readplan.errors import (
+    ClosedError,
+    ConfigError,
+    ConfigTypeError,
+    ReadplanError,
+    ReadplanTypeError,
+)
 from readplan.reading.salvage import Salvage
 
 
@@ -56,3 +63,26 @@ def test_every_reader_checks_damage_options_alike(
         _open(tmp_path, reader, on_corruption, report)
     offending = on_corruption if field == "on_corruption" else report
     assert (raised.value.field, raised.value.value) == (field, offending)
+
+
+@pytest.mark.parametrize(
+    ("call", "field", "value"),
+    [
+        (lambda: readplan.parse_split(b"train"), "spec", b"train"),
+        (lambda: readplan.ReadInstruction(3), "split_name", 3),
+        (lambda: readplan.SplitSpec.of(3.5), "split", 3.5),
+        (lambda: readplan.SplitSpec(()), "parts", ()),
+        (lambda: readplan.parse_split("train") + 1, "other", 1),
+        (lambda: readplan.even_splits("train", 2)[0] + 1, "other", 1),
+    ],
+)
+def test_type_errors_carry_the_offending_value(call: Any, field: str, value: object) -> None:
+    with pytest.raises(ReadplanTypeError) as raised:
+        call()
+    assert isinstance(raised.value, TypeError)
+    assert (raised.value.field, raised.value.value) == (field, value)
+
+
+def test_a_type_error_rebuilt_from_its_message_has_no_value() -> None:
+    rebuilt = ReadplanTypeError("boom")
+    assert (str(rebuilt), rebuilt.field, rebuilt.value) == ("boom", None, None)

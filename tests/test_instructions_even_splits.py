@@ -6,13 +6,14 @@ split; their arguments are checked.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from readplan.errors import SplitError
+from readplan.errors import ConfigError, SplitError
 from readplan.metadata.dataset_info import DatasetInfo
 from readplan.planning.instructions import (
     even_splits,
@@ -78,9 +79,6 @@ def test_even_splits_of_an_inverted_range() -> None:
 @pytest.mark.parametrize(
     ("call", "fragment"),
     [
-        (lambda info: even_splits("train", 0, info=info), "positive int"),
-        (lambda info: split_for_process("train", 4, 4, info=info), "[0, 4)"),
-        (lambda info: split_for_process("train", -1, 4, info=info), "[0, 4)"),
         (lambda info: even_splits("train", 12, info=info, strict=True), "some would be empty"),
         (lambda info: even_splits("train+train[:5]", 2, info=info, strict=True), "overlaps"),
         (
@@ -92,6 +90,26 @@ def test_even_splits_of_an_inverted_range() -> None:
 def test_even_splits_rejects(call: Any, fragment: str) -> None:
     with pytest.raises(SplitError, match=fragment.replace("[", r"\[").replace(")", r"\)")):
         call(DatasetInfo("ds", {"train": [11]}))
+
+
+@pytest.mark.parametrize("info", [None, DatasetInfo("ds", {"train": [11]})])
+@pytest.mark.parametrize(
+    ("call", "field", "value", "fragment"),
+    [
+        (lambda info: even_splits("train", 0, info=info), "n", 0, "positive int"),
+        (lambda info: even_splits("train", "2", info=info), "n", "2", "positive int"),
+        (lambda info: split_for_process("train", 0, 0, info=info), "process_count", 0, "positive"),
+        (lambda info: split_for_process("train", 4, 4, info=info), "process_index", 4, "[0, 4)"),
+        (lambda info: split_for_process("train", -1, 4, info=info), "process_index", -1, "[0, 4)"),
+    ],
+)
+def test_sub_split_counts_and_indices_are_config_errors(
+    info: DatasetInfo | None, call: Any, field: str, value: object, fragment: str
+) -> None:
+    with pytest.raises(ConfigError, match=re.escape(fragment)) as raised:
+        call(info)
+    assert isinstance(raised.value, ValueError)
+    assert (raised.value.field, raised.value.value) == (field, value)
 
 
 @given(dataset_infos(min_splits=1), st.integers(1, 9), st.booleans())

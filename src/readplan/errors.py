@@ -54,7 +54,17 @@ class ReadplanError(Exception):
 
 
 class ReadplanTypeError(ReadplanError, TypeError):
-    """An argument of the wrong type (``except TypeError`` catches it too)."""
+    """An argument of the wrong type (``except TypeError`` catches it too).
+
+    Attributes:
+        field: the argument or field at fault, when known.
+        value: the offending value, when known.
+    """
+
+    def __init__(self, message: str, *, field: str | None = None, value: Any = None) -> None:
+        super().__init__(message)
+        self.field = field
+        self.value = value
 
 
 class ReadplanIndexError(ReadplanError, IndexError):

@@ -41,6 +41,7 @@ __all__ = [
     "Decoded",
     "SkipDecoding",
     "Unknown",
+    "as_numpy",
     "compile_decoder",
     "compile_steps",
     "is_plain",
@@ -250,7 +251,7 @@ def _step(leaf: _Leaf) -> _Step:
     parse = parser(leaf)
     if isinstance(leaf.feature, Image) and not leaf.skip:
         return _image_step(leaf, parse)
-    return lambda stored: _as_numpy(parse(stored))
+    return lambda stored: as_numpy(parse(stored))
 
 
 def parser(leaf: _Leaf) -> Callable[[_Stored], npt.NDArray[Any]]:
@@ -324,7 +325,7 @@ def _checked(leaf: _Leaf, kind: str, values: example.FeatureValue) -> npt.NDArra
     return values
 
 
-def _as_numpy(array: npt.NDArray[Any]) -> Any:
+def as_numpy(array: npt.NDArray[Any]) -> Any:
     """A scalar as ``tfds.as_numpy`` gives it (numpy scalar, or bytes); arrays unchanged."""
     if array.ndim == 0:
         return array[()]

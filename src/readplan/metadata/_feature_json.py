@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from readplan import storage
 from readplan.errors import FeatureError
@@ -22,6 +22,7 @@ from readplan.metadata._feature_types import (
     ClassLabel,
     Feature,
     Image,
+    ImageFormat,
     Scalar,
     Sequence,
     Tensor,
@@ -208,12 +209,17 @@ def _class_label(content: dict[str, Any], path: _Path, names: _Path, c: _Context
 
 
 def _image(content: dict[str, Any], path: _Path, names: _Path, c: _Context) -> Feature:
-    return Image(
-        _shape(content, path, c) or (None, None, 3),
-        _str(content, "dtype", path, c) or "uint8",
-        _str(content, "encodingFormat", path, c),  # type: ignore[arg-type]
-        bool(content.get("useColormap", False)),
-    )
+    return _image_of(content, _shape(content, path, c), path, c)
+
+
+def _image_of(
+    content: dict[str, Any], shape: tuple[int | None, ...], path: _Path, c: _Context
+) -> Image:
+    """An Image (or a Video's frame, whose ``shape`` is given) from its ``content``."""
+    dtype = _str(content, "dtype", path, c) or "uint8"
+    # Any string is passed on: Image refuses one outside ImageFormat, naming it.
+    encoding = cast("ImageFormat | None", _str(content, "encodingFormat", path, c))
+    return Image(shape or (None, None, 3), dtype, encoding, bool(content.get("useColormap", False)))
 
 
 def _bbox(content: dict[str, Any], path: _Path, names: _Path, c: _Context) -> Feature:
@@ -242,13 +248,7 @@ def _video(content: dict[str, Any], path: _Path, names: _Path, c: _Context) -> F
     shape = _shape(content, path, c)
     if shape and len(shape) != 4:
         raise c.error(path, f"a Video shape is (frames, height, width, channels), not {shape}")
-    frame = Image(
-        shape[1:] or (None, None, 3),
-        _str(content, "dtype", path, c) or "uint8",
-        _str(content, "encodingFormat", path, c),  # type: ignore[arg-type]
-        bool(content.get("useColormap", False)),
-    )
-    return Sequence(frame, shape[0] if shape else None)
+    return Sequence(_image_of(content, shape[1:], path, c), shape[0] if shape else None)
 
 
 def _sequence(content: dict[str, Any], path: _Path, names: _Path, c: _Context) -> Feature:

@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from readplan._internal.validate import INT64_MAX, is_int
-from readplan.errors import EmptySplitError, ReadplanTypeError, SplitError
+from readplan.errors import ConfigError, EmptySplitError, ReadplanTypeError, SplitError
 from readplan.metadata.dataset_info import DatasetInfo, SplitInfo
 from readplan.planning.file_instruction import FileInstruction
 from readplan.planning.splits import AllSplits, ReadInstruction, SplitArg, SplitSpec
@@ -375,8 +375,8 @@ def even_splits(
     :func:`file_instructions` and :class:`readplan.ReadPlan` resolve against their dataset
     (and that compose with ``+``).
     """
+    _check_count(n, "n")
     if info is None:
-        _check_count(n)
         return [
             LazySplit((_EvenPiece(str(split), index, n, drop_remainder, strict),))
             for index in range(n)
@@ -395,11 +395,13 @@ def split_for_process(
     strict: bool = False,
 ) -> str:
     """Sub-split ``process_index`` of ``even_splits(split, process_count, ...)``."""
-    _check_count(process_count)
+    _check_count(process_count, "process_count")
     if not is_int(process_index) or not 0 <= process_index < process_count:
-        raise SplitError(
+        raise ConfigError(
             f"process_index must be an int in [0, {process_count}) for {process_count} "
-            f"processes, got {process_index!r}"
+            f"processes, got {process_index!r}",
+            field="process_index",
+            value=process_index,
         )
     # The one piece is computed on its own: the count may be far too large to list them all.
     if info is None:
@@ -476,20 +478,23 @@ def _lazy_parts(other: object) -> tuple[str | _EvenPiece, ...]:
         return (other,)
     if isinstance(other, (ReadInstruction, SplitSpec)):
         return (str(other),)
-    raise ReadplanTypeError(f"Adding split {other!r} to an even split: not a split")
+    raise ReadplanTypeError(
+        f"Adding split {other!r} to an even split: not a split", field="other", value=other
+    )
 
 
-def _check_count(count: object) -> None:
+def _check_count(count: object, field: str) -> None:
     if not is_int(count) or not 1 <= count <= INT64_MAX:
-        raise SplitError(
-            f"the number of sub-splits must be a positive int64 integer, got {count!r:.80}"
+        raise ConfigError(
+            f"the number of sub-splits must be a positive int64 integer, got {count!r:.80}",
+            field=field,
+            value=count,
         )
 
 
 def _even_ranges(
     split: SplitArg, count: int, *, info: DatasetInfo, drop_remainder: bool, strict: bool
 ) -> list[_Range]:
-    _check_count(count)
     ranges = _resolve(info, split)
     for entry in ranges:
         if entry.start > entry.stop:

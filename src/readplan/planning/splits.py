@@ -100,7 +100,11 @@ class ReadInstruction:
                 tfds_message=message,
             )
         if not isinstance(self.split_name, str):
-            raise ReadplanTypeError(f"split_name must be a str, got {self.split_name!r}")
+            raise ReadplanTypeError(
+                f"split_name must be a str, got {self.split_name!r}",
+                field="split_name",
+                value=self.split_name,
+            )
         for label, bound in (("from_", self.from_), ("to", self.to)):
             self._check_bound_type(label, bound)
         if self.unit == "%" and (abs(self.from_ or 0) > 100 or abs(self.to or 0) > 100):
@@ -178,12 +182,16 @@ class SplitSpec:
     def __post_init__(self) -> None:
         if not isinstance(self.parts, tuple) or not self.parts:
             raise ReadplanTypeError(
-                f"parts must be a non-empty tuple of instructions, got {self.parts!r}"
+                f"parts must be a non-empty tuple of instructions, got {self.parts!r}",
+                field="parts",
+                value=self.parts,
             )
         for part in self.parts:
             if not isinstance(part, (ReadInstruction, AllSplits)):
                 raise ReadplanTypeError(
-                    f"a split part must be a ReadInstruction or AllSplits: {part!r}"
+                    f"a split part must be a ReadInstruction or AllSplits: {part!r}",
+                    field="parts",
+                    value=part,
                 )
 
     def __add__(self, other: SplitArg) -> SplitSpec:
@@ -195,7 +203,9 @@ class SplitSpec:
         elif isinstance(other, ReadInstruction):
             other = SplitSpec((other,))
         elif not isinstance(other, SplitSpec):
-            raise ReadplanTypeError(f"Adding split {self!r} with non-split value: {other!r}")
+            raise ReadplanTypeError(
+                f"Adding split {self!r} with non-split value: {other!r}", field="other", value=other
+            )
         return SplitSpec(self.parts + other.parts)
 
     def __repr__(self) -> str:
@@ -214,7 +224,9 @@ class SplitSpec:
         if isinstance(spec, str):
             return parse_split(spec)
         raise ReadplanTypeError(
-            f"a split must be a split string, a ReadInstruction or a SplitSpec, got {spec!r}"
+            f"a split must be a split string, a ReadInstruction or a SplitSpec, got {spec!r}",
+            field="split",
+            value=spec,
         )
 
 
@@ -238,7 +250,9 @@ def parse_split(spec: str) -> SplitSpec:
     :class:`UnsupportedSplitError` (a NotImplementedError), exactly where TFDS raises.
     """
     if not isinstance(spec, str):
-        raise ReadplanTypeError(f"a split string must be a str, got {spec!r}")
+        raise ReadplanTypeError(
+            f"a split string must be a str, got {spec!r}", field="spec", value=spec
+        )
     return SplitSpec(tuple(_parse_part(spec, part) for part in _PLUS.split(spec)))
 
 

@@ -178,6 +178,8 @@ class Reader(Closing):
         if self.epochs is None:
             raise ReadplanTypeError(
                 "a reader with epochs=None reads forever and has no len(); pass epochs=N",
+                field="epochs",
+                value=None,
             )
         epoch, position = self._frontier()
         return self._remaining(epoch, position)

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from readplan._internal.arrays import IntArray
 from readplan._internal.validate import check_int, check_optional_int, not_int
 from readplan.errors import ConfigError, EmptySplitError, SplitError
 from readplan.metadata.dataset_info import DatasetInfo
@@ -41,7 +42,6 @@ from readplan.state.fingerprint import expanded_fingerprint, summary
 
 __all__ = ["EpochOrder", "ReadPlan"]
 
-IntArray = npt.NDArray[np.int64]
 
 _SCHEDULE_CACHE_SIZE = 8
 # Cached schedules may hold this much at most (the latest is always kept): at 10^6 files one

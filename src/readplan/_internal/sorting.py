@@ -9,7 +9,8 @@ the stable order of values below ``2**32`` in two such passes.
 from __future__ import annotations
 
 import numpy as np
-import numpy.typing as npt
+
+from readplan._internal.arrays import IntArray
 
 __all__ = ["stable_order"]
 
@@ -17,7 +18,7 @@ _DIGIT = 16
 _LIMIT = 1 << 2 * _DIGIT
 
 
-def stable_order(values: npt.NDArray[np.int64], bound: int) -> npt.NDArray[np.int64]:
+def stable_order(values: IntArray, bound: int) -> IntArray:
     """``np.argsort(values, kind="stable")`` for values in ``[0, bound)``."""
     if bound > _LIMIT:
         return np.argsort(values, kind="stable")

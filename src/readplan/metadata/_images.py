@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from readplan._internal.arrays import U8Array
 from readplan.errors import FeatureError, MissingExtraError
 
 __all__ = ["decode_image", "image_format"]
@@ -156,7 +157,7 @@ def _convert_channels(
 # --- JPEG -----------------------------------------------------------------------------------
 
 
-def _jpeg(data: bytes, channels: int | None, where: str) -> npt.NDArray[np.uint8]:
+def _jpeg(data: bytes, channels: int | None, where: str) -> U8Array:
     simplejpeg = _import("simplejpeg", "simplejpeg", "JPEG")
     try:
         _, _, colorspace, _ = simplejpeg.decode_jpeg_header(data)
@@ -170,7 +171,7 @@ def _jpeg(data: bytes, channels: int | None, where: str) -> npt.NDArray[np.uint8
         raise _refuse(where, f"a JPEG decodes to 1 or 3 channels, not {channels}")
     try:
         # libjpeg's fast integer IDCT with fancy upsampling: what TensorFlow uses.
-        pixels: npt.NDArray[np.uint8] = simplejpeg.decode_jpeg(
+        pixels: U8Array = simplejpeg.decode_jpeg(
             data,
             colorspace="GRAY" if channels == 1 else "RGB",
             fastdct=True,

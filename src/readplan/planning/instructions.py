@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import overload
 
 import numpy as np
-import numpy.typing as npt
 
+from readplan._internal.arrays import IntArray
 from readplan._internal.validate import INT64_MAX, is_int
 from readplan.errors import ConfigError, EmptySplitError, ReadplanTypeError, SplitError
 from readplan.metadata.dataset_info import DatasetInfo, SplitInfo
@@ -33,7 +33,6 @@ __all__ = [
     "split_for_process",
 ]
 
-IntArray = npt.NDArray[np.int64]
 _EMPTY = np.zeros(0, dtype=np.int64)
 
 

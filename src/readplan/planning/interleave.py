@@ -30,13 +30,13 @@ from functools import cached_property
 import numpy as np
 import numpy.typing as npt
 
+from readplan._internal.arrays import IntArray
 from readplan._internal.sorting import stable_order
 from readplan._internal.validate import not_int
 from readplan.errors import ConfigError
 
 __all__ = ["InterleaveSchedule", "InterleaveState", "SlotState", "interleave_order"]
 
-IntArray = npt.NDArray[np.int64]
 
 # Dense bucketing of visits by key is linear but needs an array as large as
 # rounds * slots; past this multiple of the visit count a sort is cheaper.

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from readplan._internal.arrays import U32Array, U64Array
 from readplan._internal.validate import check_int
 from readplan.errors import ConfigError
 
@@ -30,7 +31,6 @@ _WORDS_PER_BLOCK = 4
 _MULTIPLIERS = np.array([[_MUL_A], [_MUL_B]], dtype=np.uint64)
 
 Pair = tuple[int, int]
-UInt32Array = npt.NDArray[np.uint32]
 
 
 def check_pair(pair: Any) -> Pair:
@@ -53,15 +53,13 @@ def check_pair(pair: Any) -> Pair:
     return lo, hi
 
 
-def _round_keys(k0: int, k1: int) -> npt.NDArray[np.uint64]:
+def _round_keys(k0: int, k1: int) -> U64Array:
     """The key of every round, shape (rounds, 2, 1): the key bumped once per round."""
     keys = [((k0 + r * _BUMP_0) & _MASK32, (k1 + r * _BUMP_1) & _MASK32) for r in range(_ROUNDS)]
     return np.array(keys, dtype=np.uint64).reshape(_ROUNDS, 2, 1)
 
 
-def _philox_words(
-    even: npt.NDArray[np.uint64], odd: npt.NDArray[np.uint64], k0: int, k1: int
-) -> UInt32Array:
+def _philox_words(even: U64Array, odd: U64Array, k0: int, k1: int) -> U32Array:
     """Blocks for the counters ``(even[0], odd[0], even[1], odd[1])``, as words (m, 4).
 
     Words 0 and 2 of a block are multiplied and words 1 and 3 are mixed in, so the state
@@ -81,7 +79,7 @@ def _philox_words(
     return words
 
 
-def philox4x32(counters: npt.ArrayLike, key: tuple[int, int]) -> UInt32Array:
+def philox4x32(counters: npt.ArrayLike, key: tuple[int, int]) -> U32Array:
     """Philox4x32-10 blocks (specs/shuffle.md §3), vectorised over counters.
 
     ``counters`` has shape ``(..., 4)`` holding ``c0..c3`` (``c0`` least significant) as
@@ -123,9 +121,7 @@ def philox4x32(counters: npt.ArrayLike, key: tuple[int, int]) -> UInt32Array:
     return _philox_words(even, odd, k0, k1).reshape(array.shape)
 
 
-def _block_counters(
-    hi: int, first_block: int, blocks: int
-) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
+def _block_counters(hi: int, first_block: int, blocks: int) -> tuple[U64Array, U64Array]:
     """Counter word pairs of blocks ``first_block ..``, as (even, odd) rows (spec §3).
 
     A stream's counter starts at ``hi << 64`` and block ``b`` uses that plus ``b``, modulo
@@ -141,7 +137,7 @@ def _block_counters(
     return even, odd
 
 
-def stream_words(pair: Pair, start: int, count: int) -> UInt32Array:
+def stream_words(pair: Pair, start: int, count: int) -> U32Array:
     """Words ``[start, start + count)`` of the stream ``SingleSample(Philox(pair))``.
 
     The stream is specified in specs/shuffle.md §3-§4: key ``(lo & 0xFFFFFFFF, lo >> 32)``,

@@ -14,6 +14,7 @@ from functools import cached_property
 import numpy as np
 import numpy.typing as npt
 
+from readplan._internal.arrays import IntArray
 from readplan.errors import ConfigError, ConfigTypeError
 from readplan.planning.instructions import InstructionTable
 
@@ -65,7 +66,7 @@ class RecordIds:
             )
         return [f"{p}__{r}" for p, r in zip(self.of(files), records.tolist())]
 
-    def of(self, file_index: npt.NDArray[np.int64]) -> list[str]:
+    def of(self, file_index: IntArray) -> list[str]:
         """The prefix of each of the files ``file_index``."""
         indices = file_index.tolist()
         if not self._one_directory:
@@ -95,7 +96,7 @@ def tfds_id_prefixes(filenames: Sequence[str]) -> list[str]:
     return prefixes
 
 
-def _index_array(values: npt.ArrayLike, field: str) -> npt.NDArray[np.int64]:
+def _index_array(values: npt.ArrayLike, field: str) -> IntArray:
     """``values`` as a 1-D int64 array, or a ConfigError naming ``field``."""
     array = np.asarray(values)
     if array.ndim != 1 or not (array.size == 0 or np.issubdtype(array.dtype, np.integer)):

@@ -10,16 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-import numpy.typing as npt
-
+from readplan._internal.arrays import IntArray
 from readplan._internal.validate import check_int
 from readplan.errors import ConfigError
 from readplan.planning.interleave import InterleaveSchedule
 
 __all__ = ["EpochSchedule", "check_epoch"]
-
-IntArray = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True, eq=False)

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
+from readplan._internal.arrays import IntArray
 from readplan._internal.frozen import init_fields, plain_int
 from readplan._internal.sorting import stable_order
 from readplan._internal.validate import check_int
@@ -36,8 +36,6 @@ UNKNOWN_CARDINALITY = -2
 # the temporary arrays of draws without making per-batch overhead visible.
 _BATCH = 1 << 16
 
-Int64Array = npt.NDArray[np.int64]
-
 
 def _effective_buffer_size(buffer_size: Any, n: int) -> int:
     """The number of elements the buffer holds when full; validates TF's rule (spec §5)."""
@@ -56,13 +54,13 @@ def _effective_buffer_size(buffer_size: Any, n: int) -> int:
     return size
 
 
-def _targets(pair: Pair, draws: int, sizes: Int64Array) -> Int64Array:
+def _targets(pair: Pair, draws: int, sizes: IntArray) -> IntArray:
     """Draw ``draws + k`` reduced modulo ``sizes[k]``: one draw per output (spec §5)."""
     words = stream_words(pair, draws, len(sizes)).astype(np.int64)
     return words % sizes
 
 
-def _fisher_yates(items: list[int], targets: Int64Array) -> None:
+def _fisher_yates(items: list[int], targets: IntArray) -> None:
     """Step ``i`` swaps ``items[i]`` with ``items[i + targets[i]]``; outputs end up in order.
 
     Emitting ``items[j]`` and moving ``items[i]`` into the hole, as the spec states the
@@ -72,7 +70,7 @@ def _fisher_yates(items: list[int], targets: Int64Array) -> None:
     items[:] = [items[k] for k in moved.tolist()]
 
 
-def swapped(partners: Int64Array, length: int) -> Int64Array:
+def swapped(partners: IntArray, length: int) -> IntArray:
     """Where each position's item comes from after the swaps ``i <-> partners[i]``, in order.
 
     ``partners[i] >= i`` (a forward Fisher-Yates). Returns ``source`` with the item at
@@ -109,7 +107,7 @@ def swapped(partners: Int64Array, length: int) -> Int64Array:
     return source
 
 
-def permutation(n: int, pair: Pair) -> Int64Array:
+def permutation(n: int, pair: Pair) -> IntArray:
     """The full-buffer shuffle of ``range(n)`` for one iterator (specs/shuffle.md §5).
 
     ``pair`` is the iterator's own seed pair (see :func:`epoch_seed_pair`).  Equals
@@ -244,7 +242,7 @@ def buffer_shuffle(
     *,
     state: ShuffleBufferState | None = None,
     count: int | None = None,
-) -> tuple[Int64Array, ShuffleBufferState]:
+) -> tuple[IntArray, ShuffleBufferState]:
     """Run the shuffle buffer over inputs ``0..n-1`` (specs/shuffle.md §5, §6).
 
     Starting from ``state`` (None: start of the epoch), emits up to ``count`` outputs
@@ -305,7 +303,7 @@ def shuffle_order(
     global_seed: int | None = None,
     epochs: int = 1,
     reshuffle_each_iteration: bool = True,
-) -> list[Int64Array]:
+) -> list[IntArray]:
     """Orders of ``tf.data.Dataset.range(n).shuffle(buffer_size, seed)``, one per epoch.
 
     Epoch ``e`` is the ``e``-th iterator created over that one dataset object, which was

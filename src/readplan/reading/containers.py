@@ -15,9 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, SupportsIndex
 
-import numpy as np
-import numpy.typing as npt
-
+from readplan._internal.arrays import IntArray
 from readplan.errors import CorruptTblError, DatasetInfoError
 from readplan.metadata.dataset_info import DatasetInfo
 from readplan.reading.salvage import Lost, Salvage
@@ -39,7 +37,6 @@ __all__ = [
     "readable",
 ]
 
-IntArray = npt.NDArray[np.int64]
 Sidecar = str | RecordIndex | None
 """Where a shard's offsets come from: its sidecar's path, an index built in memory, or none."""
 

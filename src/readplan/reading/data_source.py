@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from readplan import storage
+from readplan._internal.arrays import IntArray
 from readplan._internal.closing import Closing
 from readplan._internal.progress import Progress
 from readplan.errors import (
@@ -48,7 +49,6 @@ from readplan.records._rows import records_as_dicts
 
 __all__ = ["RecordSource", "data_source"]
 
-IntArray = npt.NDArray[np.int64]
 Decode: TypeAlias = bool | Literal["tfds"] | Mapping[str, Any] | None
 """``decode=``: bytes (``None``/``False``), Example features, TFDS features, or a schema."""
 DatasetArg = DatasetInfo | str | os.PathLike[str]

@@ -11,16 +11,13 @@ from itertools import repeat
 from operator import itemgetter
 from typing import Any, TypeAlias
 
-import numpy as np
-import numpy.typing as npt
-
+from readplan._internal.arrays import IntArray
 from readplan._internal.validate import is_int
 from readplan.errors import ConfigError
 from readplan.plan import ReadPlan
 
 __all__ = ["Batch", "Item", "LazyRecords", "Record", "new_items"]
 
-IntArray = npt.NDArray[np.int64]
 Record: TypeAlias = bytes | dict[str, Any]
 """What a reader delivers per record: the raw bytes, or the decoded/parsed features."""
 

@@ -16,8 +16,8 @@ from collections import OrderedDict
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
+from readplan._internal.arrays import IntArray
 from readplan._internal.validate import is_int
 from readplan.errors import ConfigError, ConfigTypeError, RecordKeyError
 from readplan.plan import ReadPlan
@@ -26,7 +26,6 @@ from readplan.state.fingerprint import digest
 
 __all__ = ["OrderKeys"]
 
-IntArray = npt.NDArray[np.int64]
 
 # Epochs whose keys are kept: the one being read and the next (loaders read ahead).
 _CACHED_EPOCHS = 2

@@ -27,6 +27,7 @@ from typing import Any, Literal, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
+from readplan._internal.arrays import IntArray
 from readplan._internal.closing import Closing
 from readplan.errors import (
     CheckpointError,
@@ -67,7 +68,6 @@ __all__ = ["Reader", "Start"]
 Start: TypeAlias = "Checkpoint | Mapping[str, Any] | str | os.PathLike[str]"
 """Where a reader starts: a state, a checkpoint, or the path of a saved state."""
 
-IntArray = npt.NDArray[np.int64]
 
 # Positions of the plan taken per step, and records delivered per batch: large enough that
 # numpy's fixed costs vanish, small enough that a batch of large records stays in memory.

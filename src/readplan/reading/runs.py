@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from readplan._internal.arrays import IntArray
 from readplan.errors import CorruptRecordError, DatasetInfoError, IndexFileError, ReadplanError
 from readplan.plan import EpochOrder
 from readplan.reading.containers import RecordContainer, RecordSource, SalvageSource, SpanSource
@@ -21,8 +22,6 @@ from readplan.storage import Handle, PathLike, StorageOptions
 from readplan.storage import close as close_handle
 
 __all__ = ["Closes", "Runs", "Shard", "read_spans"]
-
-IntArray = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True, eq=False)

@@ -16,8 +16,8 @@ import struct
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
+from readplan._internal.arrays import IntArray
 from readplan.errors import ClosedError, DatasetInfoError
 from readplan.records._cap import DEFAULT_MAX_RECORD_BYTES
 from readplan.records._compression import pread
@@ -96,7 +96,7 @@ class Salvage:
             self._fd = None
 
 
-def _walk(fd: Handle, path: str) -> tuple[npt.NDArray[np.int64], tuple[CorruptionEvent, ...]]:
+def _walk(fd: Handle, path: str) -> tuple[IntArray, tuple[CorruptionEvent, ...]]:
     """Frame starts with verified headers, and the damaged regions, by one skip-mode walk."""
     report = CorruptionReport()
     stream = PlainStream(fd, start=0, end=size_of(fd), owns_fd=False)
@@ -115,10 +115,10 @@ def _walk(fd: Handle, path: str) -> tuple[npt.NDArray[np.int64], tuple[Corruptio
 
 def _place(
     path: str,
-    found: npt.NDArray[np.int64],
+    found: IntArray,
     events: tuple[CorruptionEvent, ...],
     planned: int,
-) -> npt.NDArray[np.int64]:
+) -> IntArray:
     """Offsets per record index; -1 for the records lost in the damaged regions."""
     offsets = np.full(planned, -1, dtype=np.int64)
     if not events:

@@ -19,8 +19,8 @@ from __future__ import annotations
 import struct
 
 import numpy as np
-import numpy.typing as npt
 
+from readplan._internal.arrays import IntArray
 from readplan.records._cap import DEFAULT_MAX_RECORD_BYTES
 from readplan.records._crc import crc32c, mask, mask_array, masked_length_crcs
 from readplan.records._walk import gather_u32, good_frames, walk_frames
@@ -28,7 +28,6 @@ from readplan.storage import Handle, read_span, size_of
 
 __all__ = ["MAX_GAP", "FrameSpans", "walks_over_payloads"]
 
-IntArray = npt.NDArray[np.int64]
 
 MAX_GAP = 16
 """Largest step between two record indices read in one span: the records between are read

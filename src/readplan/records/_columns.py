@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from readplan._internal.arrays import IntArray, U8Array
 from readplan.errors import ConfigError, ExampleError
 from readplan.records import _wire
-from readplan.records._wire import Ints, NotCanonicalError
+from readplan.records._wire import NotCanonicalError
 
 if TYPE_CHECKING:
     from readplan.records.example import FeatureValue
@@ -51,7 +52,7 @@ class Column:
 
     kind: Kind
     values: FeatureValue
-    row_splits: npt.NDArray[np.int64]
+    row_splits: IntArray
     present: npt.NDArray[np.bool_]
 
     def __post_init__(self) -> None:
@@ -113,12 +114,12 @@ def _bad_column(field: str, value: object, wanted: str) -> ConfigError:
 class _Entries:
     """Every map entry of the batch: its record, key span, list tag and list span."""
 
-    record: Ints
-    key_start: Ints
-    key_end: Ints
-    tag: Ints  # the Feature's list tag, 0 when it holds none
-    list_start: Ints
-    list_end: Ints
+    record: IntArray
+    key_start: IntArray
+    key_end: IntArray
+    tag: IntArray  # the Feature's list tag, 0 when it holds none
+    list_start: IntArray
+    list_end: IntArray
 
 
 def _vectorised(records: Sequence[bytes]) -> dict[str, Column]:
@@ -130,7 +131,7 @@ def _vectorised(records: Sequence[bytes]) -> dict[str, Column]:
     return _columns(raw, buf, entries, names, slot, n)
 
 
-def _entries(buf: _wire.Bytes, lengths: Ints) -> _Entries:
+def _entries(buf: U8Array, lengths: IntArray) -> _Entries:
     ends = np.cumsum(lengths)
     holding = np.flatnonzero(lengths)
     tag, body = _wire.length_delimited(buf, ends[holding] - lengths[holding], ends[holding])
@@ -160,7 +161,7 @@ def _entries(buf: _wire.Bytes, lengths: Ints) -> _Entries:
     return _Entries(holding[owner], key_start, key_end, tag, list_start, end)
 
 
-def _slots(raw: bytes, buf: _wire.Bytes, entries: _Entries, n: int) -> tuple[list[str], Ints]:
+def _slots(raw: bytes, buf: U8Array, entries: _Entries, n: int) -> tuple[list[str], IntArray]:
     """The batch's names in sorted order, and each entry's slot: ``name's rank * n + record``."""
     per_record = np.bincount(entries.record, minlength=n)
     width = int(per_record.max(initial=0))
@@ -173,8 +174,8 @@ def _slots(raw: bytes, buf: _wire.Bytes, entries: _Entries, n: int) -> tuple[lis
 
 
 def _shared_names(
-    raw: bytes, buf: _wire.Bytes, entries: _Entries, width: int
-) -> tuple[list[str], Ints] | None:
+    raw: bytes, buf: U8Array, entries: _Entries, width: int
+) -> tuple[list[str], IntArray] | None:
     # The common case: every record lists the same names in the same order.
     lengths = (entries.key_end - entries.key_start).reshape(-1, width)
     if (lengths != lengths[0]).any():
@@ -189,8 +190,8 @@ def _shared_names(
 
 
 def _distinct_names(
-    raw: bytes, buf: _wire.Bytes, entries: _Entries, n: int
-) -> tuple[list[str], Ints]:
+    raw: bytes, buf: U8Array, entries: _Entries, n: int
+) -> tuple[list[str], IntArray]:
     lengths = entries.key_end - entries.key_start
     keys = _wire.key_words(buf, entries.key_start, lengths)
     # The length joins the words so that names differing only by trailing NULs stay apart.
@@ -216,7 +217,7 @@ def _name(raw: bytes, start: np.int64, end: np.int64) -> str:
 
 
 def _columns(
-    raw: bytes, buf: _wire.Bytes, entries: _Entries, names: list[str], slot: Ints, n: int
+    raw: bytes, buf: U8Array, entries: _Entries, names: list[str], slot: IntArray, n: int
 ) -> dict[str, Column]:
     # Dense tables, one row per name and one column per record, so that each kind's values
     # come out grouped by name, in record order within a name.
@@ -259,7 +260,7 @@ def _columns(
     return columns
 
 
-def _strings(raw: bytes, buf: _wire.Bytes, start: Ints, end: Ints) -> list[bytes]:
+def _strings(raw: bytes, buf: U8Array, start: IntArray, end: IntArray) -> list[bytes]:
     """The spans' bytes as bytes objects, made in C rather than one Python step each."""
     lengths = end - start
     if lengths.size and lengths.min() == lengths.max() > 0:
@@ -269,7 +270,7 @@ def _strings(raw: bytes, buf: _wire.Bytes, start: Ints, end: Ints) -> list[bytes
     return list(map(raw.__getitem__, map(slice, start.tolist(), end.tolist())))
 
 
-def _numbers(list_tag: int, buf: _wire.Bytes, start: Ints, end: Ints) -> tuple[Any, Ints]:
+def _numbers(list_tag: int, buf: U8Array, start: IntArray, end: IntArray) -> tuple[Any, IntArray]:
     """The numeric lists' values, concatenated, and how many each list holds."""
     filled = np.flatnonzero(start < end)
     tag, start[filled] = _wire.length_delimited(buf, start[filled], end[filled])

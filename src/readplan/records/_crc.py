@@ -14,6 +14,8 @@ import numpy as np
 import numpy.typing as npt
 from crc32c import crc32c
 
+from readplan._internal.arrays import IntArray, U8Array, U32Array
+
 __all__ = [
     "MASK_DELTA",
     "crc32c",
@@ -27,9 +29,6 @@ __all__ = [
 
 MASK_DELTA = 0xA282EAD8
 _POLY_REFLECTED = 0x82F63B78
-
-U8Array = npt.NDArray[np.uint8]
-U32Array = npt.NDArray[np.uint32]
 
 
 def mask(crc: int) -> int:
@@ -87,7 +86,7 @@ _HIGH_ZERO = np.bitwise_xor.reduce(_TABLES[4:, 0])
 _SHORT = 1 << 16
 
 
-def _length_crcs32(lengths: npt.NDArray[np.int64]) -> U32Array:
+def _length_crcs32(lengths: IntArray) -> U32Array:
     """:func:`length_crcs` of lengths below ``2**32``: half the lookups (bytes 4-7 are 0)."""
     low = lengths.astype("<u4").view(np.uint8).reshape(-1, 4)
     result: U32Array = _TABLES[0][low[:, 0]] ^ _HIGH_ZERO
@@ -102,7 +101,7 @@ def _short_masked() -> U32Array:
     return mask_array(_length_crcs32(np.arange(_SHORT, dtype=np.int64)))
 
 
-def masked_length_crcs(lengths: npt.NDArray[np.int64]) -> U32Array:
+def masked_length_crcs(lengths: IntArray) -> U32Array:
     """The masked CRCs that headers store for ``lengths`` (non-negative): one table lookup
     each while all are below ``2**16``, four below ``2**32``, eight otherwise."""
     longest = int(lengths.max())

@@ -9,13 +9,11 @@ the last one ends where the index says (normative: specs/tfrecord.md, section 8)
 from __future__ import annotations
 
 import numpy as np
-import numpy.typing as npt
 
+from readplan._internal.arrays import IntArray
 from readplan.errors import IndexFileError
 
 __all__ = ["ExpectedFrames"]
-
-Int64Array = npt.NDArray[np.int64]
 
 
 class ExpectedFrames:
@@ -25,7 +23,7 @@ class ExpectedFrames:
     """
 
     def __init__(
-        self, starts: Int64Array, end: int, *, data_path: str, index_path: str, first_index: int
+        self, starts: IntArray, end: int, *, data_path: str, index_path: str, first_index: int
     ) -> None:
         self._starts = starts
         self._end = end
@@ -43,7 +41,7 @@ class ExpectedFrames:
         """Indexed start of frame ``k`` of the pass, or the indexed end after the last."""
         return int(self._starts[k]) if k < len(self._starts) else self._end
 
-    def check(self, starts: Int64Array, after: int) -> None:
+    def check(self, starts: IntArray, after: int) -> None:
         """The next frames were found at ``starts``, the last of them ending at ``after``."""
         done = self._done
         count = len(starts)

@@ -18,8 +18,8 @@ from dataclasses import replace
 from typing import TypeVar
 
 import numpy as np
-import numpy.typing as npt
 
+from readplan._internal.arrays import IntArray
 from readplan.errors import CorruptRecordError
 from readplan.records._compression import detect_compression
 from readplan.records._crc import MASK_DELTA, crc32c, mask
@@ -183,7 +183,7 @@ class FrameParser:
             self.index += len(batch)
         return batch
 
-    def _within_limit(self, lengths: npt.NDArray[np.int64]) -> int:
+    def _within_limit(self, lengths: IntArray) -> int:
         """Number of leading frames no longer than ``max_record_bytes``."""
         if int(lengths.max()) <= self._max:
             return len(lengths)
@@ -219,13 +219,13 @@ class FrameParser:
         return payload
 
     # ------------------------------------------------------------------ frames
-    def frames(self, limit: int | None = None) -> Iterator[npt.NDArray[np.int64]]:
+    def frames(self, limit: int | None = None) -> Iterator[IntArray]:
         """Start offsets of the frames, in batches, ``limit`` frames at most, reading headers
         only.  Damage raises (or is skipped and reported, in skip mode)."""
         fast, bulk, careful = self._fast_frames, self._jump_frames, self._careful_frame
         yield from self._walk(limit, fast, bulk, careful, _one_frame, check_end_at_limit=False)
 
-    def _fast_frames(self, left: int) -> npt.NDArray[np.int64] | None:
+    def _fast_frames(self, left: int) -> IntArray | None:
         stream = self._stream
         found = complete_frames(stream.data, stream.off, left, _MIN_BATCH)
         if found is None:
@@ -236,14 +236,14 @@ class FrameParser:
             # The first frame is damaged or too long: the careful path must report it (an
             # empty batch here would be yielded again and again).
             return None
-        absolute: npt.NDArray[np.int64] = begin[:good] + stream.base
+        absolute: IntArray = begin[:good] + stream.base
         stream.off = after if good == len(begin) else int(begin[good])
         if self._expected is not None:
             self._expected.check(absolute, stream.pos)
         self.index += good
         return absolute
 
-    def _jump_frames(self, stream: PlainStream, left: int) -> npt.NDArray[np.int64] | None:
+    def _jump_frames(self, stream: PlainStream, left: int) -> IntArray | None:
         """Consecutive large frames of a plain file: one 12-byte read each, payloads skipped.
 
         Any frame that is not a sound large frame ends the batch for the careful path.
@@ -543,7 +543,7 @@ class FrameParser:
         assert isinstance(stream, PlainStream)
         return resync(stream, scan_from, max_record_bytes=self._max, chain=self._chain)
 
-    def _chain(self, start: int) -> Iterator[npt.NDArray[np.int64]]:
+    def _chain(self, start: int) -> Iterator[IntArray]:
         """Header walk from ``start`` to the end of the file; damage raises."""
         stream = self._stream
         assert isinstance(stream, PlainStream)
@@ -577,7 +577,7 @@ def _truncated_tf_message(start: int, *, compressed: bool) -> str:
     return f"truncated record at {start}' failed with {reason}"
 
 
-def _one_frame(start: int) -> npt.NDArray[np.int64]:
+def _one_frame(start: int) -> IntArray:
     return np.array([start], dtype=np.int64)
 
 

@@ -8,15 +8,13 @@ whole walk (specs/tfrecord.md, section 7).
 from __future__ import annotations
 
 import numpy as np
-import numpy.typing as npt
 
+from readplan._internal.arrays import IntArray
 from readplan.records._framing import FrameParser
 from readplan.records._stream import ByteStream, InflateStream, PlainStream
 from readplan.storage import Handle, size_of
 
 __all__ = ["HeaderWalk"]
-
-Int64Array = npt.NDArray[np.int64]
 
 
 class HeaderWalk:
@@ -46,7 +44,7 @@ class HeaderWalk:
         self._walked = 0
         self.complete = False
 
-    def through(self, count: int | None) -> tuple[Int64Array, int]:
+    def through(self, count: int | None) -> tuple[IntArray, int]:
         """Offsets of the first ``count`` frames (all when ``None``, or fewer if the file has
         fewer), and where the last of them ends.  Frames after them are not looked at."""
         if not self.complete and (count is None or self._walked < count):
@@ -60,7 +58,7 @@ class HeaderWalk:
             return offsets[:count], int(offsets[count])
         return offsets, self._stream.pos
 
-    def _append(self, batch: Int64Array) -> None:
+    def _append(self, batch: IntArray) -> None:
         size = self._walked + len(batch)
         if size > len(self._found):
             grown = np.zeros(max(size, 2 * len(self._found)), dtype=np.int64)

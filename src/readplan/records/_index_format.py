@@ -13,8 +13,8 @@ import struct
 from typing import NamedTuple
 
 import numpy as np
-import numpy.typing as npt
 
+from readplan._internal.arrays import IntArray
 from readplan.errors import IndexFileError
 from readplan.records._compression import GZIP, ZLIB
 from readplan.records._crc import crc32c
@@ -46,8 +46,6 @@ MAX_SOURCE = 1 << 14
 COMPRESSION_CODES: dict[str | None, int] = {None: 0, ZLIB: 1, GZIP: 2}
 _CODE_NAMES = {code: name for name, code in COMPRESSION_CODES.items()}
 
-Int64Array = npt.NDArray[np.int64]
-
 
 class Header(NamedTuple):
     compression: str | None
@@ -72,7 +70,7 @@ def refuse(index_path: str, field: str, why: str) -> IndexFileError:
     )
 
 
-def offsets_problem(offsets: Int64Array, stream_size: int) -> str | None:
+def offsets_problem(offsets: IntArray, stream_size: int) -> str | None:
     """Why ``offsets`` cannot frame a stream of ``stream_size`` bytes; ``None`` if they can."""
     if len(offsets) == 0:
         return None if stream_size == 0 else f"no records but a stream of {stream_size} bytes"
@@ -97,7 +95,7 @@ def _header_crc(raw: bytes, version: int) -> int:
 
 def encode(
     compression: str | None,
-    offsets: Int64Array,
+    offsets: IntArray,
     data_size: int,
     stream_size: int,
     binding_crc: int,
@@ -158,7 +156,7 @@ def parse_header(raw: bytes, index_path: str, *, whole: bool) -> Header:
     return header
 
 
-def parse_body(raw: bytes, header: Header, index_path: str) -> tuple[Int64Array, str | None]:
+def parse_body(raw: bytes, header: Header, index_path: str) -> tuple[IntArray, str | None]:
     """The offsets and the source of the whole sidecar ``raw``, its body CRC checked."""
     body = raw[HEADER_SIZE:]
     if crc32c(body) != header.body_crc:

@@ -18,6 +18,7 @@ from typing import Any, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
+from readplan._internal.arrays import IntArray
 from readplan.errors import ConfigError
 from readplan.records._columns import Column
 from readplan.records._rows import NotRegularError, cut, object_array, records_as_dicts, shaped
@@ -62,7 +63,7 @@ class Ragged:
     records holding the leaf; the others have no key for it (``decode`` leaves names out)."""
 
     values: npt.NDArray[Any] | list[bytes]
-    splits: npt.NDArray[np.int64]
+    splits: IntArray
     present: npt.NDArray[np.bool_] | None = None
 
     def __post_init__(self) -> None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import numpy as np
-import numpy.typing as npt
 
+from readplan._internal.arrays import IntArray
 from readplan.records._cap import record_cap
 from readplan.records._expected import ExpectedFrames
 from readplan.records._framing import FrameParser
@@ -15,8 +15,6 @@ from readplan.records._stream import ByteStream, InflateStream, PlainStream
 from readplan.storage import Handle, size_of
 
 __all__ = ["walk_offsets"]
-
-Int64Array = npt.NDArray[np.int64]
 
 
 def _open_stream(fd: Handle, compression: str | None) -> ByteStream:
@@ -34,7 +32,7 @@ def walk_offsets(
     progress: Callable[[int], None] | None = None,
     verify: bool = False,
     expected: ExpectedFrames | None = None,
-) -> tuple[Int64Array, int]:
+) -> tuple[IntArray, int]:
     """Record offsets and stream size by a header walk (payloads are skipped, not read).
 
     With ``verify`` the payloads are read too and their data CRCs checked.  With
@@ -64,7 +62,7 @@ def walk_offsets(
     return offsets, stream.pos
 
 
-def _verified_frames(parser: FrameParser) -> Iterator[Int64Array]:
+def _verified_frames(parser: FrameParser) -> Iterator[IntArray]:
     """Frame offsets from a pass that reads every record and checks its data CRC."""
     position = 0
     for batch in parser.records():

@@ -13,8 +13,8 @@ import struct
 from collections.abc import Callable, Iterator
 
 import numpy as np
-import numpy.typing as npt
 
+from readplan._internal.arrays import IntArray
 from readplan.errors import CorruptRecordError
 from readplan.records._crc import crc32c, header_candidates, mask
 from readplan.records._stream import PlainStream
@@ -25,7 +25,7 @@ _SCAN_WINDOW = 1 << 20
 _LENGTH = struct.Struct("<Q")
 _U32 = struct.Struct("<I")
 
-Chain = Callable[[int], Iterator[npt.NDArray[np.int64]]]
+Chain = Callable[[int], Iterator[IntArray]]
 
 
 def resync(stream: PlainStream, scan_from: int, *, max_record_bytes: int, chain: Chain) -> bool:
@@ -69,7 +69,7 @@ def _verified_frame_at(stream: PlainStream, ahead: int, max_record_bytes: int) -
 
 
 def _chains_to_end(start: int, broken: set[int], chain: Chain) -> bool:
-    found: list[npt.NDArray[np.int64]] = []
+    found: list[IntArray] = []
     try:
         for batch in chain(start):
             found.append(batch)

@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from readplan._internal.arrays import IntArray
+
 __all__ = [
     "NotRegularError",
     "cut",
@@ -59,7 +61,7 @@ def shaped(
     return numeric.reshape(shape)
 
 
-def cut(values: Any, splits: npt.NDArray[np.int64]) -> list[Any]:
+def cut(values: Any, splits: IntArray) -> list[Any]:
     """``values[splits[i]:splits[i + 1]]`` for each ``i`` (an array's first dimension)."""
     lengths = np.diff(splits)
     n = lengths.size

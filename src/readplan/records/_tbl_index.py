@@ -13,6 +13,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from readplan._internal.arrays import U8Array
 from readplan.errors import CorruptTblError
 from readplan.records._compression import pread
 from readplan.records._damage import (
@@ -219,7 +220,7 @@ def _metadata_extent_damage(path: str, header: Header, size: int) -> CorruptTblE
     return None
 
 
-def entry_kinds(layout: Layout, index: bytes) -> npt.NDArray[np.uint8]:
+def entry_kinds(layout: Layout, index: bytes) -> U8Array:
     """Per sample, the code (into :data:`ENTRY_KINDS`) of its first index problem, or 0."""
     table = np.frombuffer(index, dtype=ENTRY_DTYPE)
     size = np.uint64(layout.file_size)
@@ -377,7 +378,7 @@ def _block_problem(
 RAW_U8_CODE = FORMATS.index("raw_u8")
 
 
-def raw_view_problem(table: npt.NDArray[np.void], kinds: npt.NDArray[np.uint8]) -> str | None:
+def raw_view_problem(table: npt.NDArray[np.void], kinds: U8Array) -> str | None:
     """Why the samples cannot be viewed as one (N, H, W, 3) array, or None (tbl.md §7)."""
     if len(table) == 0:
         return "the file has no samples"

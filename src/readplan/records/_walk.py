@@ -10,14 +10,12 @@ from __future__ import annotations
 import struct
 
 import numpy as np
-import numpy.typing as npt
 
+from readplan._internal.arrays import IntArray, U32Array
 from readplan.records._crc import crc32c, mask, mask_array, masked_length_crcs
 
 __all__ = ["complete_frames", "gather_u32", "good_frames", "walk_frames"]
 
-Int64Array = npt.NDArray[np.int64]
-U32Array = npt.NDArray[np.uint32]
 
 _LENGTH = struct.Struct("<Q")
 # A run of equal-length frames shorter than this is walked one frame at a time.
@@ -25,14 +23,14 @@ _MIN_RUN = 16
 _ARANGE4 = np.arange(4, dtype=np.int64)
 
 
-def walk_frames(data: bytes, off: int) -> Int64Array:
+def walk_frames(data: bytes, off: int) -> IntArray:
     """Starts of the frames that lie complete in ``data[off:]``, then the offset after them.
 
     Where consecutive frames have the same length, a run of them is confirmed with one
     strided numpy comparison instead of one loop step per frame; the result is the same
     either way.
     """
-    pieces: list[Int64Array] = []
+    pieces: list[IntArray] = []
     while True:
         run, stride = _uniform_run(data, off)
         if run < _MIN_RUN:
@@ -45,7 +43,7 @@ def walk_frames(data: bytes, off: int) -> Int64Array:
 
 def complete_frames(
     data: bytes, off: int, left: int, minimum: int
-) -> tuple[Int64Array, Int64Array, int] | None:
+) -> tuple[IntArray, IntArray, int] | None:
     """``(starts, lengths, end)`` of the frames that lie complete in ``data[off:]``, ``left``
     at most (``-1``: no limit), unchecked; ``None`` when there are fewer than ``minimum``."""
     if len(data) - off < minimum * 16:
@@ -94,7 +92,7 @@ def _uniform_run(data: bytes, off: int) -> tuple[int, int]:
 
 
 def good_frames(
-    data: bytes, begin: Int64Array, lengths: Int64Array, data_crcs: U32Array | None = None
+    data: bytes, begin: IntArray, lengths: IntArray, data_crcs: U32Array | None = None
 ) -> int:
     """Number of leading frames (starting at ``begin`` in ``data``) whose length CRC verifies
     and, given ``data_crcs`` (the CRC32C of each frame's data), whose data CRC too.
@@ -127,7 +125,7 @@ def good_frames(
     return int(bad.argmax()) if bad.any() else count
 
 
-def gather_u32(data: bytes, at: Int64Array) -> U32Array:
+def gather_u32(data: bytes, at: IntArray) -> U32Array:
     """Little-endian uint32 values stored at the byte offsets ``at`` of ``data``."""
     raw = np.frombuffer(data, dtype=np.uint8)[at[:, None] + _ARANGE4]
     values: U32Array = raw.view("<u4").ravel()

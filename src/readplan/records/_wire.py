@@ -12,8 +12,8 @@ which defines the semantics.
 from __future__ import annotations
 
 import numpy as np
-import numpy.typing as npt
 
+from readplan._internal.arrays import IntArray, U8Array, U64Array
 from readplan._internal.sorting import stable_order
 
 __all__ = [
@@ -28,9 +28,6 @@ __all__ = [
     "varints",
 ]
 
-Ints = npt.NDArray[np.int64]
-Bytes = npt.NDArray[np.uint8]
-Words = npt.NDArray[np.uint64]
 
 PADDING = bytes(16)
 """Zero bytes the caller appends to the buffer, so that reading ahead never runs off its end."""
@@ -46,7 +43,7 @@ class NotCanonicalError(Exception):
     """The bytes leave the canonical form read here (malformed ones included)."""
 
 
-def varints(buf: Bytes, at: Ints) -> tuple[Ints, Ints | int]:
+def varints(buf: U8Array, at: IntArray) -> tuple[IntArray, IntArray | int]:
     """The length varint starting at each position: ``(value, bytes it takes)``.
 
     The sizes are the int 1 when every varint takes one byte, the common case.
@@ -71,7 +68,7 @@ def varints(buf: Bytes, at: Ints) -> tuple[Ints, Ints | int]:
     return value, size
 
 
-def length_delimited(buf: Bytes, start: Ints, end: Ints) -> tuple[Ints, Ints]:
+def length_delimited(buf: U8Array, start: IntArray, end: IntArray) -> tuple[IntArray, IntArray]:
     """Spans that each hold exactly one length-delimited field: ``(tag byte, payload start)``.
 
     Every span must be non-empty; its payload runs to the span's end.
@@ -86,7 +83,9 @@ def length_delimited(buf: Bytes, start: Ints, end: Ints) -> tuple[Ints, Ints]:
     return tag, payload
 
 
-def repeated(buf: Bytes, start: Ints, end: Ints, tag: int) -> tuple[Ints, Ints, Ints]:
+def repeated(
+    buf: U8Array, start: IntArray, end: IntArray, tag: int
+) -> tuple[IntArray, IntArray, IntArray]:
     """Spans that are sequences of length-delimited fields, all with the one-byte ``tag``.
 
     Returns ``(owner, payload start, payload end)`` of every field, grouped by owner (the
@@ -94,7 +93,7 @@ def repeated(buf: Bytes, start: Ints, end: Ints, tag: int) -> tuple[Ints, Ints, 
     """
     owner = np.flatnonzero(start < end)
     at, stop = start[owner], end[owner]
-    steps: list[tuple[Ints, Ints, Ints]] = []
+    steps: list[tuple[IntArray, IntArray, IntArray]] = []
     while owner.size:
         # Every position read here lies inside its span: a field running past its span's
         # end closes the span and is caught below.
@@ -124,7 +123,7 @@ def repeated(buf: Bytes, start: Ints, end: Ints, tag: int) -> tuple[Ints, Ints, 
     return owners, starts, ends
 
 
-def key_words(buf: Bytes, start: Ints, lengths: Ints) -> Words:
+def key_words(buf: U8Array, start: IntArray, lengths: IntArray) -> U64Array:
     """Each span's bytes as zero-padded little-endian words, one row per span (as many
     words as the longest span needs)."""
     count = max(1, -(-int(lengths.max(initial=0)) // 8))
@@ -135,11 +134,11 @@ def key_words(buf: Bytes, start: Ints, lengths: Ints) -> Words:
     inside = np.clip(lengths[:, None] - 8 * np.arange(count), 0, 8).astype(np.uint64)
     # A partly used word keeps its low bytes: the ones at the lower offsets, little-endian.
     mask = np.where(inside == 8, np.uint64(2**64 - 1), (np.uint64(1) << (inside * 8)) - 1)
-    selected: Words = words & mask
+    selected: U64Array = words & mask
     return selected
 
 
-def same_spans(buf: Bytes, start: npt.NDArray[np.int64], lengths: list[int]) -> bool:
+def same_spans(buf: U8Array, start: IntArray, lengths: list[int]) -> bool:
     """Whether every row of spans holds the same bytes as the first row.
 
     ``start`` has one row per group and one column per span; span ``j`` of every row is
@@ -167,7 +166,7 @@ def same_spans(buf: Bytes, start: npt.NDArray[np.int64], lengths: list[int]) -> 
     return bool((found == found[0]).all())
 
 
-def gather(buf: Bytes, start: Ints, end: Ints) -> Bytes:
+def gather(buf: U8Array, start: IntArray, end: IntArray) -> U8Array:
     """The spans' bytes, concatenated."""
     lengths = end - start
     if lengths.size and lengths.min() == lengths.max():
@@ -182,7 +181,7 @@ def gather(buf: Bytes, start: Ints, end: Ints) -> Bytes:
     return buf[np.cumsum(index, out=index)]
 
 
-def packed_varints(data: Bytes, lengths: Ints) -> tuple[Ints, Ints]:
+def packed_varints(data: U8Array, lengths: IntArray) -> tuple[IntArray, IntArray]:
     """Decode concatenated packed int64 payloads: ``(values, values per payload)``.
 
     Bits beyond 64 in a ten-byte varint are dropped, as the runtime drops them.

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 from google.protobuf.message import DecodeError
 
+from readplan._internal.arrays import IntArray
 from readplan._internal.frozen import init_fields
 from readplan.errors import ConfigError, ExampleError
 from readplan.records._columns import Column, decode_columns
@@ -51,7 +52,7 @@ FLOAT32 = "float32"
 BYTES = "bytes"
 DTYPES = (INT64, FLOAT32, BYTES)
 
-FeatureValue: TypeAlias = npt.NDArray[np.int64] | npt.NDArray[np.float32] | list[bytes]
+FeatureValue: TypeAlias = IntArray | npt.NDArray[np.float32] | list[bytes]
 """What :func:`decode` gives for one feature, and what :func:`encode` accepts among others."""
 
 ParsedValue: TypeAlias = npt.NDArray[Any] | np.generic | bytes
@@ -248,7 +249,7 @@ def _from_sequence(key: str, values: Sequence[Any]) -> _Found:
     )
 
 
-def _int64_array(key: str, ints: list[int]) -> npt.NDArray[np.int64]:
+def _int64_array(key: str, ints: list[int]) -> IntArray:
     for extreme in (min(ints), max(ints)):
         if not _INT64_MIN <= extreme <= _INT64_MAX:
             raise _out_of_int64(key, extreme)

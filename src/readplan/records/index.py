@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from readplan import storage
+from readplan._internal.arrays import IntArray
 from readplan._internal.frozen import init_fields
 from readplan.errors import ConfigError, CorruptRecordError, IndexFileError
 from readplan.records._compression import (
@@ -87,8 +88,6 @@ _SPARSE_FRAME = 4096
 _SPARSE_BATCH = 4096
 _ARANGE12 = np.arange(12, dtype=np.int64)
 
-Int64Array = npt.NDArray[np.int64]
-
 
 def index_path_for(data_path: PathLike, index_dir: PathLike | None = None) -> str:
     """The sidecar of ``data_path``: its name plus ``.index``, beside it or in ``index_dir``."""
@@ -117,7 +116,7 @@ class RecordIndex:
 
     data_path: str
     compression: str | None
-    offsets: Int64Array
+    offsets: IntArray
     stream_size: int
     data_size: int
     binding_crc: int
@@ -187,9 +186,9 @@ class RecordIndex:
     def __len__(self) -> int:
         return len(self.offsets)
 
-    def frame_sizes(self) -> Int64Array:
+    def frame_sizes(self) -> IntArray:
         """Framed size (data length + 16) of every record."""
-        sizes: Int64Array = np.diff(self.offsets, append=np.int64(self.stream_size))
+        sizes: IntArray = np.diff(self.offsets, append=np.int64(self.stream_size))
         return sizes
 
 
@@ -388,7 +387,7 @@ def check_offsets(fd: Handle, index: RecordIndex, *, max_record_bytes: int | Non
 
 
 def _check_headers(
-    raw: bytes, at: Int64Array, lengths: Int64Array, first: int, index: RecordIndex, target: str
+    raw: bytes, at: IntArray, lengths: IntArray, first: int, index: RecordIndex, target: str
 ) -> None:
     cells = np.frombuffer(raw, dtype=np.uint8)[at[:, None] + _ARANGE12]
     found = np.ascontiguousarray(cells[:, :8]).view("<u8").ravel()
@@ -557,7 +556,7 @@ def import_text(
 _TEXT_NUMBER = re.compile(rb"[0-9]{1,18}")
 
 
-def _parse_text(source: str) -> tuple[Int64Array, Int64Array]:
+def _parse_text(source: str) -> tuple[IntArray, IntArray]:
     offsets: list[int] = []
     sizes: list[int] = []
     with open(source, "rb") as lines:
@@ -584,7 +583,7 @@ def _parse_text(source: str) -> tuple[Int64Array, Int64Array]:
     return starts, lengths
 
 
-def _spot_check(fd: Handle, source: str, offsets: Int64Array, sizes: Int64Array) -> None:
+def _spot_check(fd: Handle, source: str, offsets: IntArray, sizes: IntArray) -> None:
     picks = np.unique(np.linspace(0, len(offsets) - 1, num=min(len(offsets), _SPOT_CHECKS)))
     for pick in picks.astype(np.int64).tolist():
         offset = int(offsets[pick])

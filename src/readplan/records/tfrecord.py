@@ -22,9 +22,7 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import SupportsIndex
 
-import numpy as np
-import numpy.typing as npt
-
+from readplan._internal.arrays import IntArray
 from readplan._internal.closing import Closing
 from readplan._internal.validate import check_bool
 from readplan.errors import (
@@ -175,7 +173,7 @@ def frame_offsets(
     compression: object = None,
     max_record_bytes: int | None = None,
     storage_options: StorageOptions = None,
-) -> tuple[npt.NDArray[np.int64], int]:
+) -> tuple[IntArray, int]:
     """Where the first ``stop`` records of ``path`` start, by a header walk that stops there.
 
     Returns ``(offsets, end)``: the start offsets (in the decompressed stream) of records
@@ -322,7 +320,7 @@ class RecordFile(Closing):
         # globals (such as ``os``), so a file left open to the end closes without noise.
         self._closer = weakref.finalize(self, close_handle, fd)
         self.indexed = loaded is not None
-        self._offsets: npt.NDArray[np.int64] | None = None
+        self._offsets: IntArray | None = None
         self._stream_size = 0
         self._walk = HeaderWalk(fd, self.path, self.compression, self._max)
         if loaded is not None:
@@ -330,7 +328,7 @@ class RecordFile(Closing):
             self._stream_size = loaded.stream_size
 
     @property
-    def offsets(self) -> npt.NDArray[np.int64]:
+    def offsets(self) -> IntArray:
         """Start offset of every record in the (decompressed) stream; read-only."""
         if self._offsets is None:
             self._open_fd()
@@ -339,7 +337,7 @@ class RecordFile(Closing):
             self._offsets = walked
         return self._offsets
 
-    def _bounds(self, count: int | None) -> tuple[npt.NDArray[np.int64], int]:
+    def _bounds(self, count: int | None) -> tuple[IntArray, int]:
         """Offsets of the first ``count`` records (fewer if the file has fewer) and where the
         last of them ends; without an index, the headers are walked only that far."""
         if self._offsets is not None or count is None:

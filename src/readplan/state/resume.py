@@ -16,8 +16,8 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 import numpy as np
-import numpy.typing as npt
 
+from readplan._internal.arrays import IntArray
 from readplan._internal.validate import check_int
 from readplan.errors import CheckpointError, ConfigError
 from readplan.planning.instructions import FileInstruction
@@ -39,7 +39,6 @@ __all__ = [
     "verify",
 ]
 
-IntArray = npt.NDArray[np.int64]
 
 # The expanded fields a verified checkpoint must share with the state its position implies.
 _STATE_FIELDS = {

@@ -27,6 +27,7 @@ from readplan.errors import (
     MissingExtraError,
     ReadplanError,
 )
+from readplan.records import _tbl_writer
 from readplan.tfrecord import CorruptionReport
 from tests.strategies import tbl_sample_specs
 from tests.tbl_samples import GOLDEN, GOLDEN_DIR, Spec, write_spec
@@ -178,6 +179,25 @@ def test_writer_refuses_out_of_range_fields(tmp_path: Path) -> None:
     assert list(tbl.read(tmp_path / "x.tbl")) == [b"ok"]
 
 
+def test_writer_refuses_what_the_u32_fields_cannot_hold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The real limits (4 GiB a sample, some 179 million samples) are lowered so that the test
+    # reaches them without writing gigabytes; the checks compare against the same names.
+    monkeypatch.setattr(_tbl_writer, "_U32", 3)
+    monkeypatch.setattr(_tbl_writer, "MAX_SAMPLES", 2)
+    with tbl.TblWriter(tmp_path / "x.tbl") as writer:
+        with pytest.raises(ConfigError, match="at most 3 bytes") as big:
+            writer.add(b"four")
+        assert (big.value.field, big.value.value) == ("data", 4)
+        writer.add(b"one")
+        writer.add(b"two")
+        with pytest.raises(ConfigError, match="at most 2 samples") as many:
+            writer.add(b"3")
+        assert (many.value.field, many.value.value) == ("num_samples", 3)
+    assert list(tbl.read(tmp_path / "x.tbl")) == [b"one", b"two"]
+
+
 def test_failed_write_leaves_target_untouched(tmp_path: Path) -> None:
     target = tmp_path / "x.tbl"
     target.write_bytes(b"previous")
@@ -293,6 +313,11 @@ def test_huge_sample_count_is_refused_without_allocating(tmp_path: Path) -> None
             lambda raw: raw.__setitem__(slice(None), reheader(raw, header_size=7)),
             "header_field",
             "header_size",
+        ),
+        (  # metadata flag cleared, section still named
+            lambda raw: raw.__setitem__(slice(None), reheader(raw, flags=0x5)),
+            "header_field",
+            "metadata_offset",
         ),
         (lambda raw: raw.__setitem__(slice(None), raw[:40]), "truncated_header", "magic"),
     ],

@@ -454,7 +454,6 @@ class FrameParser:
             compressed_offset=damage.compressed_offset,
             tf_message=damage.tf_message,
             resync_from=None,
-            resumes=False,
         )
 
     def _damage(
@@ -470,15 +469,14 @@ class FrameParser:
         records_lost: int | None = None,
         compressed_offset: int | None = None,
         resync_from: int | None = None,
-        resumes: bool = True,
     ) -> _Skipped | None:
         """Raise, or (skip mode) report the region and resume; ``None`` when reading stops.
 
         Skip mode resumes at ``resync_from`` itself after a frame with a bad data CRC (its
         framing is sound) and otherwise at the first verified frame after it from which
-        the frames chain to the end of the file.  A compressed stream never resumes.
+        the frames chain to the end of the file.  A compressed stream never resumes, nor
+        does damage with no ``resync_from`` (the container's own, found past the frames).
         """
-        stream = self._stream
         event = CorruptionEvent(
             path=self._path,
             kind=kind,
@@ -488,7 +486,7 @@ class FrameParser:
             field_offset=field_offset,
             records_lost=records_lost,
             compressed_offset=(
-                stream.compressed_offset if compressed_offset is None else compressed_offset
+                self._stream.compressed_offset if compressed_offset is None else compressed_offset
             ),
             stored_crc=stored_crc,
             computed_crc=computed_crc,
@@ -496,25 +494,19 @@ class FrameParser:
         )
         if not self._skip:
             self._emit(event)
-            raise CorruptRecordError(
-                f"{event.message} (on_corruption='skip' reads every undamaged record and "
-                "reports the damage instead of raising)",
-                path=self._path,
-                offset=start,
-                record_index=self.index,
-                kind=kind,
-                compressed_offset=event.compressed_offset,
-                stored_crc=event.stored_crc,
-                computed_crc=event.computed_crc,
-                tf_message=event.tf_message,
-            )
-        if not isinstance(stream, PlainStream) or resync_from is None or not resumes:
-            note = self._stop_note() if kind in _STOPS_MID_STREAM else ""
+            raise _strict_error(event)
+        return self._skip_past(event, resync_from)
+
+    def _skip_past(self, event: CorruptionEvent, resync_from: int | None) -> _Skipped | None:
+        """Report ``event`` and resume after it when the stream allows, else stop."""
+        stream = self._stream
+        if not isinstance(stream, PlainStream) or resync_from is None:
+            note = self._stop_note() if event.kind in _STOPS_MID_STREAM else ""
             self._emit(replace(event, message=event.message + note))
             return None
         # A frame dropped for its data CRC was framed soundly: reading resumes right after.
-        found = kind == KIND_DATA_CRC or self._resync(resync_from)
-        if not found and kind == KIND_HEADER_CRC:
+        found = event.kind == KIND_DATA_CRC or self._resync(resync_from)
+        if not found and event.kind == KIND_HEADER_CRC:
             event = replace(
                 event,
                 kind=KIND_TRAILING_GARBAGE,
@@ -575,6 +567,22 @@ def _first_header_hint(head: bytes) -> str:
 def _truncated_tf_message(start: int, *, compressed: bool) -> str:
     reason = "EOF reached" if compressed else "Read less bytes than requested"
     return f"truncated record at {start}' failed with {reason}"
+
+
+def _strict_error(event: CorruptionEvent) -> CorruptRecordError:
+    """The error strict mode raises for ``event``."""
+    return CorruptRecordError(
+        f"{event.message} (on_corruption='skip' reads every undamaged record and "
+        "reports the damage instead of raising)",
+        path=event.path,
+        offset=event.offset,
+        record_index=event.record_index,
+        kind=event.kind,
+        compressed_offset=event.compressed_offset,
+        stored_crc=event.stored_crc,
+        computed_crc=event.computed_crc,
+        tf_message=event.tf_message,
+    )
 
 
 def _one_frame(start: int) -> IntArray:

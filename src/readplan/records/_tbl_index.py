@@ -122,6 +122,16 @@ def open_layout(fd: Handle, path: str) -> Layout:
     """Read and check the header of the open file or object ``fd``; raises
     :class:`CorruptTblError`."""
     size = size_of(fd)
+    header = _read_header(fd, path, size)
+    _check_index_extent(path, header, size)
+    _check_flags(path, header)
+    damage = _metadata_extent_damage(path, header, size)
+    sound = header.flags & FILE_METADATA and damage is None
+    return Layout(path, size, header, header.metadata_offset if sound else size, damage)
+
+
+def _read_header(fd: Handle, path: str, size: int) -> Header:
+    """The header of a file of ``size`` bytes that is whole, is TBL v2 and matches its CRC."""
     if size < HEADER_SIZE:
         raise _fatal(
             path,
@@ -153,6 +163,11 @@ def open_layout(fd: Handle, path: str) -> Layout:
             stored_crc=header.checksum,
             computed_crc=computed,
         )
+    return header
+
+
+def _check_index_extent(path: str, header: Header, size: int) -> None:
+    """The index the sample count implies is where ``header_size`` says, inside the file."""
     if header.header_size != header.index_end:
         raise _fatal(
             path,
@@ -171,6 +186,10 @@ def open_layout(fd: Handle, path: str) -> Layout:
             f"the index of {header.num_samples} samples ends at byte {header.index_end}, but "
             f"the file holds only {size} bytes",
         )
+
+
+def _check_flags(path: str, header: Header) -> None:
+    """Only known file flags are set, and a file without metadata names no section."""
     if header.flags & ~_KNOWN_FILE_FLAGS:
         raise _fatal(
             path,
@@ -189,9 +208,6 @@ def open_layout(fd: Handle, path: str) -> Layout:
             f"the file has no metadata (flag bit 1 clear) but names a section of "
             f"{header.metadata_size} bytes at offset {header.metadata_offset}",
         )
-    damage = _metadata_extent_damage(path, header, size)
-    sound = header.flags & FILE_METADATA and damage is None
-    return Layout(path, size, header, header.metadata_offset if sound else size, damage)
 
 
 def _metadata_extent_damage(path: str, header: Header, size: int) -> CorruptTblError | None:

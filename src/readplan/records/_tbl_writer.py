@@ -116,28 +116,8 @@ class TblWriter(Closing):
             raise ClosedError(f"{self.path}: the TBL writer is closed", path=self.path)
         payload = bytes(data) if not isinstance(data, bytes) else data
         code = format_code(format)
-        _check_dimension("width", width)
-        _check_dimension("height", height)
-        if code == 8 and len(payload) != width * height * 3:
-            raise ConfigError(
-                f"a raw_u8 sample of {width}x{height} holds {width * height * 3} bytes "
-                f"(width * height * 3, RGB), not {len(payload)}",
-                field="data",
-                value=len(payload),
-            )
-        if len(payload) > _U32:
-            raise ConfigError(
-                f"a sample holds at most {_U32} bytes (a u32 size field), not {len(payload)}",
-                field="data",
-                value=len(payload),
-            )
         index = len(self)
-        if index >= MAX_SAMPLES:
-            raise ConfigError(
-                f"a TBL v2 file holds at most {MAX_SAMPLES} samples (its header size is a u32)",
-                field="num_samples",
-                value=index + 1,
-            )
+        _check_sample(len(payload), code, width, height, index)
         block = _metadata_block(index, metadata, metadata_type)
         stored, flags = payload, 0
         if self.compression:
@@ -233,6 +213,32 @@ def write(path: PathLike, samples: Iterable[Bytes | Sample], *, compression: boo
             else:
                 writer.add(sample)
         return len(writer)
+
+
+def _check_sample(size: int, code: int, width: int, height: int, index: int) -> None:
+    """Refuse sample ``index`` of ``size`` bytes when the file's fixed-width fields cannot
+    describe it."""
+    _check_dimension("width", width)
+    _check_dimension("height", height)
+    if code == 8 and size != width * height * 3:
+        raise ConfigError(
+            f"a raw_u8 sample of {width}x{height} holds {width * height * 3} bytes "
+            f"(width * height * 3, RGB), not {size}",
+            field="data",
+            value=size,
+        )
+    if size > _U32:
+        raise ConfigError(
+            f"a sample holds at most {_U32} bytes (a u32 size field), not {size}",
+            field="data",
+            value=size,
+        )
+    if index >= MAX_SAMPLES:
+        raise ConfigError(
+            f"a TBL v2 file holds at most {MAX_SAMPLES} samples (its header size is a u32)",
+            field="num_samples",
+            value=index + 1,
+        )
 
 
 def _check_dimension(name: str, value: object) -> None:

@@ -156,7 +156,10 @@ def test_offsets_kept_in_memory_are_refused_for_a_replaced_shard(
     fs.target.pipe_file(f"{url.split('://', 1)[1]}/{name}", bytes(data))
     with pytest.raises(IndexFileError) as caught:
         source[3]
-    assert caught.value.path == f"{url}/{name}.index"
+    # No sidecar was written: the error names what holds the offsets, not a missing file.
+    assert caught.value.path is None
+    assert str(caught.value).startswith(f"offsets held in memory for {url}/{name} ")
+    assert f"{name}.index" not in str(caught.value)
     assert caught.value.field == ("data_size" if change == "size" else "binding_crc")
 
 

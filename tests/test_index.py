@@ -398,10 +398,33 @@ def test_a_record_file_binds_an_index_it_is_given(data_file: Path, tmp_path: Pat
     with pytest.raises(IndexFileError) as caught:
         RecordFile(other, index=loaded)
     assert caught.value.field == "binding_crc"
-    assert caught.value.path == str(sidecar(other))
+    # No sidecar file holds these offsets: the error names memory and the file, not a path.
+    assert caught.value.path is None
+    assert str(caught.value).startswith(f"offsets held in memory for {other} ")
+    assert not sidecar(other).exists()
     with pytest.raises(IndexFileError) as caught:
         RecordFile(data_file, index=loaded, compression="GZIP")
     assert caught.value.field == "compression"
+
+
+def test_offsets_held_in_memory_that_miss_a_frame_are_refused_naming_memory(
+    data_file: Path,
+) -> None:
+    size = data_file.stat().st_size
+    fd = os.open(data_file, os.O_RDONLY)
+    try:
+        real = records_index.index_open_file(fd, str(data_file))
+    finally:
+        os.close(fd)
+    # Records 0 and 1 taken for one: bound to the file (its size and ends), wrong inside.
+    merged = [OFFSETS[0], *OFFSETS[2:]]
+    index = RecordIndex(str(data_file), None, merged, size, size, real.binding_crc)
+    for read in (lambda rf: rf[0], lambda rf: list(rf.read(0, 2))):
+        with RecordFile(data_file, index=index) as rf, pytest.raises(IndexFileError) as caught:
+            read(rf)
+        assert caught.value.field == "offsets"
+        assert caught.value.path is None
+        assert str(caught.value).startswith(f"offsets held in memory for {data_file} ")
 
 
 def test_a_large_sidecar_is_read_in_two_requests(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from readplan._internal.arrays import IntArray
-from readplan.errors import IndexFileError
+from readplan.records._index_format import refuse_offsets
 
 __all__ = ["ExpectedFrames"]
 
@@ -19,11 +19,18 @@ __all__ = ["ExpectedFrames"]
 class ExpectedFrames:
     """Indexed starts of the frames one pass reads (``starts``), and where the last ends.
 
-    ``first_index`` is the record number of ``starts[0]``, for messages.
+    ``first_index`` is the record number of ``starts[0]`` and ``index_path`` the sidecar the
+    offsets were read from (``None``: held in memory), for messages.
     """
 
     def __init__(
-        self, starts: IntArray, end: int, *, data_path: str, index_path: str, first_index: int
+        self,
+        starts: IntArray,
+        end: int,
+        *,
+        data_path: str,
+        index_path: str | None,
+        first_index: int,
     ) -> None:
         self._starts = starts
         self._end = end
@@ -69,11 +76,10 @@ class ExpectedFrames:
             where = f"the indexed records should end at {expected} but the frames reach {found}"
         else:
             where = f"record {record} should start at {expected} but the frames reach {found}"
-        raise IndexFileError(
-            f"{self._index_path}: refusing this index (offsets): in {self._data_path}, {where}: "
-            "the data file was rewritten since the index was built (its size and first and "
-            "last 64 KiB are unchanged). Rebuild it with `readplan index DATA_FILE` or "
-            "readplan.index.build_index(DATA_FILE).",
-            path=self._index_path,
-            field="offsets",
+        raise refuse_offsets(
+            self._index_path,
+            self._data_path,
+            "offsets",
+            f"in {self._data_path}, {where}: the data file was rewritten since the index was "
+            "built (its size and first and last 64 KiB are unchanged)",
         )

@@ -31,6 +31,7 @@ __all__ = [
     "parse_body",
     "parse_header",
     "refuse",
+    "refuse_offsets",
 ]
 
 MAGIC = b"RPTFRIDX"
@@ -66,6 +67,22 @@ def refuse(index_path: str, field: str, why: str) -> IndexFileError:
         f"{index_path}: refusing this index ({field}): {why}. Rebuild it with "
         "`readplan index DATA_FILE` or readplan.index.build_index(DATA_FILE).",
         path=index_path,
+        field=field,
+    )
+
+
+def refuse_offsets(index_path: str | None, data_path: str, field: str, why: str) -> IndexFileError:
+    """:func:`refuse` for the offsets of ``data_path``: read from the sidecar ``index_path``,
+    or (``None``) held in memory, where no file holds them, so none is named."""
+    if index_path is not None:
+        return refuse(index_path, field, why)
+    return IndexFileError(
+        f"offsets held in memory for {data_path} (no sidecar file holds them): refusing "
+        f"this index ({field}): {why}. They describe the file as it was when they were "
+        "computed: open it again to compute them anew (a new RecordFile or data source), or "
+        "build its sidecar with `readplan index DATA_FILE` or "
+        "readplan.index.build_index(DATA_FILE).",
+        path=None,
         field=field,
     )
 

@@ -17,8 +17,6 @@ record, ``size`` being the framed size ``length + 16``) can be exported and impo
 from __future__ import annotations
 
 import os
-import re
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -28,14 +26,15 @@ import numpy.typing as npt
 from readplan import storage
 from readplan._internal.arrays import IntArray
 from readplan._internal.frozen import init_fields
-from readplan.errors import ConfigError, CorruptRecordError, IndexFileError
+from readplan.errors import CorruptRecordError, IndexFileError
+from readplan.records._binding import SPAN, binding_of, ends_crc
 from readplan.records._compression import (
     AUTO,
     check_compression,
     detect_compression,
     pread,
 )
-from readplan.records._crc import crc32c, length_crcs, mask, mask_array
+from readplan.records._crc import length_crcs, mask_array
 from readplan.records._damage import KIND_HEADER_CRC
 from readplan.records._expected import ExpectedFrames
 from readplan.records._index_format import (
@@ -50,10 +49,12 @@ from readplan.records._index_format import (
     parse_body,
     parse_header,
     refuse,
+    refuse_offsets,
 )
+from readplan.records._index_text import check_text, parse_text, text_of
 from readplan.records._offset_walk import walk_offsets
 from readplan.records._stream import open_handle
-from readplan.storage import Handle, PathLike, StorageOptions, read_span, size_of, to_str
+from readplan.storage import Handle, PathLike, StorageOptions, size_of, to_str
 
 __all__ = [
     "HEADER_SIZE",
@@ -76,11 +77,9 @@ __all__ = [
 ]
 
 INDEX_SUFFIX = ".index"
-_BINDING_SPAN = 1 << 16
 # A sidecar is fetched with one request of this many bytes (524,281 records), the rest of a
 # larger one with a second.
 _FIRST_READ = 4 << 20
-_SPOT_CHECKS = 64
 # check_offsets reads headers in windows of this size, or one by one where frames average
 # more than _SPARSE_FRAME bytes (reading their payloads would cost more than the reads).
 _GATHER_WINDOW = 1 << 20
@@ -192,18 +191,6 @@ class RecordIndex:
         return sizes
 
 
-def _binding(fd: Handle) -> tuple[int, int]:
-    """Size of the data file and the CRC32C of its first and last 64 KiB, read exactly (in
-    one request when they overlap or touch)."""
-    size = size_of(fd)
-    span = min(size, _BINDING_SPAN)
-    if size <= 2 * _BINDING_SPAN:
-        whole = read_span(fd, size, 0)
-        return size, crc32c(whole[size - span :], crc32c(whole[:span]))
-    head = read_span(fd, span, 0)
-    return size, crc32c(read_span(fd, span, size - span), crc32c(head))
-
-
 def _fingerprint(fd: Handle) -> str | None:
     """The content version of an opened stored object; local files have none."""
     return None if isinstance(fd, int) else fd.info.fingerprint
@@ -258,7 +245,7 @@ def index_open_file(
     """
     resolved = resolve_compression(fd, compression)
     size = size_of(fd)
-    span = min(size, _BINDING_SPAN)
+    span = min(size, SPAN)
     head = pread(fd, span, 0)
     offsets, stream_size = walk_offsets(
         fd,
@@ -268,7 +255,7 @@ def index_open_file(
         progress=progress,
         verify=verify,
     )
-    binding = crc32c(pread(fd, span, size - span), crc32c(head))
+    binding = ends_crc(head, pread(fd, span, size - span))
     return RecordIndex(data_path, resolved, offsets, stream_size, size, binding, _fingerprint(fd))
 
 
@@ -290,22 +277,24 @@ def write_index(
 
 
 def _check_compression(
-    compression: str | None, index_path: str, data_path: str, found: str | None
+    compression: str | None, index_path: str | None, data_path: str, found: str | None
 ) -> None:
     if compression != found:
-        raise refuse(
+        raise refuse_offsets(
             index_path,
+            data_path,
             "compression",
             f"it describes a {compression or 'uncompressed'} stream but {data_path} is "
             f"read as {found or 'uncompressed'}",
         )
 
 
-def _check_size(data_size: int, index_path: str, data_fd: Handle, data_path: str) -> None:
+def _check_size(data_size: int, index_path: str | None, data_fd: Handle, data_path: str) -> None:
     size = size_of(data_fd)
     if size != data_size:
-        raise refuse(
+        raise refuse_offsets(
             index_path,
+            data_path,
             "data_size",
             f"it was built for a data file of {data_size} bytes but {data_path} has "
             f"{size} bytes (stale index)",
@@ -313,14 +302,15 @@ def _check_size(data_size: int, index_path: str, data_fd: Handle, data_path: str
 
 
 def _check_binding(
-    binding_crc: int, source: str | None, index_path: str, data_fd: Handle, data_path: str
+    binding_crc: int, source: str | None, index_path: str | None, data_fd: Handle, data_path: str
 ) -> None:
     """The data must be the object version the index names, or match its binding CRC."""
     if source is not None and source == _fingerprint(data_fd):
         return  # the very bytes it was built from: reading them again would prove nothing
-    if _binding(data_fd)[1] != binding_crc:
-        raise refuse(
+    if binding_of(data_fd)[1] != binding_crc:
+        raise refuse_offsets(
             index_path,
+            data_path,
             "binding_crc",
             f"the first and last 64 KiB of {data_path} changed since it was built (stale or "
             "foreign index)",
@@ -328,26 +318,44 @@ def _check_binding(
 
 
 def bind_index(
-    index: RecordIndex, data_fd: Handle, index_path: str, compression: str | None
+    index: RecordIndex,
+    data_fd: Handle,
+    index_path: str | None,
+    compression: str | None,
+    *,
+    data_path: str | None = None,
 ) -> None:
-    """Refuse ``index`` (:class:`~readplan.errors.IndexFileError` naming ``index_path``) unless
-    it describes the open data file ``data_fd``, read as ``compression``, as a loaded
-    sidecar must."""
-    _check_compression(index.compression, index_path, index.data_path, compression)
-    _check_size(index.data_size, index_path, data_fd, index.data_path)
-    _check_binding(index.binding_crc, index.source, index_path, data_fd, index.data_path)
+    """Refuse ``index`` (:class:`~readplan.errors.IndexFileError`) unless it describes the
+    open data file ``data_fd`` (at ``data_path``, default the index's), read as
+    ``compression``, as a loaded sidecar must.
+
+    ``index_path`` is the sidecar it was read from, named by the error; ``None`` for
+    offsets held in memory (built where no sidecar could be written), which the error
+    names as such, with no sidecar path.
+    """
+    path = index.data_path if data_path is None else data_path
+    _check_compression(index.compression, index_path, path, compression)
+    _check_size(index.data_size, index_path, data_fd, path)
+    _check_binding(index.binding_crc, index.source, index_path, data_fd, path)
 
 
-def check_offsets(fd: Handle, index: RecordIndex, *, max_record_bytes: int | None = None) -> None:
+def check_offsets(
+    fd: Handle,
+    index: RecordIndex,
+    *,
+    max_record_bytes: int | None = None,
+    index_path: PathLike | None = None,
+) -> None:
     """Check that the open data file ``fd`` holds exactly the frames ``index`` describes.
 
     Uncompressed: the 12-byte header at every indexed offset must verify and declare the
     indexed length (read in 1 MiB windows, or one by one where frames are large; payloads
     are never read).  Compressed: the stream is inflated and walked against the offsets.
     A length that differs raises :class:`~readplan.errors.IndexFileError`; a header whose
-    CRC fails raises :class:`~readplan.errors.CorruptRecordError`.
+    CRC fails raises :class:`~readplan.errors.CorruptRecordError`.  ``index_path`` is the
+    sidecar ``index`` was loaded from, named by the errors (default: beside the data).
     """
-    target = index_path_for(index.data_path)
+    target = to_str(index_path) if index_path is not None else index_path_for(index.data_path)
     if index.compression is not None:
         expected = ExpectedFrames(
             index.offsets,
@@ -421,18 +429,25 @@ def _check_headers(
 
 
 def load_index(
-    data_path: str | os.PathLike[str],
+    data_path: PathLike,
     *,
     compression: object = None,
-    index_path: str | os.PathLike[str] | None = None,
+    index_path: PathLike | None = None,
+    index_dir: PathLike | None = None,
+    storage_options: StorageOptions = None,
 ) -> RecordIndex:
-    """Read and fully validate the sidecar of ``data_path`` (FileNotFoundError if absent)."""
-    path = os.fspath(data_path)
-    target = os.fspath(index_path) if index_path is not None else index_path_for(path)
-    data_fd = open_handle(path)
+    """Read and fully validate the sidecar of ``data_path`` (a path or URL); the sidecar is
+    ``index_path``, else in ``index_dir``, else beside the data.  A missing one raises
+    FileNotFoundError (:class:`~readplan.errors.ObjectNotFoundError` in a store).  Both
+    files are reached with ``storage_options`` (``specs/storage.md``): one lookup of the
+    data, the sidecar in one request, and the data's ends only when the sidecar does not
+    name the object version opened."""
+    path = to_str(data_path)
+    target = to_str(index_path) if index_path is not None else index_path_for(path, index_dir)
+    data_fd = open_handle(path, storage_options)
     try:
         resolved = resolve_compression(data_fd, compression)
-        return _load(*_read_sidecar(target, None), target, data_fd, path, resolved)
+        return _load(*_read_sidecar(target, storage_options), target, data_fd, path, resolved)
     finally:
         storage.close(data_fd)
 
@@ -499,100 +514,44 @@ def _load(
     )
 
 
-def export_text(index: RecordIndex, path: str | os.PathLike[str]) -> str:
-    """Write ``index`` in the DALI / ``vahidk/tfrecord`` text form; returns ``path``.
+def export_text(
+    index: RecordIndex, path: PathLike, *, storage_options: StorageOptions = None
+) -> str:
+    """Write ``index`` in the DALI / ``vahidk/tfrecord`` text form to ``path`` (a path or
+    URL, whole or not at all); returns ``path``.
 
     One line per record: its start offset and its framed size (data length + 16), separated
     by one space.  For a compressed file the offsets are in the decompressed stream, which
     those tools cannot use.
     """
-    target = os.fspath(path)
-    sizes = index.frame_sizes()
-    lines = [f"{offset} {size}\n" for offset, size in zip(index.offsets.tolist(), sizes.tolist())]
-    with open(target, "w", encoding="ascii", newline="\n") as out:
-        out.writelines(lines)
+    target = to_str(path)
+    text = text_of(index.offsets, index.frame_sizes())
+    storage.write_bytes(target, text, storage_options=storage_options)
     return target
 
 
 def import_text(
-    text_path: str | os.PathLike[str],
-    data_path: str | os.PathLike[str],
+    text_path: PathLike,
+    data_path: PathLike,
     *,
-    index_path: str | os.PathLike[str] | None = None,
+    index_path: PathLike | None = None,
+    storage_options: StorageOptions = None,
 ) -> str:
     """Turn a DALI / ``vahidk/tfrecord`` text index of an uncompressed file into a sidecar.
 
     The lines must tile the data file exactly (each record starts where the previous one
     ends, the first at 0, the last ending at the file size), and the headers of the first,
     the last and up to 62 evenly spaced records must verify with the sizes given.  Returns
-    the sidecar's path.
+    the sidecar's path.  The text, the data and the sidecar (``index_path``, default beside
+    the data) may be URLs, reached with ``storage_options``.
     """
-    source = os.fspath(text_path)
-    target = os.fspath(data_path)
-    offsets, sizes = _parse_text(source)
-    fd = open_handle(target)
+    source = to_str(text_path)
+    target = to_str(data_path)
+    offsets, sizes = parse_text(storage.read_bytes(source, storage_options=storage_options), source)
+    fd = open_handle(target, storage_options)
     try:
-        if detect_compression(pread(fd, 12, 0)) is not None:
-            raise ConfigError(
-                f"{target} is compressed; text indexes describe uncompressed files only",
-                field="compression",
-                value=target,
-            )
-        size, binding = _binding(fd)
-        end = int(offsets[-1] + sizes[-1]) if len(offsets) else 0
-        if end != size:
-            raise refuse(
-                source, "offsets", f"its records end at {end} but {target} has {size} bytes"
-            )
-        problem = offsets_problem(offsets, size)
-        if problem is not None:
-            raise refuse(source, "offsets", problem)
-        _spot_check(fd, source, offsets, sizes)
+        size, binding = check_text(fd, source, target, offsets, sizes)
+        index = RecordIndex(target, None, offsets, size, size, binding, _fingerprint(fd))
     finally:
         storage.close(fd)
-    return write_index(RecordIndex(target, None, offsets, size, size, binding), index_path)
-
-
-_TEXT_NUMBER = re.compile(rb"[0-9]{1,18}")
-
-
-def _parse_text(source: str) -> tuple[IntArray, IntArray]:
-    offsets: list[int] = []
-    sizes: list[int] = []
-    with open(source, "rb") as lines:
-        for number, raw in enumerate(lines, start=1):
-            fields = raw.split()
-            if not fields:
-                continue
-            # ASCII digits only, and small enough for a u64 file offset.
-            if len(fields) != 2 or not all(_TEXT_NUMBER.fullmatch(field) for field in fields):
-                shown = raw.strip().decode("ascii", errors="backslashreplace")
-                raise refuse(source, "line", f"line {number} is {shown!r}, not '<offset> <size>'")
-            offsets.append(int(fields[0]))
-            sizes.append(int(fields[1]))
-    starts = np.array(offsets, dtype=np.int64)
-    lengths = np.array(sizes, dtype=np.int64)
-    if len(starts) > 1 and (starts[1:] != starts[:-1] + lengths[:-1]).any():
-        bad = int(np.argmax(starts[1:] != starts[:-1] + lengths[:-1])) + 1
-        raise refuse(
-            source,
-            "offsets",
-            f"line {bad + 1} starts at {int(starts[bad])} but the previous record ends at "
-            f"{int(starts[bad - 1] + lengths[bad - 1])} (sizes must be framed sizes, length + 16)",
-        )
-    return starts, lengths
-
-
-def _spot_check(fd: Handle, source: str, offsets: IntArray, sizes: IntArray) -> None:
-    picks = np.unique(np.linspace(0, len(offsets) - 1, num=min(len(offsets), _SPOT_CHECKS)))
-    for pick in picks.astype(np.int64).tolist():
-        offset = int(offsets[pick])
-        header = pread(fd, 12, offset)
-        length, stored = struct.unpack("<QI", header)
-        if mask(crc32c(header[:8])) != stored or length + 16 != int(sizes[pick]):
-            raise refuse(
-                source,
-                "offsets",
-                f"record {pick} at offset {offset} is not a valid header of a "
-                f"{int(sizes[pick])}-byte frame",
-            )
+    return write_index(index, index_path, storage_options)

@@ -29,7 +29,6 @@ from readplan.errors import (
     ClosedError,
     ConfigError,
     CorruptRecordError,
-    IndexFileError,
     ReadplanIndexError,
 )
 from readplan.records import index as _index
@@ -60,6 +59,7 @@ from readplan.records._damage import (
 from readplan.records._expected import ExpectedFrames
 from readplan.records._framing import FrameParser
 from readplan.records._headerwalk import HeaderWalk
+from readplan.records._index_format import refuse_offsets
 from readplan.records._stream import LARGE, ByteStream, InflateStream, PlainStream, open_handle
 from readplan.records.writer import TFRecordWriter, write
 from readplan.storage import Handle, RemoteBlob, StorageOptions, read_span, size_of, to_str
@@ -226,15 +226,12 @@ def count(
         resolved = _index.resolve_compression(fd, compression)
         cap = record_cap(max_record_bytes, resolved)
         if use_index:
+            sidecar = _index.index_path_for(name, index_dir)
             loaded = _index.load_index_for(
-                fd,
-                name,
-                resolved,
-                index_path=_index.index_path_for(name, index_dir),
-                storage_options=storage_options,
+                fd, name, resolved, index_path=sidecar, storage_options=storage_options
             )
             if loaded is not None:
-                _index.check_offsets(fd, loaded, max_record_bytes=cap)
+                _index.check_offsets(fd, loaded, max_record_bytes=cap, index_path=sidecar)
                 return len(loaded)
         offsets, _ = _index.walk_offsets(fd, name, resolved, max_record_bytes=cap)
         return len(offsets)
@@ -263,7 +260,7 @@ class RecordFile(Closing):
     ``index_dir`` is where the sidecar is looked up instead of beside the file.  ``index``
     gives offsets already at hand (a :class:`~readplan.index.RecordIndex`, e.g. built in
     memory where no sidecar could be written): bound to the file as a sidecar is, and used
-    instead of one.
+    instead of one; its errors name them as offsets held in memory, with no sidecar path.
     """
 
     def __init__(
@@ -286,11 +283,14 @@ class RecordFile(Closing):
         _check_read_options("raise", max_record_bytes)
         exact = not check_bool(read_ahead, "read_ahead")
         self.path = to_str(path)
-        self._index_path = (
-            _index.index_path_for(self.path, index_dir)
-            if index_path is None
-            else to_str(index_path)
-        )
+        # Where the offsets are, for messages: a sidecar, or (None) memory, for an index given.
+        self._index_path: str | None = None
+        if index is None:
+            self._index_path = (
+                _index.index_path_for(self.path, index_dir)
+                if index_path is None
+                else to_str(index_path)
+            )
         self._verify = verify
         fd = open_handle(self.path, storage_options)
         try:
@@ -298,7 +298,9 @@ class RecordFile(Closing):
             self._max = record_cap(max_record_bytes, self.compression)
             loaded = index
             if index is not None:
-                _index.bind_index(index, fd, self._index_path, self.compression)
+                _index.bind_index(
+                    index, fd, self._index_path, self.compression, data_path=self.path
+                )
             elif use_index:
                 loaded = _index.load_index_for(
                     fd,
@@ -514,12 +516,12 @@ class RecordFile(Closing):
             raise self._error(KIND_HEADER_CRC, i, start, "the CRC of its length field is wrong")
         if stored_length != length:
             self._check_unchanged()
-            raise IndexFileError(
-                f"{self.path}: record {i} at offset {start} holds {stored_length} data bytes but "
-                f"the offsets imply {length}: the index does not describe this file; rebuild "
-                "it with `readplan index`",
-                path=self._index_path,
-                field="offsets",
+            raise refuse_offsets(
+                self._index_path,
+                self.path,
+                "offsets",
+                f"record {i} of {self.path} at offset {start} holds {stored_length} data bytes "
+                f"but the offsets imply {length}: the index does not describe this file",
             )
         if self._verify and mask(crc32c(payload)) != _U32.unpack(footer)[0]:
             raise self._error(KIND_DATA_CRC, i, start, "the CRC of its data is wrong")

@@ -26,7 +26,8 @@ from readplan.errors import CorruptRecordError
 from readplan.index import build_index, write_index
 from readplan.reading import reader as reader_module
 from readplan.reading import spans as spans_module
-from readplan.records.index import RecordIndex, _binding
+from readplan.records._binding import binding_of
+from readplan.records.index import RecordIndex
 from readplan.testing import assert_resumes_exactly, plans
 from tests.reference_models import tfrecord_frames
 
@@ -251,7 +252,7 @@ def _bound_sidecars(written: dict[Path, bytes]) -> None:
         starts = [start for start, _ in tfrecord_frames(content)]
         fd = os.open(shard, os.O_RDONLY)
         try:
-            size, binding = _binding(fd)
+            size, binding = binding_of(fd)
         finally:
             os.close(fd)
         write_index(RecordIndex(str(shard), None, starts, size, size, binding))

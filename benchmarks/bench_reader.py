@@ -155,6 +155,7 @@ def report(plan: ReadPlan, label: str, repeats: int) -> float:
 def large_rank_report(directory: Path, repeats: int) -> None:
     """One rank of four on 100 KiB records, without and then with sidecars, against
     ``tfrecord.read`` of the same files, in CPU time."""
+    directory.mkdir(parents=True, exist_ok=True)
     info = DatasetInfo("large", {"train": [LARGE_RECORDS] * LARGE_SHARDS}, data_dir=directory)
     record = bytes(range(256)) * (LARGE_SIZE // 256)
     for path in info.shard_paths("train"):

@@ -24,10 +24,12 @@ __all__ = [
     "check_optional_int",
     "is_int",
     "not_int",
+    "preview",
 ]
 
 INT64_MAX = (1 << 63) - 1
 INT64_MIN = -(1 << 63)
+_PREVIEW_CHARS = 80
 
 
 def is_int(value: object) -> TypeGuard[int]:
@@ -93,3 +95,9 @@ def check_bool(value: Any, field: str) -> bool:
             value=value,
         )
     return bool(value)
+
+
+def preview(value: object) -> str:
+    """The repr of a refused value, cut to a length an error message can quote."""
+    text = repr(value)
+    return text if len(text) <= _PREVIEW_CHARS else text[: _PREVIEW_CHARS - 3] + "..."

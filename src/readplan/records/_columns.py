@@ -21,6 +21,7 @@ import numpy.typing as npt
 from readplan._internal.arrays import IntArray, U8Array
 from readplan.errors import ConfigError, ExampleError
 from readplan.records import _wire
+from readplan.records._kinds import NUMPY_DTYPE
 from readplan.records._wire import NotCanonicalError
 
 if TYPE_CHECKING:
@@ -32,10 +33,6 @@ Kind = Literal["int64", "float32", "bytes"]
 
 # Feature.kind field numbers: bytes_list = 1, float_list = 2, int64_list = 3.
 _KIND_OF_TAG: dict[int, Kind] = {0x0A: "bytes", 0x12: "float32", 0x1A: "int64"}
-_NUMPY_DTYPE: dict[str, np.dtype[Any]] = {
-    "int64": np.dtype(np.int64),
-    "float32": np.dtype(np.float32),
-}
 _FIELD_1 = 0x0A  # field 1, length-delimited: Example.features, Features.feature, key, value
 _FIELD_2 = 0x12  # field 2, length-delimited: the map entry's value
 
@@ -69,7 +66,7 @@ class Column:
             and present.shape == (splits.size - 1,)
         ):
             raise _bad_column("present", present, "a bool array of one flag per record")
-        expected = _NUMPY_DTYPE.get(self.kind)
+        expected = NUMPY_DTYPE.get(self.kind)
         if expected is None and not isinstance(self.values, list):
             raise _bad_column("values", self.values, "a list of bytes for a bytes column")
         if expected is not None and not (
@@ -326,7 +323,7 @@ def _assembled(name: str, decoded: list[dict[str, FeatureValue]]) -> Column:
         values = [value for part in parts for value in part]
     else:
         values = np.concatenate([np.asarray(part) for part in parts]).astype(
-            _NUMPY_DTYPE[kinds[0]], copy=False
+            NUMPY_DTYPE[kinds[0]], copy=False
         )
     return Column(kinds[0], values, np.cumsum(splits), present)
 

@@ -21,6 +21,7 @@ import numpy.typing as npt
 from readplan._internal.arrays import IntArray
 from readplan.errors import ConfigError
 from readplan.records._columns import Column
+from readplan.records._kinds import BYTES, NUMPY_DTYPE
 from readplan.records._rows import NotRegularError, cut, object_array, records_as_dicts, shaped
 
 __all__ = [
@@ -34,11 +35,8 @@ __all__ = [
     "variable_leaf",
 ]
 
-_NUMPY_DTYPE: dict[str, np.dtype[Any]] = {
-    "int64": np.dtype(np.int64),
-    "float32": np.dtype(np.float32),
-    "bytes": np.dtype(object),
-}
+# A bytes leaf is an object array of the records' bytes values.
+_NUMPY_DTYPE: dict[str, np.dtype[Any]] = {**NUMPY_DTYPE, BYTES: np.dtype(object)}
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from readplan._internal.arrays import IntArray
+from readplan.records._kinds import NUMPY_DTYPE
 
 __all__ = [
     "NotRegularError",
@@ -26,11 +27,6 @@ __all__ = [
     "records_as_dicts",
     "shaped",
 ]
-
-_NUMPY_DTYPE: dict[str, np.dtype[Any]] = {
-    "int64": np.dtype(np.int64),
-    "float32": np.dtype(np.float32),
-}
 
 
 class NotRegularError(Exception):
@@ -54,7 +50,7 @@ def shaped(
             only: bytes = values[0]
             return only
         return _as_array(kind, values).reshape(shape)
-    numeric = np.asarray(values, dtype=_NUMPY_DTYPE[kind])
+    numeric = np.asarray(values, dtype=NUMPY_DTYPE[kind])
     if shape == ():
         scalar: np.generic = numeric[0]
         return scalar

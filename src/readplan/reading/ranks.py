@@ -12,7 +12,15 @@ from readplan.state.binding import FileBinding, bindings_from_json
 from readplan.state.binding import to_json as bindings_to_json
 from readplan.state.checkpoint import Checkpoint
 
-__all__ = ["STATE_KEY", "count_below", "merge_states", "owner", "reader_bindings"]
+__all__ = [
+    "STATE_KEY",
+    "count_below",
+    "first_share",
+    "merge_states",
+    "owner",
+    "reader_bindings",
+    "resumed_position",
+]
 
 STATE_KEY = "reader"
 """The section a reader adds to the checkpoint document in its state:
@@ -110,6 +118,43 @@ def _shares(
 def count_below(position: int, rank: int, world_size: int) -> int:
     """Positions ``p < position`` of ``rank``: those with ``p % world_size == rank``."""
     return max(0, (position - rank + world_size - 1) // world_size)
+
+
+def first_share(position: int, rank: int, world_size: int, size: int) -> int:
+    """The first position from ``position`` on that ``rank`` delivers, or ``size`` (the
+    epoch's end) when there is none."""
+    share = position + (rank - position) % world_size
+    return min(share, size)
+
+
+def resumed_position(
+    checkpoint: Checkpoint,
+    saved_by: tuple[int, int] | None,
+    rank: int,
+    world_size: int,
+    size: int,
+) -> int:
+    """Where ``rank`` of ``world_size`` continues from ``checkpoint`` (of an epoch of ``size``
+    positions), saved by rank ``saved_by`` (``(rank, world_size)``; ``None`` for a checkpoint
+    or a merged state, which any rank continues from its first position after it)."""
+    position = checkpoint.position
+    if saved_by is None or saved_by[1] == 1:
+        return first_share(position, rank, world_size, size)
+    if saved_by != (rank, world_size):
+        raise CheckpointError(
+            f"this state belongs to rank {saved_by[0]} of {saved_by[1]}; it cannot be restored "
+            f"by rank {rank} of {world_size} on its own. Gather the states of "
+            "all ranks, merge them with readplan.merge_states(states), and load "
+            "the result in every new rank",
+            field=f"{STATE_KEY}.rank",
+        )
+    if position != checkpoint.num_examples and position % world_size != rank:
+        raise CheckpointError(
+            f"position {position} is not one of rank {rank}'s positions (those equal "
+            f"to {rank} modulo {world_size}): the state was edited or damaged",
+            field="position",
+        )
+    return position
 
 
 def owner(reader: object) -> tuple[int, int] | None:

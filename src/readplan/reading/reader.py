@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import operator
 import os
-from collections.abc import Callable, Generator, Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from functools import partial
 from itertools import chain, islice
 from typing import Any, Literal, TypeAlias
@@ -27,7 +27,6 @@ from typing import Any, Literal, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
-from readplan._internal.arrays import IntArray
 from readplan._internal.closing import Closing
 from readplan.errors import (
     CheckpointError,
@@ -49,12 +48,24 @@ from readplan.reading.options import (
     read_state,
 )
 from readplan.reading.prefetch import ShardWarmer
-from readplan.reading.ranks import STATE_KEY, count_below, owner, reader_bindings
-from readplan.reading.runs import Closes, Runs, Shard, read_spans
-from readplan.reading.salvage import Lost
+from readplan.reading.ranks import (
+    STATE_KEY,
+    count_below,
+    first_share,
+    owner,
+    reader_bindings,
+    resumed_position,
+)
+from readplan.reading.runs import (
+    Closes,
+    Runs,
+    Shard,
+    last_read_marks,
+    read_spans,
+    without_lost,
+)
 from readplan.records._damage import (
     CorruptionReport,
-    LostRecord,
     OnCorruption,
     check_damage_options,
 )
@@ -331,23 +342,9 @@ class Reader(Closing):
                 field="epochs",
                 value=self.epochs,
             )
-        position = checkpoint.position
-        if owner is None or owner[1] == 1:
-            position = self._first_share(position)
-        elif owner != (self.rank, self.world_size):
-            raise CheckpointError(
-                f"this state belongs to rank {owner[0]} of {owner[1]}; it cannot be restored "
-                f"by rank {self.rank} of {self.world_size} on its own. Gather the states of "
-                "all ranks, merge them with readplan.merge_states(states), and load "
-                "the result in every new rank",
-                field=f"{STATE_KEY}.rank",
-            )
-        elif position != checkpoint.num_examples and position % self.world_size != self.rank:
-            raise CheckpointError(
-                f"position {position} is not one of rank {self.rank}'s positions (those equal "
-                f"to {self.rank} modulo {self.world_size}): the state was edited or damaged",
-                field="position",
-            )
+        position = resumed_position(
+            checkpoint, owner, self.rank, self.world_size, self.plan.num_examples
+        )
         self.close()
         self._epoch, self._next, self._current = checkpoint.epoch, position, None
         self._binding.restore({})
@@ -366,8 +363,7 @@ class Reader(Closing):
         return min(position + self.world_size, self.plan.num_examples)
 
     def _first_share(self, position: int) -> int:
-        share = position + (self.rank - position) % self.world_size
-        return min(share, self.plan.num_examples)
+        return first_share(position, self.rank, self.world_size, self.plan.num_examples)
 
     # -- production ---------------------------------------------------------------------
 
@@ -385,7 +381,7 @@ class Reader(Closing):
             epoch, position = epoch + 1, self._first_share(0)
 
     def _epoch_batches(self, epoch: int, start: int) -> Iterator[Batch]:
-        is_last = self._last_delivery(epoch)
+        is_last = last_read_marks(self.plan, epoch, self._last_records)
         shards: dict[int, Shard] = {}
         try:
             for chunk in self._chunks(epoch, start):
@@ -403,24 +399,6 @@ class Reader(Closing):
         # few ranks; the plan's arrays for a chunk stay within a few tens of MB.
         chunk_size = _CHUNK * min(self.world_size, _CHUNK_RANKS)
         yield from self.plan.iter_epoch(epoch, chunk_size=chunk_size, start=head)
-
-    def _last_delivery(self, epoch: int) -> Callable[[EpochOrder], npt.NDArray[np.bool_]]:
-        """Marks, per position of a chunk, whether the plan reads its file there last."""
-        if self.plan.config.example_shuffle is None:
-            last_records = self._last_records
-            return lambda chunk: chunk.record_index == last_records[chunk.file_index]
-        # The example shuffle scatters a file's records: find each file's last position.
-        order = self.plan.epoch(epoch)
-        files, first_from_end = np.unique(order.file_index[::-1], return_index=True)
-        last_positions = np.full(len(self.plan.instructions), -1, dtype=np.int64)
-        last_positions[files] = len(order) - 1 - first_from_end
-
-        def marks(chunk: EpochOrder) -> npt.NDArray[np.bool_]:
-            positions = np.arange(chunk.start, chunk.start + len(chunk), dtype=np.int64)
-            last: npt.NDArray[np.bool_] = positions == last_positions[chunk.file_index]
-            return last
-
-        return marks
 
     def _chunk_batches(
         self, chunk: EpochOrder, is_last: npt.NDArray[np.bool_], shards: dict[int, Shard]
@@ -511,7 +489,9 @@ class Reader(Closing):
         end = begin + len(records)  # where a read failure happened
         taken = np.arange(begin, end)
         if lost:
-            records, taken = self._without_lost(records, taken, chunk.epoch, runs)
+            records, taken = without_lost(
+                records, taken, chunk.epoch, runs, self.report, self._path
+            )
         if records:
             yield Batch(
                 plan=self.plan,
@@ -524,30 +504,6 @@ class Reader(Closing):
         if failure is not None:
             # A read failure stops after the records taken.
             raise self._located(failure, chunk.epoch, runs, end) from failure
-
-    def _without_lost(
-        self, records: list[Any], taken: IntArray, epoch: int, runs: Runs
-    ) -> tuple[list[Any], IntArray]:
-        """Drop the records lost to damage from a batch and report their plan positions."""
-        report = self.report
-        kept = np.array([type(record) is not Lost for record in records], dtype=bool)
-        for k in np.flatnonzero(~kept).tolist():
-            lost: Lost = records[k]
-            at = int(taken[k])
-            file_index = int(runs.file_index[at])
-            if report is not None:
-                report.add_lost(
-                    LostRecord(
-                        epoch=epoch,
-                        position=int(runs.positions[at]),
-                        file_index=file_index,
-                        record_index=lost.record_index,
-                        path=self._path(file_index),
-                        offset=lost.offset,
-                        kind=lost.kind,
-                    )
-                )
-        return [record for record in records if type(record) is not Lost], taken[kept]
 
     def _located_in(self, failure: Exception, batch: Batch, k: int) -> Exception:
         """The failure of record ``k`` of ``batch``, with its plan position."""

@@ -13,15 +13,36 @@ import numpy.typing as npt
 
 from readplan._internal.arrays import IntArray
 from readplan.errors import CorruptRecordError, DatasetInfoError, IndexFileError, ReadplanError
-from readplan.plan import EpochOrder
+from readplan.plan import EpochOrder, ReadPlan
 from readplan.reading.containers import RecordContainer, RecordSource, SalvageSource, SpanSource
 from readplan.reading.salvage import Lost
 from readplan.reading.spans import MAX_GAP
-from readplan.records._damage import KIND_DATA_CRC, CorruptionReport
+from readplan.records._damage import KIND_DATA_CRC, CorruptionReport, LostRecord
 from readplan.storage import Handle, PathLike, StorageOptions
 from readplan.storage import close as close_handle
 
-__all__ = ["Closes", "Runs", "Shard", "read_spans"]
+__all__ = ["Closes", "Runs", "Shard", "last_read_marks", "read_spans", "without_lost"]
+
+
+def last_read_marks(
+    plan: ReadPlan, epoch: int, last_records: IntArray
+) -> Callable[[EpochOrder], npt.NDArray[np.bool_]]:
+    """Marks, per position of a chunk of ``epoch``, whether the plan reads its file there
+    last; ``last_records[f]`` is the last record the plan reads of file ``f``."""
+    if plan.config.example_shuffle is None:
+        return lambda chunk: chunk.record_index == last_records[chunk.file_index]
+    # The example shuffle scatters a file's records: find each file's last position.
+    order = plan.epoch(epoch)
+    files, first_from_end = np.unique(order.file_index[::-1], return_index=True)
+    last_positions = np.full(len(plan.instructions), -1, dtype=np.int64)
+    last_positions[files] = len(order) - 1 - first_from_end
+
+    def marks(chunk: EpochOrder) -> npt.NDArray[np.bool_]:
+        positions = np.arange(chunk.start, chunk.start + len(chunk), dtype=np.int64)
+        last: npt.NDArray[np.bool_] = positions == last_positions[chunk.file_index]
+        return last
+
+    return marks
 
 
 @dataclass(frozen=True, eq=False)
@@ -463,3 +484,33 @@ def read_spans(
     delivered[np.concatenate(taken)] = payloads
     result: list[Any] = delivered.tolist()
     return result
+
+
+def without_lost(
+    records: list[Any],
+    taken: IntArray,
+    epoch: int,
+    runs: Runs,
+    report: CorruptionReport | None,
+    path_of: Callable[[int], str],
+) -> tuple[list[Any], IntArray]:
+    """Drop the records lost to damage from a batch of ``runs``' deliveries ``taken`` and
+    report their plan positions."""
+    kept = np.array([type(record) is not Lost for record in records], dtype=bool)
+    for k in np.flatnonzero(~kept).tolist():
+        lost: Lost = records[k]
+        at = int(taken[k])
+        file_index = int(runs.file_index[at])
+        if report is not None:
+            report.add_lost(
+                LostRecord(
+                    epoch=epoch,
+                    position=int(runs.positions[at]),
+                    file_index=file_index,
+                    record_index=lost.record_index,
+                    path=path_of(file_index),
+                    offset=lost.offset,
+                    kind=lost.kind,
+                )
+            )
+    return [record for record in records if type(record) is not Lost], taken[kept]

@@ -9,7 +9,6 @@ counter-based generator), so epoch 1000 costs the same as epoch 0.
 
 from __future__ import annotations
 
-import os
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -21,9 +20,15 @@ import numpy.typing as npt
 
 from readplan._internal.arrays import IntArray
 from readplan._internal.validate import check_int, check_optional_int, not_int
-from readplan.errors import ConfigError, EmptySplitError, SplitError
+from readplan.errors import ConfigError
 from readplan.metadata.dataset_info import DatasetInfo
 from readplan.planning.config import ReadConfig
+from readplan.planning.guards import (
+    check_cardinality,
+    check_not_empty,
+    check_ordering_guard,
+    pipeline_files,
+)
 from readplan.planning.instructions import (
     FileInstruction,
     InstructionTable,
@@ -78,19 +83,11 @@ class ReadPlan:
         sort_fn = self.config.experimental_interleave_sort_fn
         if sort_fn is not None:
             instructions = InstructionTable.of(list(sort_fn(list(instructions))))
-        if not instructions:
-            raise EmptySplitError(
-                f"Instruction [] corresponds to no data!\nThe split {self.spec!r} selects no "
-                f"records of dataset {info.name!r}; TFDS raises this when reading it. Check "
-                "the bounds against the split sizes "
-                f"({', '.join(f'{s.name}={s.num_examples}' for s in info.splits.values())}).",
-                spec=self.spec,
-                tfds_message="Instruction [] corresponds to no data!",
-            )
+        check_not_empty(instructions, info, self.spec)
         self.instructions: InstructionTable = instructions
-        self._check_ordering_guard()
-        self._check_cardinality()
-        self.selected = self._select_for_pipeline()
+        check_ordering_guard(info, self.config, self.cycle_length)
+        check_cardinality(instructions, self.config, self.spec)
+        self.selected = pipeline_files(instructions, self.config)
         # Slots beyond the files never hold one: the order is the same (specs/order.md §1).
         self.cycle_length = min(self.cycle_length, max(1, len(self.selected)))
         self.lengths = self.instructions.num_records
@@ -111,73 +108,6 @@ class ReadPlan:
             f"num_examples={self.num_examples}, cycle_length={self.cycle_length}, "
             f"block_length={self.block_length}, shuffle_files={self.config.shuffle_files})"
         )
-
-    # -- set-up ---------------------------------------------------------------------
-
-    def _check_ordering_guard(self) -> None:
-        if not self.info.disable_shuffling or not self.config.enable_ordering_guard:
-            return
-        reasons = []
-        if self.config.shuffle_files:
-            reasons.append("`shuffle_files=True`")
-        if self.cycle_length != 1:
-            reasons.append("`ReadConfig.interleave_cycle_length != 1`")
-        if reasons:
-            raise ConfigError(
-                "\n".join(
-                    "Dataset is an ordered dataset ('disable_shuffling=True'), but examples "
-                    f"will not be read in order because {reason}."
-                    for reason in reasons
-                )
-                + "\nLeave interleave_cycle_length unset (or pass 1) and shuffle_files=False, "
-                "or pass enable_ordering_guard=False to read it out of order on purpose.",
-                field="interleave_cycle_length" if self.cycle_length != 1 else "shuffle_files",
-                value=self.cycle_length,
-            )
-
-    def _check_cardinality(self) -> None:
-        """TFDS asserts the dataset holds sum(take) records, unless input_context is set.
-
-        Only TFDS's inverted-range quirk makes a take negative (other than -1, which
-        means "to the end"); tf.data then reads the rest of the file, more than the sum,
-        and TFDS fails mid-epoch.  readplan refuses such a plan up front.
-        """
-        negative = np.flatnonzero(self.instructions.take < 0)
-        if not negative.size or self.config.input_context is not None:
-            return
-        expected = int(self.instructions.take.sum())
-        tfds_message = (
-            f"Input dataset was expected to contain {expected} elements but contained at "
-            f"least {max(expected, 0) + 1} element{'s' if max(expected, 0) + 1 != 1 else ''}."
-        )
-        first = self.instructions[int(negative[0])]
-        raise SplitError(
-            f"{tfds_message}\nThe split {self.spec!r} has an inverted range inside one shard, "
-            f"which TFDS turns into {os.path.basename(first.filename)} skip={first.skip} "
-            f"take={first.take}; tf.data then reads the rest of that file and TFDS fails "
-            f"with the error above after {max(expected, 0)} records. Give the range as "
-            "[from:to] with from <= to.",
-            spec=self.spec,
-            tfds_message=tfds_message,
-        )
-
-    def _select_for_pipeline(self) -> IntArray:
-        everything = np.arange(len(self.instructions), dtype=np.int64)
-        everything.flags.writeable = False
-        context = self.config.input_context
-        if context is None or context.num_input_pipelines == 1:
-            return everything
-        if len(self.instructions) < context.num_input_pipelines:
-            raise ConfigError(
-                "Cannot shard the pipeline with given `input_context`.`num_shards="
-                f"{len(self.instructions)}` but `num_input_pipelines="
-                f"{context.num_input_pipelines}`. This means that some workers won't read "
-                "any data. To shard the data, you may want to use the subsplit API instead: "
-                "https://www.tensorflow.org/datasets/splits",
-                field="input_context",
-                value=context,
-            )
-        return everything[context.input_pipeline_id :: context.num_input_pipelines]
 
     @cached_property
     def split_offsets(self) -> IntArray:

@@ -520,7 +520,6 @@ class Reader(Closing):
         return located(failure, where)
 
     def _open(self, file_index: int) -> Shard:
-        self._binding.check_open(file_index)
         return Shard(
             self._path(file_index),
             end=int(self._ends[file_index]),
@@ -531,6 +530,7 @@ class Reader(Closing):
             container=self._container,
             index_dir=self.index_dir,
             storage_options=self.storage_options,
+            check=self._binding.due(file_index),
         )
 
     def _path(self, file_index: int) -> str:

@@ -144,7 +144,8 @@ class Shard:
     With ``skip``, damage met in the file switches it to its container's salvage: from then on
     each record is read on its own, and a record lost to the damage is handed out as a
     :class:`Lost` in its place.  ``container`` opens the file (TFRecord or TBL v2, from the
-    dataset's file format).
+    dataset's file format).  ``check`` is the restored state's check of the file, given its
+    size and checksum as opened (``ReaderBinding.due``).
     """
 
     def __init__(
@@ -159,8 +160,12 @@ class Shard:
         container: RecordContainer,
         index_dir: PathLike | None = None,
         storage_options: StorageOptions = None,
+        check: Callable[[tuple[int, int] | None], None] | None = None,
     ) -> None:
         self.path = path
+        # A restored state's check of the file (``specs/checkpoint.md`` §4), run with the
+        # file's binding as opened before a record of it is read; None once it passed.
+        self._check = check
         self._container = container
         # Passed to the container's openers only when set (URLs: ``specs/storage.md``).
         self._options: dict[str, Any] = {}
@@ -324,6 +329,8 @@ class Shard:
 
     def _open_stream(self, first: int, count: int) -> Iterator[bytes]:
         if first == 0:
+            if self._check is not None:
+                self._opened()  # the restored state's check, before a record is streamed
             # From the start a stream needs no offsets: no index, no header walk.
             return self._container.stream(self.path, **self._options)
         return chain.from_iterable(self._windows(first, count))
@@ -344,7 +351,25 @@ class Shard:
 
     def _opened(self) -> RecordSource:
         if self._file is None:
-            self._file = self._container.open(self.path, **self._open_options)
+            try:
+                file = self._container.open(self.path, **self._open_options)
+            except ReadplanError:
+                if self._check is not None:
+                    # A file the state was saved with that changed since is refused as
+                    # such, not as the stale sidecar or damage the change shows.
+                    self._check(None)
+                    self._check = None
+                raise
+            if self._check is not None:
+                try:
+                    # The binding of the version opened: its sidecar's, checked against it,
+                    # or its ends read through its handle; no lookup of its own.
+                    self._check(file.binding())
+                except BaseException:
+                    file.close()
+                    raise
+                self._check = None
+            self._file = file
         return self._file
 
     def _records(self, needed: int, to_end: bool) -> RecordSource:

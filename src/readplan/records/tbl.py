@@ -25,6 +25,7 @@ import numpy.typing as npt
 from readplan._internal.closing import Closing
 from readplan._internal.validate import check_bool
 from readplan.errors import ClosedError, ConfigError, CorruptTblError, ReadplanIndexError
+from readplan.records._binding import binding_of, ends_read
 from readplan.records._clusters import clusters, gap_for
 from readplan.records._damage import (
     KIND_DATA_CRC,
@@ -393,6 +394,16 @@ class TblFile(Closing):
                 length=total,
             )
         return position
+
+    def binding(self) -> tuple[int, int]:
+        """The file's size and the CRC32C of its first and last 64 KiB, what a reader's
+        state binds to (``specs/checkpoint.md`` §4), read exactly from the version opened:
+        its memory map, or ranged requests on the object opened (no new lookup)."""
+        if self._blob is not None:
+            return binding_of(self._blob)
+        mapped = self._open_map()
+        size = self._layout.file_size
+        return size, ends_read(lambda start, stop: mapped[start:stop], size)
 
     def _open_map(self) -> FileView:
         if self._mm is None:

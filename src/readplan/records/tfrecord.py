@@ -32,6 +32,7 @@ from readplan.errors import (
     ReadplanIndexError,
 )
 from readplan.records import index as _index
+from readplan.records._binding import binding_of
 from readplan.records._cap import (
     DEFAULT_MAX_COMPRESSED_RECORD_BYTES,
     DEFAULT_MAX_RECORD_BYTES,
@@ -325,9 +326,12 @@ class RecordFile(Closing):
         self._offsets: IntArray | None = None
         self._stream_size = 0
         self._walk = HeaderWalk(fd, self.path, self.compression, self._max)
+        # The binding of the version opened, checked against it with the index.
+        self._bound: tuple[int, int] | None = None
         if loaded is not None:
             self._offsets = loaded.offsets
             self._stream_size = loaded.stream_size
+            self._bound = (loaded.data_size, loaded.binding_crc)
 
     @property
     def offsets(self) -> IntArray:
@@ -541,6 +545,16 @@ class RecordFile(Closing):
         it was opened (a store may serve the new version): that is an ObjectChangedError."""
         if isinstance(self._fd, RemoteBlob):
             self._fd.check_unchanged()
+
+    def binding(self) -> tuple[int, int]:
+        """The file's size and the CRC32C of its first and last 64 KiB, what a reader's
+        state binds to (``specs/checkpoint.md`` §4), for the version opened: its index's
+        when it has one (checked against the file when it was opened, so nothing is read),
+        else read exactly through the open handle (a stored object: one ranged request for
+        a file of at most 128 KiB, else two; no new lookup)."""
+        if self._bound is not None:
+            return self._bound
+        return binding_of(self._open_fd())
 
     def dup_handle(self) -> Handle:
         """An independent handle on this file, on the object version opened (a remote one

@@ -6,22 +6,24 @@ and last 64 KiB (the same span an index sidecar binds to).  A reader restored fr
 state checks each of those files when it opens it, before it reads a record: a file that
 was rewritten in the meantime (a regenerated dataset) is a
 :class:`~readplan.errors.CheckpointMismatchError`, not old records followed by new ones.
+The check takes the file's binding as the reader opened it (``found``): its index
+sidecar's, already checked against the file, or its ends read through the handle it reads
+from, so a restore costs no lookup or read of its own.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from readplan._internal.validate import INT64_MAX
 from readplan.errors import CheckpointError, CheckpointMismatchError
-from readplan.records._crc import crc32c
-from readplan.storage import StorageOptions, close, open_read, read_span, size_of
+from readplan.records._binding import SPAN, binding_of
+from readplan.storage import StorageOptions, close, open_read
 
 __all__ = ["SPAN", "FileBinding", "ReaderBinding", "bind", "bindings_from_json", "to_json"]
-
-SPAN = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -35,9 +37,9 @@ class FileBinding:
     def to_json(self) -> list[int]:
         return [self.file_index, self.size, self.checksum]
 
-    def check(self, path: str, storage_options: StorageOptions = None) -> None:
-        """Refuse ``path`` if it is no longer the file this binding describes."""
-        now = bind(path, self.file_index, storage_options)
+    def check(self, path: str, now: FileBinding) -> None:
+        """Refuse ``path``, whose binding is ``now``, if it is no longer the file this
+        binding describes."""
         differences = {
             f"reader.files[{self.file_index}].{name}": (getattr(self, name), getattr(now, name))
             for name in ("size", "checksum")
@@ -60,17 +62,15 @@ class FileBinding:
 def bind(path: str, file_index: int, storage_options: StorageOptions = None) -> FileBinding:
     """The binding of the file at ``path`` now: its size and the CRC32C of its ends.
 
-    ``path`` is a local path or a storage URL (:mod:`readplan.storage`); each end is one
-    exact read (one ranged request for a URL).
+    ``path`` is a local path or a storage URL (:mod:`readplan.storage`): one lookup, then
+    the ends in exact reads (one ranged request for a file of at most 128 KiB, else two).
     """
     handle = open_read(path, storage_options=storage_options)
     try:
-        size = size_of(handle)
-        head = read_span(handle, min(size, SPAN), 0)
-        tail = read_span(handle, min(size, SPAN), max(0, size - SPAN))
+        size, checksum = binding_of(handle)
     finally:
         close(handle)
-    return FileBinding(file_index, size, crc32c(tail, crc32c(head)))
+    return FileBinding(file_index, size, checksum)
 
 
 def bindings_from_json(entries: Any, field: str) -> dict[int, FileBinding]:
@@ -108,8 +108,8 @@ def _is_count(value: object) -> bool:
 
 class ReaderBinding:
     """A reader's data binding: the files a restored state names, each checked when the
-    reader first opens it, and the bindings its own states give (``specs/checkpoint.md``
-    §4).  ``path(file_index)`` is where the reader opens a file."""
+    reader first opens it (:meth:`due`), and the bindings its own states give
+    (``specs/checkpoint.md`` §4).  ``path(file_index)`` is where the reader opens a file."""
 
     def __init__(self, path: Callable[[int], str], storage_options: StorageOptions = None) -> None:
         self._path = path
@@ -121,13 +121,32 @@ class ReaderBinding:
         """Start over from a state whose bindings are ``expected``."""
         self._expected, self._bound = dict(expected), {}
 
-    def check_open(self, file_index: int) -> None:
-        """Refuse to open a file the restored state names if it changed since (every time
-        it is opened, until it passes once)."""
+    def due(self, file_index: int) -> Callable[[tuple[int, int] | None], None] | None:
+        """The check the restored state asks for before file ``file_index`` is read, or
+        ``None`` (the state does not name the file, or it passed once).
+
+        Call it with the file's ``(size, checksum)`` as the reader opened it, or with
+        ``None`` to have the file read through a handle of its own.  It raises
+        :class:`CheckpointMismatchError` naming the file if it changed since the state was
+        saved, every time, until it passes once.
+        """
+        if file_index not in self._expected:
+            return None
+        return functools.partial(self._check, file_index)
+
+    def _check(self, file_index: int, found: tuple[int, int] | None) -> None:
         expected = self._expected.get(file_index)
-        if expected is not None:
-            expected.check(self._path(file_index), self._options)
-            del self._expected[file_index]
+        if expected is None:
+            return  # passed when the file was opened before
+        path = self._path(file_index)
+        if found is None:
+            now = bind(path, file_index, self._options)
+        else:
+            now = FileBinding(file_index, *found)
+        expected.check(path, now)
+        # The file the reader reads is the one the state bound: a later state binds it
+        # as it is, without reading it again.
+        self._bound[file_index] = self._expected.pop(file_index)
 
     def to_json(self, held: Iterable[int]) -> list[list[int]]:
         """The ``reader.files`` list for a state holding the files ``held``: a file still to

@@ -49,3 +49,13 @@ def s3_store() -> Iterator[Any]:
 def store(request: pytest.FixtureRequest) -> Any:
     """Each emulated store in turn."""
     return request.getfixturevalue("gcs_store" if request.param == "gs" else "s3_store")
+
+
+@pytest.fixture(params=["memory", "gs", "s3"])
+def target(request: pytest.FixtureRequest) -> Any:
+    """Each store a counting ``wrapped://`` copy forwards to in turn: in-process memory
+    (``None``: no content version, object times only), or an emulator (GCS generations,
+    S3 ETags)."""
+    if request.param == "memory":
+        return None
+    return request.getfixturevalue("gcs_store" if request.param == "gs" else "s3_store")

@@ -8,12 +8,10 @@ failures, and forwards to an in-process memory store or to an emulator.
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +24,7 @@ from readplan.metadata.dataset_info import DatasetInfo
 from readplan.plan import ReadConfig, ReadPlan
 from readplan.reading.reader import Reader
 from readplan.state.checkpoint import Checkpoint
+from tests.big_dataset import big_record, write_big
 from tests.tfds_toy import TOY, TOY_DIR, TOY_INFO
 
 pytest.importorskip("fsspec")
@@ -158,27 +157,11 @@ def test_cli_plans_and_orders_a_gs_dataset(toy_urls: dict[str, tuple[str, Any]])
 # -- requests: ranged reads, prefetch, retries ------------------------------------------
 
 
-def _records(count: int, size: int, seed: int) -> Iterator[bytes]:
-    for k in range(count):
-        yield (seed * 1_000_003 + k).to_bytes(8, "little") * (size // 8)
-
-
 @pytest.fixture
 def large_dataset(tmp_path: Path) -> tuple[Path, list[int]]:
     """Four shards of 5000 1-KiB records (about 5 MiB each, more than one read-ahead block)."""
     lengths = [5000, 4000, 5000, 3000]
-    folder = tmp_path / "big" / "1.0.0"
-    folder.mkdir(parents=True)
-    for shard, count in enumerate(lengths):
-        name = f"big-train.tfrecord-{shard:05d}-of-{len(lengths):05d}"
-        tfrecord.write(folder / name, _records(count, 1024, shard))
-    info = {
-        "name": "big",
-        "version": "1.0.0",
-        "splits": [{"name": "train", "shardLengths": [str(n) for n in lengths]}],
-    }
-    (folder / "dataset_info.json").write_text(json.dumps(info))
-    return folder, lengths
+    return write_big(tmp_path / "big" / "1.0.0", lengths), lengths
 
 
 def _wrapped_copy(
@@ -262,27 +245,7 @@ _FIRST_READ = 4 << 20
 
 @pytest.fixture(scope="module")
 def two_shards(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("opened") / "big" / "1.0.0"
-    folder.mkdir(parents=True)
-    for k, (name, count) in enumerate(OPENED.items()):
-        tfrecord.write(folder / name, _records(count, 1024, k))
-    lengths = [str(n) for n in OPENED.values()]
-    info = {
-        "name": "big",
-        "version": "1.0.0",
-        "splits": [{"name": "train", "shardLengths": lengths}],
-    }
-    (folder / "dataset_info.json").write_text(json.dumps(info))
-    return folder
-
-
-@pytest.fixture(params=["memory", "gs", "s3"])
-def target(request: pytest.FixtureRequest) -> Any:
-    """The store behind ``wrapped://``: in-process memory (no content version: object
-    times only), or an emulator (GCS generations, S3 ETags)."""
-    if request.param == "memory":
-        return None
-    return request.getfixturevalue("gcs_store" if request.param == "gs" else "s3_store")
+    return write_big(tmp_path_factory.mktemp("opened") / "big" / "1.0.0", list(OPENED.values()))
 
 
 def _reads(fs: Any, name: str) -> list[tuple[int | None, int | None]]:
@@ -363,7 +326,7 @@ def test_a_sidecar_moved_with_its_data_binds_by_the_checksums(
         moved, index_dir=tmp_path, storage_options=options, read_ahead=False
     ) as rf:
         assert rf.indexed
-        assert rf[0] == next(_records(300, 1024, 0))
+        assert rf[0] == big_record(0, 0)
     assert dict(fs.requests) == {"info": 1, "get": 3}
     assert _reads(fs, name) == [(0, 65536), (size - 65536, size), (0, 1040)]
 

@@ -10,7 +10,6 @@ follow from how the shards are written (1,024-byte records, 1,040-byte frames).
 from __future__ import annotations
 
 import itertools
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from readplan.metadata.dataset_info import DatasetInfo
 from readplan.plan import ReadConfig, ReadPlan
 from readplan.reading.reader import Reader
 from readplan.state.checkpoint import Checkpoint
+from tests.big_dataset import big_record, write_big
 
 pytest.importorskip("fsspec")
 from tests.remote_stores import put, wrapped_copy
@@ -38,33 +38,9 @@ SHARDS = {"big-train.tfrecord-00000-of-00002": 300, "big-train.tfrecord-00001-of
 READ_BEFORE_SAVE = 60
 
 
-def _record(shard: int, k: int) -> bytes:
-    return (shard * 1_000_003 + k).to_bytes(8, "little") * (RECORD // 8)
-
-
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("restore") / "big" / "1.0.0"
-    folder.mkdir(parents=True)
-    for shard, (name, count) in enumerate(SHARDS.items()):
-        tfrecord.write(folder / name, (_record(shard, k) for k in range(count)))
-    lengths = [str(n) for n in SHARDS.values()]
-    info = {
-        "name": "big",
-        "version": "1.0.0",
-        "splits": [{"name": "train", "shardLengths": lengths}],
-    }
-    (folder / "dataset_info.json").write_text(json.dumps(info))
-    return folder
-
-
-@pytest.fixture(params=["memory", "gs", "s3"])
-def target(request: pytest.FixtureRequest) -> Any:
-    """The store behind ``wrapped://``: in-process memory (object times only, no content
-    version), or an emulator (GCS generations, S3 ETags)."""
-    if request.param == "memory":
-        return None
-    return request.getfixturevalue("gcs_store" if request.param == "gs" else "s3_store")
+    return write_big(tmp_path_factory.mktemp("restore") / "big" / "1.0.0", list(SHARDS.values()))
 
 
 class Saved:
@@ -186,7 +162,7 @@ def test_a_held_shard_replaced_since_the_save_is_refused_naming_it(
     saved = Saved(folder, target, sidecars=True)
     name = "big-train.tfrecord-00001-of-00002"
     # Same size and records, one record's payload rewritten: the ends change.
-    records = [_record(1, k) for k in range(SHARDS[name])]
+    records = [big_record(1, k) for k in range(SHARDS[name])]
     records[3] = bytes(RECORD)
     changed = folder.parent / "changed.tfrecord"
     tfrecord.write(changed, records)

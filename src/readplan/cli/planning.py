@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from readplan._internal.atomic import atomic_write
+from readplan._internal.validate import INT64_MAX, INT64_MIN
 from readplan.errors import ConfigError, DatasetInfoError, EmptySplitError
 from readplan.metadata.dataset_info import DatasetInfo, catalog_names
 from readplan.plan import EpochOrder, ReadPlan
@@ -213,10 +214,10 @@ def _int64(text: str) -> int:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if not -(2**63) <= value < 2**63:
+    if not INT64_MIN <= value <= INT64_MAX:
         raise argparse.ArgumentTypeError(
             f"{text} does not fit in int64 (TensorFlow's seed type): use a value in "
-            f"{-(2**63)}..{2**63 - 1}"
+            f"{INT64_MIN}..{INT64_MAX}"
         )
     return value
 

@@ -12,7 +12,6 @@ fails is lost too.  Every other record is delivered, every lost one reported.
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,13 +24,11 @@ from readplan.records._crc import crc32c, mask
 from readplan.records._damage import KIND_DATA_CRC, CorruptionEvent, CorruptionReport
 from readplan.records._framing import FrameParser
 from readplan.records._stream import PlainStream, open_handle
+from readplan.records._tfrecord_layout import CRC, HEADER
 from readplan.storage import Handle, StorageOptions, size_of
 from readplan.storage import close as close_handle
 
 __all__ = ["Lost", "Salvage"]
-
-_HEADER = struct.Struct("<QI")
-_U32 = struct.Struct("<I")
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,9 +68,9 @@ class Salvage:
         fd = self._fd
         if fd is None:
             raise ClosedError(f"{self.path}: the salvaged shard is closed", path=self.path)
-        length = _HEADER.unpack(pread(fd, 12, offset))[0]
+        length = HEADER.unpack(pread(fd, 12, offset))[0]
         frame = pread(fd, length + 4, offset + 12)
-        payload, stored = frame[:length], _U32.unpack_from(frame, length)[0]
+        payload, stored = frame[:length], CRC.unpack_from(frame, length)[0]
         if mask(crc32c(payload)) != stored:
             return Lost(index, offset, KIND_DATA_CRC)
         return payload

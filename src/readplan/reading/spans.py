@@ -16,13 +16,12 @@ length is trusted to find the next frame.
 
 from __future__ import annotations
 
-import struct
-
 import numpy as np
 
 from readplan._internal.arrays import IntArray
 from readplan.records._cap import DEFAULT_MAX_RECORD_BYTES
 from readplan.records._crc import crc32c, mask, mask_array, masked_length_crcs
+from readplan.records._tfrecord_layout import HEADER
 from readplan.records._walk import gather_u32, good_frames, walk_frames
 from readplan.storage import Handle, read_span, size_of
 
@@ -40,7 +39,6 @@ from disk (not parsed) to save a positioned read per record."""
 # are read one by one).
 _MAX_SKIP = 1 << 14
 
-_HEADER = struct.Struct("<QI")
 # A header walk reads ahead at least this much (one system call per many small frames) and,
 # unless one frame is longer, at most this much per read.
 _MIN_READ = 1 << 18
@@ -153,7 +151,7 @@ class FrameSpans:
             frame = read_span(self._fd, stop - start, start)
             if len(frame) != stop - start:
                 return None
-            stored_length, length_crc = _HEADER.unpack_from(frame)
+            stored_length, length_crc = HEADER.unpack_from(frame)
             if stored_length != length or mask(crc32c(frame[:8])) != length_crc:
                 return None
             payload = frame[12:-4]
@@ -196,7 +194,7 @@ class FrameSpans:
         head = frontier - self._base
         if len(self._data) - head >= 12:
             # The frame at the frontier did not fit: read at least all of it.
-            length, stored = _HEADER.unpack_from(self._data, head)
+            length, stored = HEADER.unpack_from(self._data, head)
             if mask(crc32c(self._data[head : head + 8])) != stored:
                 return None
             if length > DEFAULT_MAX_RECORD_BYTES:

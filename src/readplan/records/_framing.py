@@ -12,7 +12,6 @@ Two paths share one :class:`~readplan.records._stream.ByteStream`:
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable, Iterator, Sized
 from dataclasses import replace
 from typing import TypeVar
@@ -39,13 +38,12 @@ from readplan.records._damage import (
 from readplan.records._expected import ExpectedFrames
 from readplan.records._resync import resync
 from readplan.records._stream import AFTER_LARGE, LARGE, ByteStream, PlainStream
+from readplan.records._tfrecord_layout import CRC, HEADER
 from readplan.records._walk import complete_frames, good_frames
 from readplan.storage import positioned, size_of
 
 __all__ = ["FrameParser"]
 
-_HEADER = struct.Struct("<QI")
-_U32 = struct.Struct("<I")
 # Below this many complete frames in the buffer, numpy's fixed cost outweighs its gain.
 _MIN_BATCH = 8
 _LARGE_BATCH = 1 << 20
@@ -166,9 +164,8 @@ class FrameParser:
                 break
             if verify:
                 crc = crc32c(payload)
-                if (((crc >> 15) | (crc << 17)) + MASK_DELTA) & 0xFFFFFFFF != _U32.unpack_from(
-                    tail
-                )[0]:
+                masked = (((crc >> 15) | (crc << 17)) + MASK_DELTA) & 0xFFFFFFFF
+                if masked != CRC.unpack_from(tail)[0]:
                     break
             batch.append(payload)
             starts.append(pos)
@@ -211,7 +208,7 @@ class FrameParser:
         if len(stored_bytes) < 4:
             return self._truncated(start, length, got=len(payload) + len(stored_bytes))
         if self._verify:
-            stored = _U32.unpack(stored_bytes)[0]
+            stored = CRC.unpack(stored_bytes)[0]
             computed = mask(crc32c(payload))
             if computed != stored:
                 return self._bad_data(start, length, stored, computed)
@@ -339,7 +336,7 @@ class FrameParser:
         if have < 12:
             return self._short_header(start, have)
         off = stream.off
-        length, stored = _HEADER.unpack_from(stream.data, off)
+        length, stored = HEADER.unpack_from(stream.data, off)
         computed = mask(crc32c(stream.data[off : off + 8]))
         if computed != stored:
             return self._bad_header(start, stored, computed)
@@ -591,6 +588,6 @@ def _one_frame(start: int) -> IntArray:
 
 def _large_frame_length(data: bytes, off: int, pos: int, end: int, maximum: int) -> int | None:
     """Length of the whole, soundly headed large frame at ``data[off:]`` (file offset ``pos``)."""
-    length, stored = _HEADER.unpack_from(data, off)
+    length, stored = HEADER.unpack_from(data, off)
     whole = LARGE <= length <= maximum and pos + length + 16 <= end
     return int(length) if whole and mask(crc32c(data[off : off + 8])) == stored else None

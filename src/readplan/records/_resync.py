@@ -9,7 +9,6 @@ frame: the payload's own data CRC).
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -18,12 +17,11 @@ from readplan._internal.arrays import IntArray
 from readplan.errors import CorruptRecordError
 from readplan.records._crc import crc32c, header_candidates, mask
 from readplan.records._stream import PlainStream
+from readplan.records._tfrecord_layout import CRC, LENGTH
 
 __all__ = ["resync"]
 
 _SCAN_WINDOW = 1 << 20
-_LENGTH = struct.Struct("<Q")
-_U32 = struct.Struct("<I")
 
 Chain = Callable[[int], Iterator[IntArray]]
 
@@ -56,7 +54,7 @@ def resync(stream: PlainStream, scan_from: int, *, max_record_bytes: int, chain:
 
 
 def _verified_frame_at(stream: PlainStream, ahead: int, max_record_bytes: int) -> bool:
-    length = _LENGTH.unpack_from(stream.data, stream.off + ahead)[0]
+    length = LENGTH.unpack_from(stream.data, stream.off + ahead)[0]
     if length > max_record_bytes or ahead + length + 16 > stream.remaining():
         return False
     size = ahead + length + 16
@@ -64,7 +62,7 @@ def _verified_frame_at(stream: PlainStream, ahead: int, max_record_bytes: int) -
         return False
     begin = stream.off + ahead + 12
     view = memoryview(stream.data)[begin : begin + length]
-    stored = _U32.unpack_from(stream.data, begin + length)[0]
+    stored = CRC.unpack_from(stream.data, begin + length)[0]
     return bool(mask(crc32c(view)) == stored)
 
 

@@ -12,12 +12,12 @@ chunks; a record of ``LARGE`` bytes or more is read straight into its own ``byte
 from __future__ import annotations
 
 import io
-import struct
 from abc import ABC, abstractmethod
 
 from readplan.records._compression import Inflater, pread
 from readplan.records._crc import crc32c
 from readplan.records._damage import StreamDamageError
+from readplan.records._tfrecord_layout import CRC
 from readplan.storage import Handle, StorageOptions, close, open_read
 
 __all__ = [
@@ -42,7 +42,6 @@ AFTER_LARGE = 16
 _INFLATE_PIECE = 1 << 18
 # Compressed records at least this long have their data CRC checked before they are built.
 VERIFY_FIRST = 1 << 20
-_U32 = struct.Struct("<I")
 
 
 def open_handle(path: str, storage_options: StorageOptions = None) -> Handle:
@@ -260,7 +259,7 @@ class InflateStream(ByteStream):
                 self.off += step
                 left -= step
             stored = self.take(4)
-            return (crc, _U32.unpack(stored)[0]) if len(stored) == 4 else None
+            return (crc, CRC.unpack(stored)[0]) if len(stored) == 4 else None
         finally:
             self.data, self.off, self.base, self.hint, snapshot = state
             self._inflater.restore(snapshot)

@@ -13,11 +13,11 @@ import numpy as np
 
 from readplan._internal.arrays import IntArray, U32Array
 from readplan.records._crc import crc32c, mask, mask_array, masked_length_crcs
+from readplan.records._tfrecord_layout import LENGTH
 
 __all__ = ["complete_frames", "gather_u32", "good_frames", "walk_frames"]
 
 
-_LENGTH = struct.Struct("<Q")
 # A run of equal-length frames shorter than this is walked one frame at a time.
 _MIN_RUN = 16
 _ARANGE4 = np.arange(4, dtype=np.int64)
@@ -62,7 +62,7 @@ def _walk_bounds(data: bytes, off: int) -> list[int]:
     end = len(data)
     bounds = [off]
     append = bounds.append
-    unpack = _LENGTH.unpack_from
+    unpack = LENGTH.unpack_from
     try:
         while True:
             # A frame is at least 16 bytes, so "ends within the buffer" implies that its
@@ -81,10 +81,10 @@ def _uniform_run(data: bytes, off: int) -> tuple[int, int]:
     end = len(data)
     if off + 28 > end:
         return 0, 0
-    length = _LENGTH.unpack_from(data, off)[0]
+    length = LENGTH.unpack_from(data, off)[0]
     stride = length + 16
     fitting = (end - off) // stride
-    if fitting < _MIN_RUN or _LENGTH.unpack_from(data, off + stride)[0] != length:
+    if fitting < _MIN_RUN or LENGTH.unpack_from(data, off + stride)[0] != length:
         return 0, 0
     fields = np.ndarray((fitting,), dtype="<u8", buffer=data, offset=off, strides=(stride,))
     differs = fields != length
@@ -112,7 +112,7 @@ def good_frames(
             )
             return view
 
-        bad = stored(8) != np.uint32(mask(crc32c(_LENGTH.pack(first))))
+        bad = stored(8) != np.uint32(mask(crc32c(LENGTH.pack(first))))
         if data_crcs is not None:
             bad |= stored(12 + first) != mask_array(data_crcs)
     else:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import itertools
 import operator
 import os
-import struct
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import SupportsIndex
@@ -62,6 +61,7 @@ from readplan.records._framing import FrameParser
 from readplan.records._headerwalk import HeaderWalk
 from readplan.records._index_format import refuse_offsets
 from readplan.records._stream import LARGE, ByteStream, InflateStream, PlainStream, open_handle
+from readplan.records._tfrecord_layout import CRC, HEADER
 from readplan.records.writer import TFRecordWriter, write
 from readplan.storage import Handle, RemoteBlob, StorageOptions, read_span, size_of, to_str
 from readplan.storage import close as close_handle
@@ -91,8 +91,6 @@ __all__ = [
     "write",
 ]
 
-_U32 = struct.Struct("<I")
-_HEADER = struct.Struct("<QI")
 PathLike = str | os.PathLike[str]
 
 
@@ -515,7 +513,7 @@ class RecordFile(Closing):
     ) -> None:
         if len(header) < 12 or len(payload) < length or len(footer) < 4:
             raise self._error(KIND_TRUNCATED_DATA, i, start, "the file is shorter than indexed")
-        stored_length, stored = _HEADER.unpack(header)
+        stored_length, stored = HEADER.unpack(header)
         if mask(crc32c(header[:8])) != stored:
             raise self._error(KIND_HEADER_CRC, i, start, "the CRC of its length field is wrong")
         if stored_length != length:
@@ -527,7 +525,7 @@ class RecordFile(Closing):
                 f"record {i} of {self.path} at offset {start} holds {stored_length} data bytes "
                 f"but the offsets imply {length}: the index does not describe this file",
             )
-        if self._verify and mask(crc32c(payload)) != _U32.unpack(footer)[0]:
+        if self._verify and mask(crc32c(payload)) != CRC.unpack(footer)[0]:
             raise self._error(KIND_DATA_CRC, i, start, "the CRC of its data is wrong")
 
     def _error(self, kind: str, i: int, start: int, why: str) -> CorruptRecordError:

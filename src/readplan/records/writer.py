@@ -8,18 +8,16 @@ files byte for byte as TensorFlow's writer does.  Re-exported by
 from __future__ import annotations
 
 import os
-import struct
 from collections.abc import Iterable
 
 from readplan._internal.closing import Closing
 from readplan.errors import ClosedError
 from readplan.records._compression import Deflater, check_compression
 from readplan.records._crc import crc32c, mask
+from readplan.records._tfrecord_layout import CRC, LENGTH
 
 __all__ = ["TFRecordWriter", "write"]
 
-_LENGTH = struct.Struct("<Q")
-_U32 = struct.Struct("<I")
 
 PathLike = str | os.PathLike[str]
 
@@ -45,9 +43,9 @@ class TFRecordWriter(Closing):
         if self._closed:
             raise ClosedError(f"{self._file.name}: the writer is closed", path=self._file.name)
         data = record if isinstance(record, bytes) else memoryview(record).tobytes()
-        length = _LENGTH.pack(len(data))
-        header = length + _U32.pack(mask(crc32c(length)))
-        footer = _U32.pack(mask(crc32c(data)))
+        length = LENGTH.pack(len(data))
+        header = length + CRC.pack(mask(crc32c(length)))
+        footer = CRC.pack(mask(crc32c(data)))
         if self._deflater is None:
             self._file.write(header)
             self._file.write(data)

@@ -19,6 +19,13 @@ settings.register_profile("dev", max_examples=30, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+@pytest.fixture(scope="module")
+def index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder for the index sidecars of a module's read-only datasets (built once per
+    module, not beside the shared test data)."""
+    return tmp_path_factory.mktemp("indexes")
+
+
 @pytest.fixture(scope="session")
 def gcs_store() -> Iterator[Any]:
     """A GCS emulator on a free loopback port, for the whole session."""

@@ -10,20 +10,14 @@ from pathlib import Path
 import pytest
 
 from readplan import tfrecord
-from readplan.cli import main
 from readplan.cli.main import build_parser
 from readplan.errors import CorruptRecordError
 from readplan.index import load_index
+from tests.cli_runs import run
 from tests.conftest import DATA
 from tests.tfrecord_fixtures import FILES, FIXTURES
 
 KIND_NAMES = {"int64_list": "int64", "float_list": "float", "bytes_list": "bytes"}
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    status = main(list(argv))
-    captured = capsys.readouterr()
-    return status, captured.out, captured.err
 
 
 def inspect_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list[dict]]:  # type: ignore[type-arg]

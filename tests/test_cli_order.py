@@ -9,16 +9,8 @@ import sys
 import pytest
 
 from readplan import Checkpoint, ReadConfig, ReadPlan
-from readplan.cli import main
-from tests.tfds_toy import TOY, TOY_DIR, TOY_INFO
-
-TOY_ARG = str(TOY_DIR)  # as the command line receives it
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    status = main(list(argv))
-    captured = capsys.readouterr()
-    return status, captured.out, captured.err
+from tests.cli_runs import TOY_ARG, run
+from tests.tfds_toy import TOY, TOY_INFO
 
 
 def test_order_reproduces_the_tfds_guide_seeded_example(capsys: pytest.CaptureFixture[str]) -> None:

@@ -11,15 +11,8 @@ import pytest
 import readplan
 from readplan import DatasetInfo, Reader, ReadPlan
 from readplan.cli import main, planning
-from tests.tfds_toy import TOY_DIR, TOY_INFO
-
-TOY_ARG = str(TOY_DIR)  # as the command line receives it
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    status = main(list(argv))
-    captured = capsys.readouterr()
-    return status, captured.out, captured.err
+from tests.cli_runs import TOY_ARG, run
+from tests.tfds_toy import TOY_INFO
 
 
 def test_version_and_bare_call_print_and_succeed(capsys: pytest.CaptureFixture[str]) -> None:

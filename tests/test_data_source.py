@@ -56,11 +56,6 @@ from tests.named_shards import NamedShards, plan_records
 from tests.strategies import layouts_and_specs
 
 
-@pytest.fixture(scope="module")
-def index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("indexes")
-
-
 @pytest.mark.parametrize("case", CASES["cases"], ids=[c["spec"] for c in CASES["cases"]])
 def test_keys_map_to_the_records_tfds_data_source_returns(
     case: dict[str, Any], index_dir: Path

@@ -34,11 +34,6 @@ def converted(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
-@pytest.fixture(scope="module")
-def index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("indexes")
-
-
 @pytest.mark.parametrize("case", CASES["cases"], ids=[c["spec"] for c in CASES["cases"]])
 def test_converted_keys_map_as_on_the_tfrecord_original(
     converted: Path, index_dir: Path, case: dict[str, Any]

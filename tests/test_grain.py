@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import socket
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,9 @@ from readplan.errors import (  # noqa: E402
 )
 from readplan.grain import OrderSampler, PlanIterDataset  # noqa: E402
 from readplan.reading.data_source import RecordSource, data_source  # noqa: E402
+from tests.data_source_checks import record_id  # noqa: E402
 from tests.tfds_toy import CASE_IDS, TOY, TOY_DIR, TOY_INFO, toy_plan  # noqa: E402
+from tests.workers import run_workers  # noqa: E402
 
 # Grain's worker processes read absl flags, which only an absl app parses.
 flags.FLAGS.mark_as_parsed()
@@ -37,15 +38,6 @@ flags.FLAGS.mark_as_parsed()
 
 def _tfds_ids(case: dict[str, Any]) -> list[int]:
     return [entry[3] for epoch in case["epochs"] for entry in epoch]
-
-
-def _id(record: Any) -> int:
-    return int(record["id"][0])
-
-
-@pytest.fixture(scope="module")
-def index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("indexes")
 
 
 def _source(case: dict[str, Any], index_dir: Path) -> RecordSource:
@@ -70,12 +62,12 @@ def test_sampler_keys_give_tfds_order(case: dict[str, Any], index_dir: Path) -> 
     metadata = [sampler[i] for i in range(len(sampler))]
     assert [m.index for m in metadata] == list(range(len(sampler)))
     keys = [m.record_key for m in metadata]
-    assert [_id(r) for r in source.__getitems__(keys)] == _tfds_ids(case)
+    assert [record_id(r) for r in source.__getitems__(keys)] == _tfds_ids(case)
     with pytest.raises(RecordKeyError):
         sampler[len(sampler)]
     with pytest.raises(IndexError):  # what Grain's DataLoader stops on
         sampler[-1]
-    assert [_id(r) for r in _loader(plan, source, epochs, 0)] == _tfds_ids(case)
+    assert [record_id(r) for r in _loader(plan, source, epochs, 0)] == _tfds_ids(case)
 
 
 CHOSEN = [TOY["cases"][k] for k in (3, 28)]
@@ -98,12 +90,12 @@ def test_dataloader_yields_tfds_order_and_resumes_from_its_state(
     source = _source(case, index_dir)
     for stop in stops:
         stream = iter(_loader(plan, source, epochs, workers))
-        before = [_id(next(stream)) for _ in range(stop)]
+        before = [record_id(next(stream)) for _ in range(stop)]
         state = stream.get_state()
-        assert before + [_id(r) for r in stream] == expected
+        assert before + [record_id(r) for r in stream] == expected
         resumed = iter(_loader(plan, source, epochs, workers))
         resumed.set_state(state)
-        assert before + [_id(r) for r in resumed] == expected
+        assert before + [record_id(r) for r in resumed] == expected
 
 
 def test_dataloader_refuses_a_state_of_another_plan(index_dir: Path) -> None:
@@ -217,7 +209,7 @@ def test_plan_iter_dataset_yields_tfds_order_and_refuses_bad_states() -> None:
     case = TOY["cases"][4]
     plan = toy_plan(case)
     dataset = PlanIterDataset(plan, epochs=3, decode=True)
-    assert [_id(r) for r in dataset] == _tfds_ids(case)
+    assert [record_id(r) for r in dataset] == _tfds_ids(case)
     stream = iter(dataset)
     for _ in range(60):
         next(stream)
@@ -251,33 +243,10 @@ def _free_port() -> int:
 
 def test_two_jax_processes_cover_the_split_exactly_once(tmp_path: Path) -> None:
     pytest.importorskip("jax")
-    worker = Path(__file__).with_name("jax_process_worker.py")
     outputs = [tmp_path / f"process{k}.json" for k in range(2)]
     port = _free_port()
-    processes = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                str(worker),
-                str(k),
-                "2",
-                str(port),
-                str(TOY_DIR),
-                str(tmp_path / "indexes"),
-                str(outputs[k]),
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-        )
-        for k in range(2)
-    ]
-    try:
-        logs = [p.communicate(timeout=120)[0].decode(errors="replace") for p in processes]
-    finally:
-        for process in processes:
-            process.kill()
-    assert [p.returncode for p in processes] == [0, 0], logs
-    reports = [json.loads(path.read_text()) for path in outputs]
+    argvs = [(k, 2, port, TOY_DIR, tmp_path / "indexes", outputs[k]) for k in range(2)]
+    reports = run_workers("jax_process_worker.py", argvs, outputs, timeout=120)
     assert [r["process"] for r in reports] == [[0, 2], [1, 2]]
     case = TOY["cases"][4]  # train, seed 7, cycle 2, block 3: the workers' plan
     assert case["read_config"] == {

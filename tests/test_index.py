@@ -159,6 +159,18 @@ def reseal(path: Path) -> None:
     sidecar(path).write_bytes(bytes(raw))
 
 
+def write_offsets(path: Path, offsets: list[int]) -> None:
+    """Build the sidecar of ``path``, then give it ``offsets`` with every CRC matching: what
+    a writer with a bug would leave."""
+    build_index(path)
+    body = struct.pack(f"<{len(offsets)}Q", *offsets)
+    raw = bytearray(sidecar(path).read_bytes()[:HEADER_SIZE])
+    raw[16:24] = struct.pack("<Q", len(offsets))
+    raw[44:48] = struct.pack("<I", crc32c(body))
+    sidecar(path).write_bytes(bytes(raw) + body)
+    reseal(path)
+
+
 def refusal_field(path: Path, **options: object) -> str | None:
     with pytest.raises(IndexFileError) as info:
         tfrecord.count(path, **options)  # type: ignore[arg-type]
@@ -239,13 +251,7 @@ def test_refuses_damaged_offsets(data_file: Path) -> None:
     ],
 )
 def test_refuses_offsets_that_cannot_frame_the_file(data_file: Path, offsets: list[int]) -> None:
-    build_index(data_file)
-    body = struct.pack(f"<{len(offsets)}Q", *offsets)
-    raw = bytearray(sidecar(data_file).read_bytes()[:HEADER_SIZE])
-    raw[16:24] = struct.pack("<Q", len(offsets))
-    raw[44:48] = struct.pack("<I", crc32c(body))
-    sidecar(data_file).write_bytes(bytes(raw) + body)
-    reseal(data_file)
+    write_offsets(data_file, offsets)
     with pytest.raises(IndexFileError) as info:
         RecordFile(data_file)
     assert info.value.field == "offsets"
@@ -254,14 +260,7 @@ def test_refuses_offsets_that_cannot_frame_the_file(data_file: Path, offsets: li
 def test_record_file_refuses_an_index_whose_lengths_disagree(data_file: Path) -> None:
     # Offsets that tile the file but split records wrongly pass every header check;
     # reading the record then shows the disagreement.
-    build_index(data_file)
-    offsets = [0, OFFSETS[2], *OFFSETS[3:]]
-    body = struct.pack(f"<{len(offsets)}Q", *offsets)
-    raw = bytearray(sidecar(data_file).read_bytes()[:HEADER_SIZE])
-    raw[16:24] = struct.pack("<Q", len(offsets))
-    raw[44:48] = struct.pack("<I", crc32c(body))
-    sidecar(data_file).write_bytes(bytes(raw) + body)
-    reseal(data_file)
+    write_offsets(data_file, [0, OFFSETS[2], *OFFSETS[3:]])
     with RecordFile(data_file) as rf, pytest.raises(IndexFileError) as info:
         rf[0]
     assert info.value.field == "offsets"

@@ -10,7 +10,6 @@ import importlib
 import json
 import pickle
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,7 @@ from readplan.reading.data_source import data_source
 from readplan.reading.ranks import STATE_KEY
 from readplan.torch import OrderSampler, ReadplanIterableDataset, consumer, merge_loader_states
 from tests.tfds_toy import TOY, TOY_DIR, TOY_INFO
+from tests.workers import run_workers
 
 PLAN = ReadPlan(
     TOY_INFO,
@@ -206,32 +206,9 @@ def _first_error(loader: DataLoader[Any]) -> BaseException | None:
 
 def test_two_ranks_split_an_epoch_and_one_rank_resumes_their_checkpoint(tmp_path: Path) -> None:
     rendezvous, steps = tmp_path / "rendezvous", 9
-    worker = Path(__file__).with_name("torch_dist_worker.py")
     outputs = [tmp_path / f"rank{rank}.json" for rank in range(2)]
-    processes = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                str(worker),
-                str(rank),
-                "2",
-                str(rendezvous),
-                str(TOY_DIR),
-                str(steps),
-                str(outputs[rank]),
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-        )
-        for rank in range(2)
-    ]
-    try:
-        logs = [p.communicate(timeout=90)[0].decode(errors="replace") for p in processes]
-    finally:
-        for process in processes:
-            process.kill()
-    assert [p.returncode for p in processes] == [0, 0], logs
-    reports = [json.loads(path.read_text()) for path in outputs]
+    argvs = [(rank, 2, rendezvous, TOY_DIR, steps, outputs[rank]) for rank in range(2)]
+    reports = run_workers("torch_dist_worker.py", argvs, outputs, timeout=90)
     assert [r["consumer"] for r in reports] == [[0, 2], [1, 2]]
     seen = [[tuple(k) for k in r["before"] + r["rest"]] for r in reports]
     assert sorted(seen[0] + seen[1]) == everything()

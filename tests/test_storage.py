@@ -417,3 +417,38 @@ def test_store_read_prefix_is_one_ranged_get(store: Any) -> None:
     with pytest.raises(ObjectNotFoundError) as caught:
         storage.read_prefix(f"wrapped://{bucket}/absent.bin", 4, storage_options=options)
     assert caught.value.url == f"wrapped://{bucket}/absent.bin"
+
+
+def test_reading_a_whole_s3_object_sends_one_get_and_no_head(s3_store: Any) -> None:
+    """s3fs asks for an object's size (a HEAD) before reading it whole, unless the read is
+    a range; ``read_bytes`` (dataset_info.json, states) reads the range from byte 0.  The
+    HTTP requests are counted with botocore's events on the client fsspec gives readplan."""
+    import fsspec
+
+    from tests.remote_stores import put
+
+    options = s3_store.storage_options
+    fs = s3_store.filesystem()
+    bucket = _bucket(s3_store)
+    put("s3", fs, f"{bucket}/info.json", b'{"name": "x"}')
+    put("s3", fs, f"{bucket}/empty.json", b"")
+    assert fsspec.core.url_to_fs(f"s3://{bucket}/info.json", **options)[0] is fs
+    sent: list[str] = []
+
+    def count(request: Any, **_: Any) -> None:
+        sent.append(request.method)
+
+    fs.s3.meta.events.register("before-send.s3", count)
+    try:
+        fs.invalidate_cache()  # no cached listing answers the size instead
+        assert storage.read_bytes(f"s3://{bucket}/info.json", storage_options=options) == (
+            b'{"name": "x"}'
+        )
+        assert sent == ["GET"]  # before: ["HEAD", "GET"]
+        sent.clear()
+        fs.invalidate_cache()
+        # An empty object refuses the range (416): its size, asked then, says it is empty.
+        assert storage.read_bytes(f"s3://{bucket}/empty.json", storage_options=options) == b""
+        assert sent == ["GET", "HEAD"]
+    finally:
+        fs.s3.meta.events.unregister("before-send.s3", count)

@@ -197,13 +197,15 @@ def listdir(
 def read_bytes(
     path: PathLike, *, storage_options: StorageOptions = None, retry: RetryPolicy = DEFAULT_RETRY
 ) -> bytes:
-    """The whole content of the file or object at ``path``."""
+    """The whole content of the file or object at ``path``: for a URL one request, without
+    a metadata lookup (a range from the first byte; asked for the whole object, s3fs would
+    first ask for its size)."""
     text = to_str(path)
     if not is_remote(text):
         with open(text, "rb") as handle:
             return handle.read()
     fs, inner = filesystem(text, storage_options)
-    return bytes(with_retries("read", text, lambda: fs.cat_file(inner), retry))
+    return bytes(with_retries("read", text, lambda: _prefix(fs, inner, None), retry))
 
 
 def read_prefix(
@@ -225,7 +227,8 @@ def read_prefix(
     return bytes(with_retries("read", text, lambda: _prefix(fs, inner, size), retry))
 
 
-def _prefix(fs: Any, inner: str, size: int) -> bytes:
+def _prefix(fs: Any, inner: str, size: int | None) -> bytes:
+    """The first ``size`` bytes of the object (``None``: all of them) in one ranged request."""
     try:
         return bytes(fs.cat_file(inner, start=0, end=size))
     except Exception as err:

@@ -133,8 +133,9 @@ class ReadPlan:
         """TFDS's ``tfds_id`` prefix per instruction (``specs/order.md``, "Record ids")."""
         return self._record_ids.all
 
-    def tfds_id_prefixes_of(self, file_index: IntArray) -> list[str]:
-        """``tfds_id_prefixes[f]`` for each ``f`` of ``file_index``, named on demand."""
+    def tfds_id_prefixes_of(self, file_index: IntArray | list[int]) -> list[str]:
+        """``tfds_id_prefixes[f]`` for each ``f`` of ``file_index`` (an array or its
+        ``tolist()``), named on demand."""
         return self._record_ids.of(file_index)
 
     def tfds_ids(self, file_index: npt.ArrayLike, record_index: npt.ArrayLike) -> list[str]:

@@ -66,19 +66,23 @@ class RecordIds:
             )
         return [f"{p}__{r}" for p, r in zip(self.of(files), records.tolist())]
 
-    def of(self, file_index: IntArray) -> list[str]:
-        """The prefix of each of the files ``file_index``."""
-        indices = file_index.tolist()
+    def of(self, file_index: IntArray | list[int]) -> list[str]:
+        """The prefix of each of the files ``file_index`` (an array, or its ``tolist()``)."""
+        indices = file_index.tolist() if isinstance(file_index, np.ndarray) else file_index
         if not self._one_directory:
             return list(map(self.all.__getitem__, indices))
+        try:  # a reader names the same open files batch after batch: hits are the rule
+            return list(map(self._named.__getitem__, indices))
+        except KeyError:
+            self._name(set(indices).difference(self._named))
+            return list(map(self._named.__getitem__, indices))
+
+    def _name(self, missing: set[int]) -> None:
         named = self._named
-        missing = set(indices).difference(named)
-        if missing:
-            if len(named) + len(missing) > _NAMED:
-                named.clear()
-            table = self._table
-            named.update((f, os.path.basename(table.filename(f))) for f in missing)
-        return list(map(named.__getitem__, indices))
+        if len(named) + len(missing) > _NAMED:
+            named.clear()
+        table = self._table
+        named.update((f, os.path.basename(table.filename(f))) for f in missing)
 
 
 def tfds_id_prefixes(filenames: Sequence[str]) -> list[str]:

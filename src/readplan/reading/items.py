@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from itertools import repeat
 from operator import itemgetter
 from typing import Any, TypeAlias
@@ -90,9 +89,6 @@ class Item(tuple):  # type: ignore[type-arg]
         )
 
 
-_make_item = partial(tuple.__new__, Item)
-
-
 def new_items(
     records: Sequence[Record],
     prefixes: Sequence[str],
@@ -102,8 +98,10 @@ def new_items(
     indices: Sequence[int],
 ) -> list[Item]:
     # The reader's values are valid by construction: its items skip the checks of __new__
-    # and are made from tuples without a Python step per item.
-    return list(map(_make_item, zip(records, repeat(epoch), positions, files, indices, prefixes)))
+    # and are made from tuples without a Python step per item (map calls tuple.__new__
+    # itself: a partial around it costs a quarter more per item).
+    rows = zip(records, repeat(epoch), positions, files, indices, prefixes)
+    return list(map(tuple.__new__, repeat(Item), rows))
 
 
 class LazyRecords(Sequence[Any]):
@@ -214,11 +212,12 @@ class Batch:
 
     def items(self) -> list[Item]:
         """The batch as :class:`Item` objects."""
+        files = self.file_index.tolist()
         return new_items(
             self.records,
-            self.plan.tfds_id_prefixes_of(self.file_index),
+            self.plan.tfds_id_prefixes_of(files),
             self.epoch,
             self.positions.tolist(),
-            self.file_index.tolist(),
+            files,
             self.record_index.tolist(),
         )

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -21,15 +21,14 @@ import numpy.typing as npt
 from readplan._internal.arrays import IntArray, U8Array
 from readplan.errors import ConfigError, ExampleError
 from readplan.records import _wire
-from readplan.records._kinds import NUMPY_DTYPE
+from readplan.records._kinds import NUMPY_DTYPE, Kind
 from readplan.records._wire import NotCanonicalError
 
 if TYPE_CHECKING:
     from readplan.records.example import FeatureValue
 
-__all__ = ["Column", "Kind", "decode_columns"]
+__all__ = ["Column", "decode_columns"]
 
-Kind = Literal["int64", "float32", "bytes"]
 
 # Feature.kind field numbers: bytes_list = 1, float_list = 2, int64_list = 3.
 _KIND_OF_TAG: dict[int, Kind] = {0x0A: "bytes", 0x12: "float32", 0x1A: "int64"}

@@ -45,10 +45,10 @@ from readplan.records._tbl_layout import (
     lz4_block,
     metadata_type_code,
 )
+from readplan.storage import PathLike
 
 __all__ = ["Sample", "TblWriter", "write"]
 
-PathLike = str | os.PathLike[str]
 Bytes = bytes | bytearray | memoryview
 _U16 = 0xFFFF
 _U32 = 0xFFFFFFFF

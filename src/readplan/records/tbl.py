@@ -65,7 +65,15 @@ from readplan.records._tbl_layout import (
     lz4_block,
 )
 from readplan.records._tbl_writer import Sample, TblWriter, write
-from readplan.storage import BlobView, Handle, StorageOptions, open_read, read_span, to_str
+from readplan.storage import (
+    BlobView,
+    Handle,
+    PathLike,
+    StorageOptions,
+    open_read,
+    read_span,
+    to_str,
+)
 from readplan.storage import close as close_handle
 
 __all__ = [
@@ -89,8 +97,6 @@ KINDS = TBL_KINDS
 # The fileFormat a dataset_info.json gives for TBL v2 shards, and the {FILEFORMAT} part of
 # their names.  TFDS 4.9.10 knows "tfrecord", "riegeli", "array_record" and "parquet" only.
 FILE_FORMAT = "tbl"
-
-PathLike = str | os.PathLike[str]
 
 
 class TblFile(Closing):

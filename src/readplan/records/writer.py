@@ -7,7 +7,6 @@ files byte for byte as TensorFlow's writer does.  Re-exported by
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 
 from readplan._internal.closing import Closing
@@ -15,11 +14,9 @@ from readplan.errors import ClosedError
 from readplan.records._compression import Deflater, check_compression
 from readplan.records._crc import crc32c, mask
 from readplan.records._tfrecord_layout import CRC, LENGTH
+from readplan.storage import PathLike
 
 __all__ = ["TFRecordWriter", "write"]
-
-
-PathLike = str | os.PathLike[str]
 
 
 class TFRecordWriter(Closing):

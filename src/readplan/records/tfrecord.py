@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import itertools
 import operator
-import os
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import SupportsIndex
@@ -26,7 +25,6 @@ from readplan._internal.closing import Closing
 from readplan._internal.validate import check_bool
 from readplan.errors import (
     ClosedError,
-    ConfigError,
     CorruptRecordError,
     ReadplanIndexError,
 )
@@ -54,16 +52,30 @@ from readplan.records._damage import (
     CorruptionReport,
     LostRecord,
     OnCorruption,
-    check_damage_options,
 )
 from readplan.records._expected import ExpectedFrames
 from readplan.records._framing import FrameParser
 from readplan.records._headerwalk import HeaderWalk
 from readplan.records._index_format import refuse_offsets
-from readplan.records._stream import LARGE, ByteStream, InflateStream, PlainStream, open_handle
+from readplan.records._stream import LARGE, open_handle
 from readplan.records._tfrecord_layout import CRC, HEADER
+from readplan.records._whole_file import (
+    check_read_options,
+    count,
+    frame_offsets,
+    parsed_batches,
+    read,
+    stream_for,
+)
 from readplan.records.writer import TFRecordWriter, write
-from readplan.storage import Handle, RemoteBlob, StorageOptions, read_span, size_of, to_str
+from readplan.storage import (
+    Handle,
+    PathLike,
+    RemoteBlob,
+    StorageOptions,
+    read_span,
+    to_str,
+)
 from readplan.storage import close as close_handle
 from readplan.storage import dup as dup_handle
 
@@ -91,154 +103,7 @@ __all__ = [
     "write",
 ]
 
-PathLike = str | os.PathLike[str]
 
-
-# ---------------------------------------------------------------------------- reading
-def _check_read_options(
-    on_corruption: object, max_record_bytes: object, report: object = None
-) -> None:
-    check_damage_options(on_corruption, report)
-    record_cap(max_record_bytes, None)
-
-
-def _stream_for(
-    fd: Handle, compression: str | None, *, start: int, end: int, owns_fd: bool
-) -> ByteStream:
-    """A stream from ``start``; a compressed one starts at 0 and the parser skips ahead."""
-    if compression is None:
-        return PlainStream(fd, start=start, end=end, owns_fd=owns_fd)
-    return InflateStream(fd, compression, owns_fd=owns_fd)
-
-
-def _batches(parser: FrameParser, stream: ByteStream, limit: int | None) -> Iterator[list[bytes]]:
-    try:
-        yield from parser.records(limit)
-    finally:
-        stream.close()
-
-
-def read(
-    path: PathLike,
-    *,
-    compression: object = None,
-    verify: bool = True,
-    on_corruption: OnCorruption = "raise",
-    report: CorruptionReport | None = None,
-    max_record_bytes: int | None = None,
-    storage_options: StorageOptions = None,
-) -> Iterator[bytes]:
-    """Every record of ``path`` (a local path or a URL, ``specs/storage.md``), in order.
-
-    ``compression``: ``None``, ``"GZIP"``, ``"ZLIB"`` or ``"auto"`` (detected from the first
-    bytes).  ``verify`` checks data CRCs (header CRCs are always checked: the framing depends
-    on them).  ``on_corruption``: ``"raise"`` raises :class:`CorruptRecordError` at the first
-    damage, after every record before it; ``"skip"`` yields every undamaged record it can
-    find, and only records that were written: a compressed stream stops at its first
-    damage, an uncompressed file resumes only where the frames chain to its end.  Either
-    way each damaged region is added to ``report``.  No record longer than
-    ``max_record_bytes`` is accepted, and no buffer grows beyond it; ``None`` means
-    :data:`DEFAULT_MAX_RECORD_BYTES` for uncompressed files and
-    :data:`DEFAULT_MAX_COMPRESSED_RECORD_BYTES` (256 MiB) for GZIP/ZLIB files, whose
-    lengths cannot be checked against the file size.
-
-    The file is opened (and arguments checked) at once; it is closed when the iterator is
-    exhausted or garbage-collected.
-    """
-    _check_read_options(on_corruption, max_record_bytes, report)
-    name = to_str(path)
-    fd = open_handle(name, storage_options)
-    try:
-        resolved = _index.resolve_compression(fd, compression)
-        stream = _stream_for(fd, resolved, start=0, end=size_of(fd), owns_fd=True)
-    except BaseException:
-        close_handle(fd)
-        raise
-    parser = FrameParser(
-        stream,
-        path=name,
-        verify=verify,
-        skip_damage=on_corruption == "skip",
-        report=report,
-        max_record_bytes=record_cap(max_record_bytes, resolved),
-    )
-    return itertools.chain.from_iterable(_batches(parser, stream, None))
-
-
-def frame_offsets(
-    path: PathLike,
-    *,
-    stop: int | None = None,
-    compression: object = None,
-    max_record_bytes: int | None = None,
-    storage_options: StorageOptions = None,
-) -> tuple[IntArray, int]:
-    """Where the first ``stop`` records of ``path`` start, by a header walk that stops there.
-
-    Returns ``(offsets, end)``: the start offsets (in the decompressed stream) of records
-    ``0 .. min(stop, n) - 1``, and where the last of them ends, which is where record
-    ``stop`` starts when the file has one (``stop=None`` walks the whole file; ``end`` is
-    then the stream size).  Only the 12-byte headers are read and verified, payloads
-    skipped: frames that lie complete in a 512 KiB buffer are walked in one tight loop over
-    their length fields (runs of equal lengths confirmed by one numpy comparison) and their
-    length CRCs checked together with numpy; frames of 32 KiB or more cost one 12-byte
-    read each.  A GZIP/ZLIB file is inflated up to ``end``.  Damage before ``end`` raises
-    :class:`CorruptRecordError`.  This is what random access without an index sidecar costs
-    (``RecordFile`` walks the same way, only as far as each read needs).
-    """
-    _check_read_options("raise", max_record_bytes)
-    if stop is not None and (not isinstance(stop, int) or isinstance(stop, bool) or stop < 0):
-        raise ConfigError(
-            f"stop={stop!r} must be a non-negative int or None", field="stop", value=stop
-        )
-    name = to_str(path)
-    fd = open_handle(name, storage_options)
-    try:
-        resolved = _index.resolve_compression(fd, compression)
-        walk = HeaderWalk(fd, name, resolved, record_cap(max_record_bytes, resolved))
-        return walk.through(stop)
-    finally:
-        close_handle(fd)
-
-
-def count(
-    path: PathLike,
-    *,
-    compression: object = None,
-    use_index: bool = True,
-    max_record_bytes: int | None = None,
-    index_dir: PathLike | None = None,
-    storage_options: StorageOptions = None,
-) -> int:
-    """Number of records in ``path`` (a local path or a URL).
-
-    With a sidecar (``path + ".index"``, or in ``index_dir``) the count is the sidecar's
-    once every indexed offset is checked to hold a header of the indexed length (12-byte
-    reads, no payloads; a compressed file is inflated); a sidecar that is stale or malformed raises
-    :class:`~readplan.errors.IndexFileError`.  Otherwise the 12-byte headers are walked
-    and verified, payloads skipped; damage raises :class:`CorruptRecordError`.
-    """
-    _check_read_options("raise", max_record_bytes)
-    name = to_str(path)
-    fd = open_handle(name, storage_options)
-    try:
-        resolved = _index.resolve_compression(fd, compression)
-        cap = record_cap(max_record_bytes, resolved)
-        if use_index:
-            sidecar = _index.index_path_for(name, index_dir)
-            loaded = _index.load_index_for(
-                fd, name, resolved, index_path=sidecar, storage_options=storage_options
-            )
-            if loaded is not None:
-                _index.check_offsets(fd, loaded, max_record_bytes=cap, index_path=sidecar)
-                return len(loaded)
-        offsets, _ = _index.walk_offsets(fd, name, resolved, max_record_bytes=cap)
-        return len(offsets)
-    finally:
-        close_handle(fd)
-
-
-# ---------------------------------------------------------------------- random access
 class RecordFile(Closing):
     """Random access to the records of one file: ``len(rf)``, ``rf[i]``, ``rf.read(skip, take)``.
 
@@ -279,7 +144,7 @@ class RecordFile(Closing):
         # First, so that close() works whatever fails below.
         self._fd: Handle | None = None
         self._closer: Callable[[], object] | None = None
-        _check_read_options("raise", max_record_bytes)
+        check_read_options("raise", max_record_bytes)
         exact = not check_bool(read_ahead, "read_ahead")
         self.path = to_str(path)
         # Where the offsets are, for messages: a sidecar, or (None) memory, for an index given.
@@ -295,19 +160,7 @@ class RecordFile(Closing):
         try:
             self.compression = _index.resolve_compression(fd, compression)
             self._max = record_cap(max_record_bytes, self.compression)
-            loaded = index
-            if index is not None:
-                _index.bind_index(
-                    index, fd, self._index_path, self.compression, data_path=self.path
-                )
-            elif use_index:
-                loaded = _index.load_index_for(
-                    fd,
-                    self.path,
-                    self.compression,
-                    index_path=self._index_path,
-                    storage_options=storage_options,
-                )
+            loaded = self._index_at_hand(fd, index, use_index, storage_options)
         except BaseException:
             close_handle(fd)
             raise
@@ -330,6 +183,28 @@ class RecordFile(Closing):
             self._offsets = loaded.offsets
             self._stream_size = loaded.stream_size
             self._bound = (loaded.data_size, loaded.binding_crc)
+
+    def _index_at_hand(
+        self,
+        fd: Handle,
+        index: _index.RecordIndex | None,
+        use_index: bool,
+        storage_options: StorageOptions,
+    ) -> _index.RecordIndex | None:
+        """The offsets to read by: ``index`` bound to the file, else the sidecar's (when
+        ``use_index`` and there is one), else None (a header walk finds them)."""
+        if index is not None:
+            _index.bind_index(index, fd, self._index_path, self.compression, data_path=self.path)
+            return index
+        if not use_index:
+            return None
+        return _index.load_index_for(
+            fd,
+            self.path,
+            self.compression,
+            index_path=self._index_path,
+            storage_options=storage_options,
+        )
 
     @property
     def offsets(self) -> IntArray:
@@ -388,7 +263,7 @@ class RecordFile(Closing):
         # closed, and can never read a file that reused the descriptor number.
         # A remote handle for one span never reads ahead past it.
         fd = dup_handle(self._open_fd(), limit=stop if self.compression is None else None)
-        stream = _stream_for(fd, self.compression, start=start, end=stop, owns_fd=True)
+        stream = stream_for(fd, self.compression, start=start, end=stop, owns_fd=True)
         expected = None
         if self.indexed:
             expected = ExpectedFrames(
@@ -409,7 +284,7 @@ class RecordFile(Closing):
             start=start,
             expected=expected,
         )
-        return itertools.chain.from_iterable(_batches(parser, stream, take))
+        return itertools.chain.from_iterable(parsed_batches(parser, stream, take))
 
     def gather(self, indices: Sequence[SupportsIndex]) -> list[bytes]:
         """Records ``indices`` (any order, repeats allowed), in the order given.

@@ -13,13 +13,12 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Mapping
-from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from readplan.errors import ObjectChangedError, ObjectNotFoundError, StorageError
 from readplan.storage._fs import filesystem
-from readplan.storage._prefetch import Prefetcher, prefetcher
+from readplan.storage._prefetch import Ahead, prefetcher
 from readplan.storage._retry import DEFAULT_RETRY, RetryPolicy, with_retries
 
 __all__ = [
@@ -99,25 +98,14 @@ def remote_info(
 
 
 class _Pending(NamedTuple):
-    """A block being fetched ahead: bytes ``[start, stop)``, counted by ``owner``."""
+    """Bytes ``[start, stop)`` being fetched ahead."""
 
     start: int
     stop: int
-    future: Future[bytes]
-    owner: Prefetcher
+    ahead: Ahead[bytes]
 
-    def drop(self) -> None:
-        if self.future.cancel():
-            self.owner.release(self.stop - self.start)
-        else:
-            size = self.stop - self.start
-            self.future.add_done_callback(lambda _: self.owner.release(size))
-
-    def take(self) -> bytes:
-        try:
-            return self.future.result()
-        finally:
-            self.owner.release(self.stop - self.start)
+    def covers(self, start: int, stop: int) -> bool:
+        return self.start <= start and stop <= self.stop
 
 
 class RemoteBlob:
@@ -150,6 +138,8 @@ class RemoteBlob:
         self._block_start = 0
         self._block = b""
         self._pending: _Pending | None = None
+        # Exact spans fetched ahead for a later fetch (fetch_ahead), in request order.
+        self._ranges: list[_Pending] = []
 
     @property
     def size(self) -> int:
@@ -173,22 +163,64 @@ class RemoteBlob:
         with self._lock:
             self._block_start, self._block = 0, b""
             pending, self._pending = self._pending, None
-        if pending is not None:
-            pending.drop()
+            ranges, self._ranges = self._ranges, []
+        for dropped in ranges if pending is None else [pending, *ranges]:
+            dropped.ahead.drop()
 
     def __del__(self) -> None:
         pending = getattr(self, "_pending", None)
-        if pending is not None:
-            pending.drop()
+        held = [] if pending is None else [pending]
+        for dropped in [*held, *getattr(self, "_ranges", ())]:
+            dropped.ahead.drop()
+
+    def fetch_ahead(self, start: int, stop: int) -> bool:
+        """Start fetching bytes ``[start, stop)`` in the background, for a later
+        :meth:`fetch` of them or of a part of them; ``False`` when they do not fit the
+        prefetch budget (nothing is fetched: the later fetch makes the request itself)."""
+        start, stop = max(start, 0), min(stop, self.size)
+        if start >= stop:
+            return True
+        with self._lock:
+            # Asked again after the budget refused a later span: only those are new.  (A
+            # span inside another one is fetched too: each read takes the span it covers.)
+            if any(p.start == start and p.stop == stop for p in self._ranges):
+                return True
+        ahead = prefetcher().ahead(stop - start, lambda: self._request(start, stop))
+        if ahead is None:
+            return False
+        with self._lock:
+            self._ranges.append(_Pending(start, stop, ahead))
+        return True
 
     def fetch(self, start: int, stop: int) -> bytes:
-        """Bytes ``[start, stop)`` of the object in one ranged request (``stop <= size``)."""
+        """Bytes ``[start, stop)`` of the object in one ranged request (``stop <= size``),
+        or from a span :meth:`fetch_ahead` fetched."""
         if not 0 <= start <= stop <= self.size:
             raise ValueError(
                 f"{self.url}: cannot read bytes [{start}, {stop}) of an object of {self.size}"
             )
         if start == stop:
             return b""
+        if self._ranges:
+            with self._lock:
+                exact = (p for p in self._ranges if (p.start, p.stop) == (start, stop))
+                inside = (p for p in self._ranges if p.covers(start, stop))
+                found = next(exact, None) or next(inside, None)
+                if found is not None:
+                    self._ranges.remove(found)
+            if found is not None:
+                try:
+                    data = found.ahead.take()
+                except Exception:
+                    # The request below meets the same failure and reports it, from here.
+                    pass
+                else:
+                    return data[start - found.start : stop - found.start]
+        return self._request(start, stop)
+
+    def _request(self, start: int, stop: int) -> bytes:
+        """Bytes ``[start, stop)`` in one ranged request; a short read or a vanished
+        object is checked for a change of the object."""
         try:
             data = with_retries(
                 "read",
@@ -233,14 +265,14 @@ class RemoteBlob:
         pending, self._pending = self._pending, None
         if pending is not None and forward and pending.start == block_end and stop <= pending.stop:
             head = self._block[offset - self._block_start :]
-            data = pending.take()
+            data = pending.ahead.take()
             self._block_start, self._block = offset, head + data if head else data
             fetched_to = pending.stop
         else:
             if pending is not None:
-                pending.drop()
+                pending.ahead.drop()
             fetched_to = max(stop, min(self.limit, offset + self.block_size))
-            self._block_start, self._block = offset, self.fetch(offset, fetched_to)
+            self._block_start, self._block = offset, self._request(offset, fetched_to)
         if forward:
             self._fetch_ahead(fetched_to)
 
@@ -248,10 +280,9 @@ class RemoteBlob:
         stop = min(self.limit, start + self.block_size)
         if stop <= start:
             return
-        owner = prefetcher()
-        future = owner.submit(stop - start, lambda: self.fetch(start, stop))
-        if future is not None:
-            self._pending = _Pending(start, stop, future, owner)
+        ahead = prefetcher().ahead(stop - start, lambda: self._request(start, stop))
+        if ahead is not None:
+            self._pending = _Pending(start, stop, ahead)
 
     def check_unchanged(self) -> None:
         """Raise :class:`ObjectChangedError` if the object is not the version opened."""

@@ -12,15 +12,14 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future
-from typing import Any, NamedTuple
+from typing import Any
 
 from readplan._internal.atomic import atomic_write
 from readplan.errors import ObjectNotFoundError
 from readplan.storage._blob import DEFAULT_BLOCK, ObjectInfo, RemoteBlob, local_info, remote_info
 from readplan.storage._fs import filesystem
 from readplan.storage._paths import PathLike, is_remote, to_str
-from readplan.storage._prefetch import Prefetcher, prefetcher
+from readplan.storage._prefetch import Ahead, prefetcher
 from readplan.storage._retry import DEFAULT_RETRY, RetryPolicy, classify, with_retries
 
 __all__ = [
@@ -29,6 +28,7 @@ __all__ = [
     "close",
     "dup",
     "exists",
+    "fetch_ahead",
     "isdir",
     "isfile",
     "listdir",
@@ -85,6 +85,15 @@ def read_span(handle: Handle, size: int, offset: int) -> bytes:
         pieces.append(more)
         got += len(more)
     return b"".join(pieces)
+
+
+def fetch_ahead(handle: Handle, size: int, offset: int) -> bool:
+    """Start fetching the bytes a later :func:`read_span` of ``size`` at ``offset`` (or of
+    a part of them) reads, in the background within the prefetch budget; ``False`` when
+    they do not fit.  A local file is read when asked: nothing to do."""
+    if isinstance(handle, int):
+        return True
+    return handle.fetch_ahead(offset, offset + size)
 
 
 def positioned(handle: Handle) -> Callable[[int, int], bytes]:
@@ -267,13 +276,7 @@ def write_bytes(
 _WARM_LIMIT = 64
 
 
-class _Warm(NamedTuple):
-    future: Future[RemoteBlob]
-    owner: Prefetcher
-    reserved: int
-
-
-_warm: OrderedDict[tuple[str, str], _Warm] = OrderedDict()
+_warm: OrderedDict[tuple[str, str], Ahead[RemoteBlob]] = OrderedDict()
 _warm_lock = threading.Lock()
 
 
@@ -304,18 +307,17 @@ def warm(path: PathLike, *, storage_options: StorageOptions = None, head: bool =
     if not is_remote(url):
         return
     key = _warm_key(url, storage_options)
-    owner = prefetcher()
     with _warm_lock:
         if key in _warm:
             return
         reserved = DEFAULT_BLOCK if head else 0
-        future = owner.submit(reserved, lambda: _opened(url, storage_options, head))
-        if future is None:
+        ahead = prefetcher().ahead(reserved, lambda: _opened(url, storage_options, head))
+        if ahead is None:
             return
-        _warm[key] = _Warm(future, owner, reserved)
+        _warm[key] = ahead
         dropped = _warm.popitem(last=False)[1] if len(_warm) > _WARM_LIMIT else None
     if dropped is not None:
-        _release(dropped)
+        dropped.drop()
 
 
 def _opened(url: str, storage_options: StorageOptions, head: bool) -> RemoteBlob:
@@ -330,14 +332,4 @@ def _take_warm(url: str, storage_options: StorageOptions) -> RemoteBlob | None:
         entry = _warm.pop(_warm_key(url, storage_options), None)
     if entry is None:
         return None
-    try:
-        return entry.future.result()
-    finally:
-        entry.owner.release(entry.reserved)
-
-
-def _release(entry: _Warm) -> None:
-    if entry.future.cancel():
-        entry.owner.release(entry.reserved)
-    else:
-        entry.future.add_done_callback(lambda _: entry.owner.release(entry.reserved))
+    return entry.take()

@@ -14,7 +14,7 @@ import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 from readplan._internal.validate import check_int
 
@@ -23,6 +23,7 @@ _T = TypeVar("_T")
 __all__ = [
     "DEFAULT_PREFETCH_BYTES",
     "DEFAULT_PREFETCH_WORKERS",
+    "Ahead",
     "Prefetcher",
     "prefetcher",
     "set_prefetch",
@@ -61,6 +62,12 @@ class Prefetcher:
             pool = self._pool
         return pool.submit(fetch)
 
+    def ahead(self, size: int, fetch: Callable[[], _T]) -> Ahead[_T] | None:
+        """:meth:`submit`, with the ``size`` bytes it holds of the budget counted until the
+        result is taken or dropped."""
+        future = self.submit(size, fetch)
+        return None if future is None else Ahead(future, self, size)
+
     def release(self, size: int) -> None:
         """``size`` bytes fetched ahead were consumed or dropped."""
         with self._lock:
@@ -76,6 +83,39 @@ class Prefetcher:
     def reset_peak(self) -> None:
         with self._lock:
             self.peak = self.held
+
+
+class Ahead(Generic[_T]):
+    """A result being fetched in the background, holding ``size`` bytes of ``owner``'s
+    budget until it is taken or dropped."""
+
+    __slots__ = ("future", "owner", "size")
+
+    def __init__(self, future: Future[_T], owner: Prefetcher, size: int) -> None:
+        self.future = future
+        self.owner = owner
+        self.size = size
+
+    def take(self) -> _T:
+        """The result (waiting for it), or the fetch's exception."""
+        try:
+            return self.future.result()
+        finally:
+            self.owner.release(self.size)
+
+    def drop(self, cleanup: Callable[[_T], object] | None = None) -> None:
+        """Give the result up: cancelled if not started, else released (and ``cleanup``
+        applied to it) once the fetch under way ends."""
+        if self.future.cancel():
+            self.owner.release(self.size)
+            return
+
+        def done(future: Future[_T]) -> None:
+            self.owner.release(self.size)
+            if cleanup is not None and not future.cancelled() and future.exception() is None:
+                cleanup(future.result())
+
+        self.future.add_done_callback(done)
 
 
 _shared = Prefetcher()

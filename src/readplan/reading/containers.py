@@ -62,6 +62,8 @@ class SpanSource(Protocol):
 
     def read(self, indices: IntArray, to_end: bool) -> list[bytes] | None: ...
 
+    def prefetch(self, indices: IntArray) -> bool: ...
+
 
 class SalvageSource(Protocol):
     """The readable records of one damaged shard, for ``on_corruption="skip"``."""
@@ -125,6 +127,10 @@ class _TblSpans:
             return self.samples.gather(indices.tolist())
         except CorruptTblError:
             return None
+
+    def prefetch(self, indices: IntArray) -> bool:
+        """Samples are fetched when read (the file's index was fetched when it was opened)."""
+        return True
 
 
 def _tbl_spans(samples: tbl.TblFile, keep: Callable[[Handle], Handle]) -> _TblSpans:

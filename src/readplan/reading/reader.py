@@ -47,7 +47,7 @@ from readplan.reading.options import (
     check_rank,
     read_state,
 )
-from readplan.reading.prefetch import ShardWarmer
+from readplan.reading.prefetch import DEFAULT_SPAN_AHEAD, ShardWarmer, SpanFetcher
 from readplan.reading.ranks import (
     STATE_KEY,
     count_below,
@@ -56,14 +56,8 @@ from readplan.reading.ranks import (
     reader_bindings,
     resumed_position,
 )
-from readplan.reading.runs import (
-    Closes,
-    Runs,
-    Shard,
-    last_read_marks,
-    read_spans,
-    without_lost,
-)
+from readplan.reading.runs import Closes, Runs, Shard, last_read_marks, without_lost
+from readplan.reading.windows import file_reads, read_spans
 from readplan.records._damage import (
     CorruptionReport,
     OnCorruption,
@@ -89,6 +83,9 @@ _BATCH = 256
 # Bytes of records a rank of several reads together (in spans, file by file): enough that
 # the per-file costs vanish, little enough to hold.
 _WINDOW_BYTES = 1 << 23
+SPAN_AHEAD = DEFAULT_SPAN_AHEAD
+"""File reads a rank of several (or an example shuffle) keeps fetched ahead from a store
+(``specs/storage.md`` §5); 0 fetches each span when the reader reaches it."""
 
 
 class Reader(Closing):
@@ -163,8 +160,12 @@ class Reader(Closing):
         table = plan.instructions
         self._ends = table.skip + table.num_records
         self._last_records = self._ends - 1
-        self._warmer = ShardWarmer(self._path, self._any_remote(), storage_options)
         self._sequential = world_size == 1 and plan.config.example_shuffle is None
+        remote = self._any_remote()
+        # Reads in spans open their files ahead themselves, with their sidecars and spans.
+        self._spans_ahead = SpanFetcher(remote and not self._sequential, SPAN_AHEAD)
+        warm = remote and not self._spans_ahead.enabled
+        self._warmer = ShardWarmer(self._path, warm, storage_options)
         self._record_bytes = _WINDOW_BYTES  # unknown: the first window is one batch
         self._epoch = 0
         self._next = self._first_share(0)
@@ -409,7 +410,14 @@ class Reader(Closing):
         # One rank streaming its files reads batch by batch; otherwise about _WINDOW_BYTES
         # of records are read together, in spans (``specs/reader.md`` §2).
         size = 0 if self._sequential else max(1, _WINDOW_BYTES // self._record_bytes)
-        for window in runs.windows(_BATCH, size):
+        windows = list(runs.windows(_BATCH, size))
+        self._spans_ahead.start_chunk(
+            len(windows),
+            lambda k: file_reads(runs, windows[k][0][0], windows[k][-1][1]),
+            lambda file_index, indices: self._shard(shards, file_index).fetch_ahead(indices),
+        )
+        for k, window in enumerate(windows):
+            self._spans_ahead.start_window(k)
             records = None if self._sequential else self._read_spans(runs, window, closes)
             if records is None:
                 for first_run, stop_run in window:
@@ -429,12 +437,16 @@ class Reader(Closing):
         first_run, stop_run = window[0][0], window[-1][1]
         closes.start_window(first_run, stop_run)
         shard = partial(self._shard, closes.shards)
-        records = read_spans(runs, first_run, stop_run, shard, closes.finished)
+        records = read_spans(runs, first_run, stop_run, shard, partial(self._finished, closes))
         if records is not None:
             # About _WINDOW_BYTES per window, from the sizes of some records just read.
             sample = records[:: max(1, len(records) // 64)]
             self._record_bytes = 16 + sum(map(len, sample)) // len(sample)
         return records
+
+    def _finished(self, closes: Closes, file_index: int) -> None:
+        closes.finished(file_index)
+        self._spans_ahead.advance()
 
     def _shard(self, shards: dict[int, Shard], file_index: int) -> Shard:
         shard = shards.get(file_index)

@@ -15,13 +15,14 @@ from readplan._internal.arrays import IntArray
 from readplan.errors import CorruptRecordError, DatasetInfoError, IndexFileError, ReadplanError
 from readplan.plan import EpochOrder, ReadPlan
 from readplan.reading.containers import RecordContainer, RecordSource, SalvageSource, SpanSource
+from readplan.reading.prefetch import Prepared, open_ahead
 from readplan.reading.salvage import Lost
 from readplan.reading.spans import MAX_GAP
 from readplan.records._damage import KIND_DATA_CRC, CorruptionReport, LostRecord
-from readplan.storage import Handle, PathLike, StorageOptions
+from readplan.storage import Ahead, Handle, PathLike, StorageOptions
 from readplan.storage import close as close_handle
 
-__all__ = ["Closes", "Runs", "Shard", "last_read_marks", "read_spans", "without_lost"]
+__all__ = ["Closes", "Runs", "Shard", "last_read_marks", "without_lost"]
 
 
 def last_read_marks(
@@ -185,6 +186,37 @@ class Shard:
         self._gather_fd: Handle | None = None
         self._spans: SpanSource | None = None
         self._spans_opened = False
+        # The file being opened in the background (fetch_ahead), and the reads whose spans
+        # are fetched once it is taken.
+        self._ahead: Ahead[Prepared] | None = None
+        self._later: list[IntArray] = []
+
+    def fetch_ahead(self, indices: IntArray) -> bool:
+        """Start fetching what reading the records ``indices`` in spans will fetch: the
+        file's opening (in the background) and its spans (``specs/storage.md`` §5);
+        ``False`` when that does not fit the prefetch budget."""
+        if self._salvage is not None:
+            return True
+        if self._spans_opened:
+            return self._spans is None or self._spans.prefetch(indices)
+        if self._ahead is not None:
+            self._later.append(indices)
+            return True
+        if self._file is not None:
+            return True  # opened for reads run by run: its spans are set up when read
+        self._ahead = open_ahead(self._container, self.path, self._open_options, indices)
+        return self._ahead is not None
+
+    def _take_prepared(self) -> Prepared | None:
+        ahead, self._ahead = self._ahead, None
+        if ahead is None:
+            return None
+        try:
+            return ahead.take()
+        except Exception:
+            # Opened again by the caller: the same failure, reported where it belongs.
+            self._later.clear()
+            return None
 
     def take_into(self, out: list[Any], first: int, count: int) -> int:
         """Append records ``first .. first + count - 1`` to ``out``; return how many are lost."""
@@ -290,8 +322,10 @@ class Shard:
 
     def _span_source(self) -> SpanSource | None:
         if not self._spans_opened:
-            self._spans = self._container.spans(self._opened(), self._keep)
-            self._spans_opened = True
+            file = self._opened()  # a file opened ahead comes with its span reads
+            if not self._spans_opened:
+                self._spans = self._container.spans(file, self._keep)
+                self._spans_opened = True
         return self._spans
 
     def _keep(self, fd: Handle) -> Handle:
@@ -351,8 +385,12 @@ class Shard:
 
     def _opened(self) -> RecordSource:
         if self._file is None:
+            prepared = self._take_prepared()
             try:
-                file = self._container.open(self.path, **self._open_options)
+                if prepared is None:
+                    file = self._container.open(self.path, **self._open_options)
+                else:
+                    file = prepared.file
             except ReadplanError:
                 if self._check is not None:
                     # A file the state was saved with that changed since is refused as
@@ -366,11 +404,22 @@ class Shard:
                     # or its ends read through its handle; no lookup of its own.
                     self._check(file.binding())
                 except BaseException:
-                    file.close()
+                    (file if prepared is None else prepared).close()
                     raise
                 self._check = None
             self._file = file
+            if prepared is not None:
+                self._adopt(prepared)
         return self._file
+
+    def _adopt(self, prepared: Prepared) -> None:
+        """Take the span reads set up with the file opened ahead, and fetch the spans of
+        the reads named since."""
+        self._spans, self._gather_fd, self._spans_opened = prepared.spans, prepared.handle, True
+        later, self._later = self._later, []
+        if prepared.spans is not None:
+            for indices in later:
+                prepared.spans.prefetch(indices)
 
     def _records(self, needed: int, to_end: bool) -> RecordSource:
         file = self._opened()
@@ -409,6 +458,10 @@ class Shard:
             self._salvage = None
 
     def _close_reading(self) -> None:
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            ahead.drop(Prepared.close)
+        self._later.clear()
         self._stream = None
         self._spans, self._spans_opened = None, False
         self._close_file()
@@ -458,57 +511,6 @@ class Closes:
         """The window's reads of ``file_index`` are done: close it if the plan's are too."""
         if file_index in self._finishing:
             _close_shard(self.shards, file_index)
-
-
-def read_spans(
-    runs: Runs,
-    first_run: int,
-    stop_run: int,
-    shard: Callable[[int], Shard],
-    finished: Callable[[int], None],
-) -> list[Any] | None:
-    """The records of runs ``first_run .. stop_run - 1`` in delivery order, read file by
-    file in spans (``specs/reader.md`` §2); ``None`` when some file must be read run by run
-    (damage, or a file that cannot be read in spans).
-
-    Files are read in the order of their first delivery, each with its records in
-    increasing order: ``shard(f)`` gives file ``f`` open, and ``finished(f)`` is called
-    once its records are read.
-    """
-    begin, stop = runs.deliveries(first_run, stop_run)
-    files = runs.file_index[begin:stop]
-    records = runs.record_index[begin:stop]
-    # Each file's number in the order of first delivery (runs name it once per run), so
-    # that a stable sort of small numbers groups the deliveries by file in that order.
-    named = np.fromiter(dict.fromkeys(runs.file[first_run:stop_run]), np.int64)
-    by_name = np.argsort(named)
-    small = np.int16 if len(named) <= 1 << 15 else np.int64  # radix-sorted when small
-    codes = by_name[np.searchsorted(named, files, sorter=by_name)].astype(small)
-    order = np.argsort(codes, kind="stable")
-    sorted_records = records[order]
-    bounds = np.searchsorted(codes[order], np.arange(len(named) + 1)).tolist()
-    same = np.ones(len(order) - 1, dtype=bool)
-    same[np.array(bounds[1:-1], dtype=np.int64) - 1] = False
-    if (np.diff(sorted_records)[same] <= 0).any():
-        # An example shuffle: a file's records are delivered out of order.
-        order = np.lexsort((records, codes))
-        sorted_records = records[order]
-    payloads: list[Any] = []
-    taken: list[IntArray] = []
-    for file_index, lo, hi in zip(named.tolist(), bounds, bounds[1:]):
-        try:
-            read = shard(file_index).spans_into(payloads, sorted_records[lo:hi])
-        except (ReadplanError, OSError):
-            return None  # opening failed: the run-by-run reads report it where it belongs
-        if not read:
-            return None
-        finished(file_index)
-        taken.append(order[lo:hi])
-    # Back from file order to delivery order without a Python step per record.
-    delivered = np.empty(len(order), dtype=object)
-    delivered[np.concatenate(taken)] = payloads
-    result: list[Any] = delivered.tolist()
-    return result
 
 
 def without_lost(

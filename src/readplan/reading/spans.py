@@ -23,7 +23,7 @@ from readplan.records._cap import DEFAULT_MAX_RECORD_BYTES
 from readplan.records._crc import crc32c, mask, mask_array, masked_length_crcs
 from readplan.records._tfrecord_layout import HEADER
 from readplan.records._walk import gather_u32, good_frames, walk_frames
-from readplan.storage import Handle, read_span, size_of
+from readplan.storage import Handle, fetch_ahead, read_span, size_of
 
 __all__ = ["MAX_GAP", "FrameSpans", "walks_over_payloads"]
 
@@ -86,6 +86,8 @@ class FrameSpans:
         # Bytes the walk read and no read has consumed yet, from file offset ``_base``.
         self._data = b""
         self._base = 0
+        # Whether prefetch() fetched the walk's next read for a read not made yet.
+        self._walk_ahead = False
 
     def read(self, indices: IntArray, to_end: bool) -> list[bytes] | None:
         """The payloads of records ``indices`` (increasing), or ``None`` when one fails a check.
@@ -93,17 +95,12 @@ class FrameSpans:
         ``to_end``: the last of them is the last record of the file, so nothing may follow it.
         """
         first, last = int(indices[0]), int(indices[-1])
+        self._walk_ahead = False
         if last >= self._known and not self._walk(last + 1, first):
             return None
         if to_end and not (self._known == last + 1 and self._bounds[last + 1] == self._size):
             return None
-        apart = np.diff(indices) > MAX_GAP
-        if self._split:
-            # Offsets known before reading: no span reads far over other ranks' records.
-            # (A walk has read every byte from the first record on already.)
-            bounds = self._bounds
-            apart |= bounds[indices[1:]] - bounds[indices[:-1] + 1] > _MAX_SKIP
-        gaps = np.flatnonzero(apart) + 1
+        gaps = self._gaps(indices)
         if not gaps.size:
             payloads = self._span(indices)
         elif gaps.size == len(indices) - 1:
@@ -119,6 +116,43 @@ class FrameSpans:
         cut = min(max(int(self._bounds[last + 1]) - self._base, 0), len(self._data))
         self._data, self._base = self._data[cut:], self._base + cut
         return payloads
+
+    def prefetch(self, indices: IntArray) -> bool:
+        """Start fetching in the background what :meth:`read` of ``indices`` will read from
+        a store (``specs/storage.md`` §5): its spans, or where frames are not known yet the
+        header walk's first read; ``False`` when that does not fit the prefetch budget.  The
+        reads take those bytes as they come to them; nothing else changes."""
+        first, last = int(indices[0]), int(indices[-1])
+        if last >= self._known:
+            # Where the walk reads depends on the reads before: only the next read's is known.
+            if self._walk_ahead:
+                return True
+            walk = self._walk_read(last + 1, first)
+            if walk is None:
+                return True
+            self._walk_ahead = fetch_ahead(self._fd, walk[1] - walk[0], walk[0])
+            return self._walk_ahead
+        gaps = self._gaps(indices)
+        parts = [indices[k : k + 1] for k in range(len(indices))]
+        if gaps.size != len(indices) - 1:
+            parts = np.split(indices, gaps)
+        bounds, held = self._bounds, self._base + len(self._data)
+        for part in parts:
+            start, stop = int(bounds[part[0]]), int(bounds[part[-1] + 1])
+            inside = self._base <= start and stop <= held
+            if not inside and not fetch_ahead(self._fd, stop - start, start):
+                return False
+        return True
+
+    def _gaps(self, indices: IntArray) -> IntArray:
+        """Where the known frames ``indices`` are split into spans read on their own."""
+        apart = np.diff(indices) > MAX_GAP
+        if self._split:
+            # Offsets known before reading: no span reads far over other ranks' records.
+            # (A walk has read every byte from the first record on already.)
+            bounds = self._bounds
+            apart |= bounds[indices[1:]] - bounds[indices[:-1] + 1] > _MAX_SKIP
+        return np.flatnonzero(apart) + 1
 
     def _span(self, indices: IntArray) -> list[bytes] | None:
         """One positioned read from the first to the last of ``indices``, all frames checked."""
@@ -166,21 +200,30 @@ class FrameSpans:
         """Walk until ``count`` frames are known, keeping the bytes from frame ``first`` on;
         ``False`` when the file holds fewer sound frames."""
         while self._known < count:
-            end = self._base + len(self._data)
-            want = self._read_size(count, end)
-            if want is None:
+            walk = self._walk_read(count, first)
+            if walk is None:
                 return False
-            # Bytes still needed are read again with the new ones (cheaper than joining).
-            frontier = int(self._bounds[self._known])
-            keep = min(frontier, int(self._bounds[first])) if first < self._known else frontier
-            data = read_span(self._fd, end + want - keep, keep)
-            if len(data) != end + want - keep:
+            keep, stop = walk
+            data = read_span(self._fd, stop - keep, keep)
+            if len(data) != stop - keep:
                 return False
             self._data, self._base = data, keep
             if not self._walk_buffer():
                 # Damage: the frames before it are known, none after.
                 return self._known >= count
         return True
+
+    def _walk_read(self, count: int, first: int) -> tuple[int, int] | None:
+        """The bytes ``[start, stop)`` the walk reads next to reach ``count`` frames, keeping
+        those from frame ``first`` on; ``None`` when there is nothing more to read."""
+        end = self._base + len(self._data)
+        want = self._read_size(count, end)
+        if want is None:
+            return None
+        # Bytes still needed are read again with the new ones (cheaper than joining).
+        frontier = int(self._bounds[self._known])
+        keep = min(frontier, int(self._bounds[first])) if first < self._known else frontier
+        return keep, end + want
 
     def _read_size(self, count: int, end: int) -> int | None:
         """Bytes to read at ``end`` to reach ``count`` frames; ``None`` at the end of the file

@@ -205,10 +205,12 @@ def test_a_span_fetched_ahead_from_a_replaced_gcs_object_is_an_object_change(
     url = upload_tree(gcs_store, folder, f"readplan-spans-{uuid.uuid4().hex[:8]}", "big/1.0.0")
     shard = f"{url}/{big_name(2, len(LENGTHS))}"
     handle = storage.open_read(shard, storage_options=gcs_store.storage_options)
-    replacement = (folder / big_name(0, len(LENGTHS))).read_bytes()
+    # A shorter shard (3,672 bytes) in its place.
+    replacement = (folder / big_name(7, len(LENGTHS))).read_bytes()
     put("gs", gcs_store.filesystem(), shard.removeprefix("gs://"), replacement)
-    # The fetch ahead asks for the generation opened, which is gone: it fails in the
-    # background, and the read that wanted its bytes reports the change itself.
+    # The fetch ahead (of the generation opened, where the store honours it) fails in the
+    # background; the read that wanted its bytes makes its own request and reports the
+    # change itself.
     assert storage.fetch_ahead(handle, 4000, 1000)
     with pytest.raises(ObjectChangedError) as caught:
         storage.read_span(handle, 4000, 1000)

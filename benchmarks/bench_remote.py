@@ -13,6 +13,13 @@ It prints records/s, bytes/s, the ratio to local, requests per epoch against the
 consecutive records in the plan, and the peak of the bytes held by the prefetcher against
 its bound.
 
+Readers that read by random access follow: rank 1 of 4 (elastic mode) and one rank with an
+example shuffle (buffer of 1,024), over local disk and the slow store, first without index
+sidecars, then (once the data source below has written them) with them.  Over the store
+each runs twice in a row: ``ahead`` fetches the next spans in the background, ``sync``
+(``SPAN_AHEAD = 0``) fetches each span when the reader reaches it, as before.  It prints
+records/s, the ratio to local and data GETs and lookups per record.
+
 Then random access with ``readplan.data_source`` over the same three cases (the local
 source is the anchor): building the index sidecars on first use, opening every shard
 (one batch holding a key of each), ``source[k]`` at random keys, and ``__getitems__`` of
@@ -39,10 +46,16 @@ from tests.remote_stores import gcs_emulator, pin_clients_to_loopback, upload_tr
 
 pin_clients_to_loopback()  # before gcsfs is imported
 
-from readplan import storage, tfrecord  # noqa: E402
+from readplan import (  # noqa: E402
+    ExampleShuffle,
+    storage,
+    tfrecord,
+)
 from readplan.metadata.dataset_info import DatasetInfo  # noqa: E402
 from readplan.plan import ReadConfig, ReadPlan  # noqa: E402
+from readplan.reading import reader as reader_module  # noqa: E402
 from readplan.reading.data_source import data_source  # noqa: E402
+from readplan.reading.prefetch import DEFAULT_SPAN_AHEAD  # noqa: E402
 from readplan.reading.reader import Reader  # noqa: E402
 
 SHARDS = 256
@@ -74,12 +87,37 @@ def runs_in_plan(plan: ReadPlan) -> int:
     return int(np.count_nonzero(cuts)) + 1
 
 
-def read_epoch(url: str, options: dict[str, Any] | None) -> tuple[float, int, int]:
+# Readers by random access: (name, config, rank, world size).
+RANDOM_ACCESS = (
+    ("rank 1/4", CONFIG, 1, 4),
+    (
+        "shuffle",
+        ReadConfig(
+            interleave_cycle_length=16,
+            interleave_block_length=16,
+            shuffle_files=True,
+            shuffle_seed=0,
+            example_shuffle=ExampleShuffle(1024, 0),
+        ),
+        0,
+        1,
+    ),
+)
+
+
+def read_epoch(
+    url: str,
+    options: dict[str, Any] | None,
+    config: ReadConfig = CONFIG,
+    rank: int = 0,
+    ranks: int = 1,
+) -> tuple[float, int, int]:
     info = DatasetInfo.load(url, storage_options=options)
-    plan = ReadPlan(info, "train", CONFIG)
+    plan = ReadPlan(info, "train", config)
     start = time.perf_counter()
     count = size = 0
-    for batch in Reader(plan, storage_options=options).batches():
+    reader = Reader(plan, storage_options=options, rank=rank, world_size=ranks)
+    for batch in reader.batches():
         count += len(batch)
         size += sum(map(len, batch.records))
     return time.perf_counter() - start, count, size
@@ -94,7 +132,7 @@ def wrapped(target: str, target_options: dict[str, Any], latency: float) -> dict
     }
 
 
-def measure(url: str, options: dict[str, Any] | None, repeats: int) -> dict[str, Any]:
+def measure(url: str, options: dict[str, Any] | None, repeats: int, *how: Any) -> dict[str, Any]:
     times = []
     requests: dict[str, float] = {}
     peak = 0
@@ -103,7 +141,7 @@ def measure(url: str, options: dict[str, Any] | None, repeats: int) -> dict[str,
         if fs is not None:
             fs.requests.clear()
         storage.prefetcher().reset_peak()
-        elapsed, count, size = read_epoch(url, options)
+        elapsed, count, size = read_epoch(url, options, *how)
         times.append(elapsed)
         peak = max(peak, storage.prefetcher().peak)
         if fs is not None:
@@ -111,6 +149,7 @@ def measure(url: str, options: dict[str, Any] | None, repeats: int) -> dict[str,
     seconds = statistics.median(times)
     return {
         "seconds": seconds,
+        "records": count,
         "records_per_s": count / seconds,
         "bytes_per_s": size / seconds,
         "requests": requests,
@@ -189,6 +228,45 @@ def print_sources(rows: list[dict[str, Any]]) -> None:
         )
 
 
+def measure_random_access(
+    name: str, cases: dict[str, Any], sidecars: bool, repeats: int
+) -> list[dict[str, Any]]:
+    """The readers by random access over local disk and the slow store; over the store with
+    the next spans fetched in the background (``ahead``) and without (``sync``), side by
+    side in the same run."""
+    rows = []
+    for reader_name, config, rank, ranks in RANDOM_ACCESS:
+        for case in ("local", "slow"):
+            url, options = cases[case]
+            for fetch in ("ahead", "sync") if options else ("ahead",):
+                reader_module.SPAN_AHEAD = DEFAULT_SPAN_AHEAD if fetch == "ahead" else 0
+                row = measure(url, options, repeats, config, rank, ranks)
+                row.update(dataset=name, reader=reader_name, case=case, fetch=fetch)
+                row["sidecars"] = sidecars
+                rows.append(row)
+    reader_module.SPAN_AHEAD = DEFAULT_SPAN_AHEAD
+    return rows
+
+
+def print_random_access(rows: list[dict[str, Any]]) -> None:
+    key = ("dataset", "reader", "sidecars")
+    anchor = {tuple(r[k] for k in key): r for r in rows if r["case"] == "local"}
+    print(
+        f"\n{'dataset':8} {'reader':9} {'sidecars':8} {'case':6} {'fetch':6} "
+        f"{'records/s':>11} {'x local':>8} {'GETs/rec':>9} {'stats/rec':>9}"
+    )
+    for row in rows:
+        base = anchor[tuple(row[k] for k in key)]
+        row["ratio_to_local"] = row["records_per_s"] / base["records_per_s"]
+        per = max(1, row["records"])
+        gets, stats = (row["requests"].get(kind, 0) / per for kind in ("get", "info"))
+        print(
+            f"{row['dataset']:8} {row['reader']:9} {row['sidecars']!s:8} {row['case']:6} "
+            f"{row['fetch']:6} {row['records_per_s']:11,.0f} {row['ratio_to_local']:8.3f} "
+            f"{gets:9.4f} {stats:9.4f}"
+        )
+
+
 def copy_to_memory(folder: Path, bucket: str) -> str:
     fs = fsspec.filesystem("memory")
     for path in sorted(folder.iterdir()):
@@ -199,9 +277,15 @@ def copy_to_memory(folder: Path, bucket: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--random-access-only",
+        action="store_true",
+        help="only the readers by random access (rank 1/4, example shuffle)",
+    )
     args = parser.parse_args()
     results = []
     sources = []
+    random_access = []
     with tempfile.TemporaryDirectory() as tmp, gcs_emulator() as gcs:
         root = Path(tmp)
         for name, per_shard, size in (("small", 400, 100), ("large", 8, 100 << 10)):
@@ -216,12 +300,19 @@ def main() -> None:
                 "slow": (copy_to_memory(folder, bucket), wrapped("memory", {}, LATENCY)),
             }
             for case, (url, options) in cases.items():
+                if args.random_access_only:
+                    break
                 row = measure(url, options, args.repeats)
                 row.update(dataset=name, case=case, runs=runs, record_bytes=size)
                 results.append(row)
+            random_access += measure_random_access(name, cases, False, args.repeats)
             # After every reading case: the data source writes sidecars beside the data.
             for case, (url, options) in cases.items():
                 sources.append({"dataset": name, "case": case, **measure_source(url, options)})
+            random_access += measure_random_access(name, cases, True, args.repeats)
+    print_random_access(random_access)
+    if args.random_access_only:
+        return
     anchor = {r["dataset"]: r for r in results if r["case"] == "local"}
     print(
         f"{'dataset':8} {'case':6} {'records/s':>12} {'MB/s':>9} {'x local':>8} "
@@ -239,7 +330,8 @@ def main() -> None:
         )
     print(f"prefetch bound: {storage.prefetcher().max_bytes / 2**20:.0f} MiB")
     print_sources(sources)
-    print(json.dumps({"reader": results, "data_source": sources}, indent=1))
+    document = {"reader": results, "data_source": sources, "random_access": random_access}
+    print(json.dumps(document, indent=1))
 
 
 if __name__ == "__main__":

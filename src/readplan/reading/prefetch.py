@@ -156,9 +156,9 @@ class SpanFetcher:
     def __init__(self, enabled: bool, ahead: int = DEFAULT_SPAN_AHEAD) -> None:
         self.enabled = enabled and ahead > 0
         self._ahead = ahead
-        self._start_chunk(0, lambda k: [], lambda file, indices: True)
+        self.start_chunk(0, lambda window: [], lambda file, indices: True)
 
-    def _start_chunk(
+    def start_chunk(
         self,
         windows: int,
         groups: Callable[[int], list[tuple[int, IntArray]]],
@@ -168,15 +168,6 @@ class SpanFetcher:
         self._reads: list[tuple[int, IntArray]] = []
         self._window_starts: list[int] = []
         self._cursor = self._next = 0
-
-    def start_chunk(
-        self,
-        windows: int,
-        groups: Callable[[int], list[tuple[int, IntArray]]],
-        fetch: Callable[[int, IntArray], bool],
-    ) -> None:
-        if self.enabled:
-            self._start_chunk(windows, groups, fetch)
 
     def start_window(self, window: int) -> None:
         """Window ``window`` is read next: fetch its reads, and the next window's."""

@@ -146,11 +146,15 @@ def _data_gets(fs: Any) -> Counter[tuple[str, int, int]]:
     return Counter(r for r in fs.ranges if ".tfrecord-" in r[0] and not r[0].endswith(".index"))
 
 
+@pytest.mark.parametrize("sidecars", [False, True], ids=["walk", "sidecars"])
 @pytest.mark.parametrize("reader", ["rank", "shuffle"])
 def test_spans_are_fetched_ahead_once_each(
-    memory_copies: dict[bool, tuple[str, dict[str, Any], Any]], bound_restored: None, reader: str
+    memory_copies: dict[bool, tuple[str, dict[str, Any], Any]],
+    bound_restored: None,
+    reader: str,
+    sidecars: bool,
 ) -> None:
-    url, options, fs = memory_copies[True]
+    url, options, fs = memory_copies[sidecars]
     rank, ranks, shuffle = (2, 4, None) if reader == "rank" else (0, 1, 50)
     config = _config(shuffle, 9)
     gets, ahead, lookups = {}, {}, {}
@@ -167,9 +171,10 @@ def test_spans_are_fetched_ahead_once_each(
     assert lookups[0] == lookups[storage.DEFAULT_PREFETCH_BYTES] <= 2 * len(LENGTHS)
     assert gets[0] == gets[storage.DEFAULT_PREFETCH_BYTES]
     assert ahead[0] == 0
-    # Everything fetched ahead: one background job per shard opened, which also reads the
-    # shard's ends for its binding (one data GET: small shards, a store without content
-    # versions), and one per span.
+    # Everything fetched ahead: one background job per shard opened, which also makes one
+    # data GET (with a sidecar, the shard's ends for its binding: small shards, a store
+    # without content versions; without, the size of its first record), and one per span
+    # or header walk's read (one each here: small shards).
     assert ahead[storage.DEFAULT_PREFETCH_BYTES] == sum(gets[0].values())
 
 

@@ -170,13 +170,18 @@ class SpanFetcher:
         self._cursor = self._next = 0
 
     def start_window(self, window: int) -> None:
-        """Window ``window`` is read next: fetch its reads, and the next window's."""
+        """Window ``window`` is read next: fetch its reads, and the next window's.
+
+        Its reads are asked for again, from its first: one asked for while the previous
+        window was read may have depended on a read of that window (a file without a
+        sidecar) and been left for now.  (What was fetched already is not fetched again.)
+        """
         if not self.enabled:
             return
         while len(self._window_starts) <= min(window + 1, self._windows - 1):
             self._window_starts.append(len(self._reads))
             self._reads.extend(self._groups(len(self._window_starts) - 1))
-        self._cursor = self._window_starts[window]
+        self._cursor = self._next = self._window_starts[window]
         self._fill()
 
     def advance(self) -> None:

@@ -86,8 +86,8 @@ class FrameSpans:
         # Bytes the walk read and no read has consumed yet, from file offset ``_base``.
         self._data = b""
         self._base = 0
-        # Whether prefetch() fetched the walk's next read for a read not made yet.
-        self._walk_ahead = False
+        # Whether prefetch() fetched for a read not made yet, of a file without a sidecar.
+        self._read_ahead = False
 
     def read(self, indices: IntArray, to_end: bool) -> list[bytes] | None:
         """The payloads of records ``indices`` (increasing), or ``None`` when one fails a check.
@@ -95,7 +95,7 @@ class FrameSpans:
         ``to_end``: the last of them is the last record of the file, so nothing may follow it.
         """
         first, last = int(indices[0]), int(indices[-1])
-        self._walk_ahead = False
+        self._read_ahead = False
         if last >= self._known and not self._walk(last + 1, first):
             return None
         if to_end and not (self._known == last + 1 and self._bounds[last + 1] == self._size):
@@ -122,16 +122,19 @@ class FrameSpans:
         a store (``specs/storage.md`` §5): its spans, or where frames are not known yet the
         header walk's first read; ``False`` when that does not fit the prefetch budget.  The
         reads take those bytes as they come to them; nothing else changes."""
+        if self._read_ahead:
+            # Without a sidecar, what a read fetches depends on the reads before it (how
+            # far the walk got, which bytes it holds): only the next read's is known.
+            return True
+        fetched = self._prefetch(indices)
+        self._read_ahead = fetched and not self._indexed
+        return fetched
+
+    def _prefetch(self, indices: IntArray) -> bool:
         first, last = int(indices[0]), int(indices[-1])
         if last >= self._known:
-            # Where the walk reads depends on the reads before: only the next read's is known.
-            if self._walk_ahead:
-                return True
             walk = self._walk_read(last + 1, first)
-            if walk is None:
-                return True
-            self._walk_ahead = fetch_ahead(self._fd, walk[1] - walk[0], walk[0])
-            return self._walk_ahead
+            return walk is None or fetch_ahead(self._fd, walk[1] - walk[0], walk[0])
         gaps = self._gaps(indices)
         parts = [indices[k : k + 1] for k in range(len(indices))]
         if gaps.size != len(indices) - 1:

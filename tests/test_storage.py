@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -393,6 +394,51 @@ def test_prefetch_budget_is_never_exceeded() -> None:
         assert got == data
         assert prefetcher.peak <= bound
         assert (prefetcher.requests > 0) == (bound > 0)
+
+
+def test_a_pool_thread_never_waits_for_a_fetch_queued_behind_it() -> None:
+    # One thread: the outer fetch holds it and needs a result queued behind itself. A pool
+    # thread waiting for it would wait forever (as 16 opens ahead, each needing a queued
+    # warm-up, would); it runs that fetch itself.
+    prefetcher = storage.Prefetcher(max_bytes=10, workers=1)
+    queued = threading.Event()
+    inner: list[storage.Ahead[str]] = []
+
+    def outer() -> str:
+        queued.wait()
+        return "outer+" + inner[0].take()
+
+    taken = prefetcher.ahead(1, outer)
+    assert taken is not None
+    behind = prefetcher.ahead(1, lambda: threading.current_thread().name)
+    assert behind is not None
+    inner.append(behind)
+    queued.set()
+    try:
+        # A bound on waiting for a hung thread, not a timing figure.
+        result = taken.future.result(timeout=60)
+    finally:
+        behind.future.cancel()  # frees a thread stuck waiting for it, if one is
+        prefetcher.shutdown()
+    assert result.startswith("outer+readplan-fetch")  # ran in the outer fetch's thread
+    assert taken.take() == result
+    assert prefetcher.held == 0
+
+
+def test_a_fetch_taken_outside_the_pool_runs_in_the_pool() -> None:
+    prefetcher = storage.Prefetcher(max_bytes=10, workers=1)
+    gate = threading.Event()
+    blocker = prefetcher.ahead(1, gate.wait)
+    queued = prefetcher.ahead(1, lambda: threading.current_thread().name)
+    assert blocker is not None
+    assert queued is not None
+    gate.set()
+    try:
+        assert queued.take().startswith("readplan-fetch")
+        assert blocker.take() is True
+    finally:
+        prefetcher.shutdown()
+    assert prefetcher.held == 0
 
 
 def test_store_read_prefix_is_one_ranged_get(store: Any) -> None:

@@ -6,6 +6,10 @@ is fetched concurrently (as tf.data's parallel interleave does).  The bytes fetc
 and not yet consumed never exceed ``max_bytes``; a request that does not fit is simply
 not made, and the reader fetches that block itself when it gets there.  Prefetching only
 fills caches: which bytes are read, and in what order records are delivered, is the same.
+
+Background jobs may need each other's results (a shard opened ahead takes the object a
+warm-up opened).  A pool thread never waits for a job still queued behind it, as every
+thread could be waiting so: it cancels that job and runs it itself.
 """
 
 from __future__ import annotations
@@ -31,6 +35,16 @@ __all__ = [
 
 DEFAULT_PREFETCH_BYTES = 256 << 20
 DEFAULT_PREFETCH_WORKERS = 16
+
+_pool_thread = threading.local()
+
+
+def _mark_pool_thread() -> None:
+    _pool_thread.active = True
+
+
+def _in_pool_thread() -> bool:
+    return getattr(_pool_thread, "active", False)
 
 
 class Prefetcher:
@@ -58,7 +72,9 @@ class Prefetcher:
             self.peak = max(self.peak, self.held)
             self.requests += 1
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="readplan-fetch")
+                self._pool = ThreadPoolExecutor(
+                    self.workers, thread_name_prefix="readplan-fetch", initializer=_mark_pool_thread
+                )
             pool = self._pool
         return pool.submit(fetch)
 
@@ -66,7 +82,7 @@ class Prefetcher:
         """:meth:`submit`, with the ``size`` bytes it holds of the budget counted until the
         result is taken or dropped."""
         future = self.submit(size, fetch)
-        return None if future is None else Ahead(future, self, size)
+        return None if future is None else Ahead(future, self, size, fetch)
 
     def release(self, size: int) -> None:
         """``size`` bytes fetched ahead were consumed or dropped."""
@@ -89,16 +105,22 @@ class Ahead(Generic[_T]):
     """A result being fetched in the background, holding ``size`` bytes of ``owner``'s
     budget until it is taken or dropped."""
 
-    __slots__ = ("future", "owner", "size")
+    __slots__ = ("fetch", "future", "owner", "size")
 
-    def __init__(self, future: Future[_T], owner: Prefetcher, size: int) -> None:
+    def __init__(
+        self, future: Future[_T], owner: Prefetcher, size: int, fetch: Callable[[], _T]
+    ) -> None:
         self.future = future
         self.owner = owner
         self.size = size
+        self.fetch = fetch
 
     def take(self) -> _T:
-        """The result (waiting for it), or the fetch's exception."""
+        """The result (waiting for it), or the fetch's exception.  Taken in a pool thread
+        before it started, the fetch runs in that thread instead (module docstring)."""
         try:
+            if _in_pool_thread() and self.future.cancel():
+                return self.fetch()
             return self.future.result()
         finally:
             self.owner.release(self.size)

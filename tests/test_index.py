@@ -25,7 +25,7 @@ from readplan.index import (
     index_path_for,
     load_index,
 )
-from readplan.records import index as records_index
+from readplan.records.index import _sidecar as records_index
 from readplan.tfrecord import RecordFile
 from tests.tfrecord_fixtures import FILES, FIXTURES
 

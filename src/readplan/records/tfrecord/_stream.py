@@ -14,10 +14,10 @@ from __future__ import annotations
 import io
 from abc import ABC, abstractmethod
 
-from readplan.records._compression import Inflater, pread
 from readplan.records._crc import crc32c
 from readplan.records._damage import StreamDamageError
-from readplan.records._tfrecord_layout import CRC
+from readplan.records.tfrecord._compression import Inflater, pread
+from readplan.records.tfrecord._layout import CRC
 from readplan.storage import Handle, StorageOptions, close, open_read
 
 __all__ = [

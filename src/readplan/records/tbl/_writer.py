@@ -22,7 +22,7 @@ from readplan._internal.atomic import atomic_output
 from readplan._internal.closing import Closing
 from readplan._internal.validate import check_bool, is_int
 from readplan.errors import ClosedError, ConfigError
-from readplan.records._tbl_layout import (
+from readplan.records.tbl._layout import (
     ENTRY,
     ENTRY_DTYPE,
     ENTRY_SIZE,

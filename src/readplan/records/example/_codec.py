@@ -25,23 +25,15 @@ from google.protobuf.message import DecodeError
 from readplan._internal.arrays import IntArray
 from readplan._internal.validate import INT64_MAX, INT64_MIN, preview
 from readplan.errors import ConfigError, ExampleError
-from readplan.records._columns import Column, decode_columns
-from readplan.records._example_pb import Example, Features
-from readplan.records._kinds import BYTES, DTYPES, FLOAT32, INT64
-from readplan.records._rows import shaped
-from readplan.records._schema import DTypeLike, FixedLen, VarLen
+from readplan.records.example._columns import Column, decode_columns
+from readplan.records.example._kinds import BYTES, FLOAT32, INT64
+from readplan.records.example._pb import Example, Features
+from readplan.records.example._rows import shaped
+from readplan.records.example._schema import FixedLen, VarLen
 
 __all__ = [
-    "BYTES",
-    "DTYPES",
-    "FLOAT32",
-    "INT64",
-    "Column",
-    "DTypeLike",
     "FeatureValue",
-    "FixedLen",
     "ParsedValue",
-    "VarLen",
     "decode",
     "decode_batch",
     "encode",

@@ -9,9 +9,9 @@ import numpy as np
 
 from readplan._internal.arrays import IntArray
 from readplan.records._cap import record_cap
-from readplan.records._expected import ExpectedFrames
-from readplan.records._framing import FrameParser
-from readplan.records._stream import ByteStream, InflateStream, PlainStream
+from readplan.records.tfrecord._expected import ExpectedFrames
+from readplan.records.tfrecord._parser import FrameParser
+from readplan.records.tfrecord._stream import ByteStream, InflateStream, PlainStream
 from readplan.storage import Handle, size_of
 
 __all__ = ["walk_offsets"]

@@ -1,12 +1,12 @@
 """The TFRecord frame parser behind :mod:`readplan.tfrecord` (normative: specs/tfrecord.md).
 
-Two paths share one :class:`~readplan.records._stream.ByteStream`:
+Two paths share one :class:`~readplan.records.tfrecord._stream.ByteStream`:
 
 * the fast path walks the frames that lie complete in the buffer with a tight loop over the
   length fields, then checks the whole batch at once: header CRCs with numpy, data CRCs with
   one ``crc32c`` call per record; the first bad frame stops the batch;
 * the careful path parses one frame at a time with every check in order, finds damage
-  (which :mod:`readplan.records._frame_damage` words, raises or reports) and in ``skip``
+  (which :mod:`readplan.records.tfrecord._frame_damage` words, raises or reports) and in ``skip``
   mode drops a frame or resynchronises.  It handles frames that straddle reads, large
   frames, damage and the end of the stream.
 """
@@ -24,12 +24,12 @@ from readplan.records._damage import (
     CorruptionReport,
     StreamDamageError,
 )
-from readplan.records._expected import ExpectedFrames
-from readplan.records._frame_damage import FrameDamage, Skipped
-from readplan.records._resync import resync
-from readplan.records._stream import AFTER_LARGE, LARGE, ByteStream, PlainStream
-from readplan.records._tfrecord_layout import CRC, HEADER
-from readplan.records._walk import complete_frames, good_frames
+from readplan.records.tfrecord._expected import ExpectedFrames
+from readplan.records.tfrecord._frame_damage import FrameDamage, Skipped
+from readplan.records.tfrecord._layout import CRC, HEADER
+from readplan.records.tfrecord._resync import resync
+from readplan.records.tfrecord._stream import AFTER_LARGE, LARGE, ByteStream, PlainStream
+from readplan.records.tfrecord._walk import complete_frames, good_frames
 from readplan.storage import positioned
 
 __all__ = ["FrameParser"]

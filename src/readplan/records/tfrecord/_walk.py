@@ -13,7 +13,7 @@ import numpy as np
 
 from readplan._internal.arrays import IntArray, U32Array
 from readplan.records._crc import crc32c, mask, mask_array, masked_length_crcs
-from readplan.records._tfrecord_layout import LENGTH
+from readplan.records.tfrecord._layout import LENGTH
 
 __all__ = ["complete_frames", "gather_u32", "good_frames", "walk_frames"]
 

@@ -16,8 +16,8 @@ import numpy as np
 
 from readplan._internal.arrays import IntArray
 from readplan.errors import IndexFileError
-from readplan.records._compression import GZIP, ZLIB
 from readplan.records._crc import crc32c
+from readplan.records.tfrecord._compression import GZIP, ZLIB
 
 __all__ = [
     "COMPRESSION_CODES",

@@ -28,46 +28,31 @@ from readplan.errors import (
     CorruptRecordError,
     ReadplanIndexError,
 )
-from readplan.records import index as _index
 from readplan.records._binding import binding_of
 from readplan.records._cap import (
-    DEFAULT_MAX_COMPRESSED_RECORD_BYTES,
-    DEFAULT_MAX_RECORD_BYTES,
     record_cap,
 )
 from readplan.records._clusters import clusters, gap_for
-from readplan.records._compression import pread
 from readplan.records._crc import crc32c, mask
 from readplan.records._damage import (
     KIND_ABSURD_LENGTH,
     KIND_DATA_CRC,
     KIND_HEADER_CRC,
-    KIND_INFLATE,
-    KIND_TRAILING_GARBAGE,
     KIND_TRUNCATED_DATA,
-    KIND_TRUNCATED_HEADER,
-    KIND_TRUNCATED_STREAM,
-    KINDS,
-    CorruptionEvent,
-    CorruptionReport,
-    LostRecord,
-    OnCorruption,
 )
-from readplan.records._expected import ExpectedFrames
-from readplan.records._framing import FrameParser
-from readplan.records._headerwalk import HeaderWalk
-from readplan.records._index_format import refuse_offsets
-from readplan.records._stream import LARGE, open_handle
-from readplan.records._tfrecord_layout import CRC, HEADER
-from readplan.records._whole_file import (
+from readplan.records.index import _sidecar as _index
+from readplan.records.index._format import refuse_offsets
+from readplan.records.tfrecord._compression import pread
+from readplan.records.tfrecord._expected import ExpectedFrames
+from readplan.records.tfrecord._headerwalk import HeaderWalk
+from readplan.records.tfrecord._layout import CRC, HEADER
+from readplan.records.tfrecord._parser import FrameParser
+from readplan.records.tfrecord._stream import LARGE, open_handle
+from readplan.records.tfrecord._whole_file import (
     check_read_options,
-    count,
-    frame_offsets,
     parsed_batches,
-    read,
     stream_for,
 )
-from readplan.records.writer import TFRecordWriter, write
 from readplan.storage import (
     Handle,
     PathLike,
@@ -80,27 +65,7 @@ from readplan.storage import close as close_handle
 from readplan.storage import dup as dup_handle
 
 __all__ = [
-    "DEFAULT_MAX_COMPRESSED_RECORD_BYTES",
-    "DEFAULT_MAX_RECORD_BYTES",
-    "KINDS",
-    "KIND_ABSURD_LENGTH",
-    "KIND_DATA_CRC",
-    "KIND_HEADER_CRC",
-    "KIND_INFLATE",
-    "KIND_TRAILING_GARBAGE",
-    "KIND_TRUNCATED_DATA",
-    "KIND_TRUNCATED_HEADER",
-    "KIND_TRUNCATED_STREAM",
-    "CorruptionEvent",
-    "CorruptionReport",
-    "LostRecord",
-    "OnCorruption",
     "RecordFile",
-    "TFRecordWriter",
-    "count",
-    "frame_offsets",
-    "read",
-    "write",
 ]
 
 

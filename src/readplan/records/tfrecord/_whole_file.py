@@ -11,12 +11,12 @@ from collections.abc import Iterator
 
 from readplan._internal.arrays import IntArray
 from readplan.errors import ConfigError
-from readplan.records import index as _index
 from readplan.records._cap import record_cap
 from readplan.records._damage import CorruptionReport, OnCorruption, check_damage_options
-from readplan.records._framing import FrameParser
-from readplan.records._headerwalk import HeaderWalk
-from readplan.records._stream import ByteStream, InflateStream, PlainStream, open_handle
+from readplan.records.index import _sidecar as _index
+from readplan.records.tfrecord._headerwalk import HeaderWalk
+from readplan.records.tfrecord._parser import FrameParser
+from readplan.records.tfrecord._stream import ByteStream, InflateStream, PlainStream, open_handle
 from readplan.storage import Handle, PathLike, StorageOptions, size_of, to_str
 from readplan.storage import close as close_handle
 

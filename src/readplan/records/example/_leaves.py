@@ -20,9 +20,15 @@ import numpy.typing as npt
 
 from readplan._internal.arrays import IntArray
 from readplan.errors import ConfigError
-from readplan.records._columns import Column
-from readplan.records._kinds import BYTES, NUMPY_DTYPE
-from readplan.records._rows import NotRegularError, cut, object_array, records_as_dicts, shaped
+from readplan.records.example._columns import Column
+from readplan.records.example._kinds import BYTES, NUMPY_DTYPE
+from readplan.records.example._rows import (
+    NotRegularError,
+    cut,
+    object_array,
+    records_as_dicts,
+    shaped,
+)
 
 __all__ = [
     "Computed",

@@ -16,8 +16,8 @@ import numpy as np
 from readplan._internal.arrays import IntArray
 from readplan.errors import CorruptRecordError
 from readplan.records._crc import crc32c, header_candidates, mask
-from readplan.records._stream import PlainStream
-from readplan.records._tfrecord_layout import CRC, LENGTH
+from readplan.records.tfrecord._layout import CRC, LENGTH
+from readplan.records.tfrecord._stream import PlainStream
 
 __all__ = ["resync"]
 

@@ -28,21 +28,11 @@ from readplan._internal.arrays import IntArray
 from readplan._internal.frozen import init_fields
 from readplan.errors import CorruptRecordError, IndexFileError
 from readplan.records._binding import SPAN, binding_of, ends_crc
-from readplan.records._compression import (
-    AUTO,
-    check_compression,
-    detect_compression,
-    pread,
-)
 from readplan.records._crc import length_crcs, mask_array
 from readplan.records._damage import KIND_HEADER_CRC
-from readplan.records._expected import ExpectedFrames
-from readplan.records._index_format import (
+from readplan.records.index._format import (
     COMPRESSION_CODES,
-    HEADER_SIZE,
-    MAGIC,
     MAX_SOURCE,
-    VERSION,
     Header,
     encode,
     offsets_problem,
@@ -51,16 +41,20 @@ from readplan.records._index_format import (
     refuse,
     refuse_offsets,
 )
-from readplan.records._index_text import check_text, parse_text, text_of
-from readplan.records._offset_walk import walk_offsets
-from readplan.records._stream import open_handle
+from readplan.records.index._text import check_text, parse_text, text_of
+from readplan.records.tfrecord._compression import (
+    AUTO,
+    check_compression,
+    detect_compression,
+    pread,
+)
+from readplan.records.tfrecord._expected import ExpectedFrames
+from readplan.records.tfrecord._offset_walk import walk_offsets
+from readplan.records.tfrecord._stream import open_handle
 from readplan.storage import Handle, PathLike, StorageOptions, size_of, to_str
 
 __all__ = [
-    "HEADER_SIZE",
     "INDEX_SUFFIX",
-    "MAGIC",
-    "VERSION",
     "RecordIndex",
     "bind_index",
     "build_index",
@@ -72,7 +66,6 @@ __all__ = [
     "load_index",
     "load_index_for",
     "resolve_compression",
-    "walk_offsets",
     "write_index",
 ]
 

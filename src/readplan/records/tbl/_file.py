@@ -36,7 +36,7 @@ from readplan.records._damage import (
     OnCorruption,
     check_damage_options,
 )
-from readplan.records._tbl_index import (
+from readplan.records.tbl._checks import (
     FileView,
     Layout,
     MetadataBlocks,
@@ -46,7 +46,7 @@ from readplan.records._tbl_index import (
     raw_view_problem,
     scan_metadata,
 )
-from readplan.records._tbl_layout import (
+from readplan.records.tbl._layout import (
     ENTRY,
     ENTRY_DTYPE,
     ENTRY_SIZE,
@@ -57,14 +57,11 @@ from readplan.records._tbl_layout import (
     METADATA_TYPES,
     SAMPLE_COMPRESSED,
     SAMPLE_METADATA,
-    Format,
     Metadata,
-    MetadataType,
     SampleInfo,
     crc16_function,
     lz4_block,
 )
-from readplan.records._tbl_writer import Sample, TblWriter, write
 from readplan.storage import (
     BlobView,
     Handle,
@@ -77,20 +74,11 @@ from readplan.storage import (
 from readplan.storage import close as close_handle
 
 __all__ = [
-    "ENTRY_DTYPE",
     "FILE_FORMAT",
-    "FORMATS",
     "KINDS",
-    "Format",
-    "Metadata",
-    "MetadataType",
-    "Sample",
-    "SampleInfo",
     "TblFile",
-    "TblWriter",
     "count",
     "read",
-    "write",
 ]
 
 KINDS = TBL_KINDS

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from readplan._internal.arrays import IntArray
-from readplan.records._framing import FrameParser
-from readplan.records._stream import ByteStream, InflateStream, PlainStream
+from readplan.records.tfrecord._parser import FrameParser
+from readplan.records.tfrecord._stream import ByteStream, InflateStream, PlainStream
 from readplan.storage import Handle, size_of
 
 __all__ = ["HeaderWalk"]

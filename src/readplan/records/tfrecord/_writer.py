@@ -11,9 +11,9 @@ from collections.abc import Iterable
 
 from readplan._internal.closing import Closing
 from readplan.errors import ClosedError
-from readplan.records._compression import Deflater, check_compression
 from readplan.records._crc import crc32c, mask
-from readplan.records._tfrecord_layout import CRC, LENGTH
+from readplan.records.tfrecord._compression import Deflater, check_compression
+from readplan.records.tfrecord._layout import CRC, LENGTH
 from readplan.storage import PathLike
 
 __all__ = ["TFRecordWriter", "write"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from readplan._internal.arrays import IntArray
-from readplan.records._index_format import refuse_offsets
+from readplan.records.index._format import refuse_offsets
 
 __all__ = ["ExpectedFrames"]
 

@@ -17,7 +17,7 @@ import numpy as np
 from readplan._internal.frozen import init_fields
 from readplan._internal.validate import INT64_MAX, preview
 from readplan.errors import ConfigError
-from readplan.records._kinds import BYTES, DTYPES, FLOAT32, INT64, NUMPY_DTYPE
+from readplan.records.example._kinds import BYTES, DTYPES, FLOAT32, INT64, NUMPY_DTYPE
 
 __all__ = ["DTypeLike", "FixedLen", "VarLen"]
 

@@ -16,9 +16,9 @@ import numpy as np
 from readplan._internal.arrays import IntArray
 from readplan.errors import ConfigError
 from readplan.records._binding import binding_of
-from readplan.records._compression import detect_compression
 from readplan.records._crc import crc32c, mask
-from readplan.records._index_format import offsets_problem, refuse
+from readplan.records.index._format import offsets_problem, refuse
+from readplan.records.tfrecord._compression import detect_compression
 from readplan.storage import Handle, read_span
 
 __all__ = ["check_text", "parse_text", "text_of"]

@@ -3,8 +3,8 @@
 :func:`readplan.example.decode_batch` gives one :class:`Column` per feature name; record
 ``i`` of a column equals what :func:`readplan.example.decode` gives for record ``i`` alone.
 Canonically encoded batches (what TensorFlow, TFDS and :func:`~readplan.example.encode`
-write) are read by the vectorised wire walk of :mod:`readplan.records._wire`; any other batch
-is decoded one record at a time by the protobuf runtime, with the same result.
+write) are read by the vectorised wire walk of :mod:`readplan.records.example._wire`; any
+other batch is decoded one record at a time by the protobuf runtime, with the same result.
 See ``specs/example.md`` §5.
 """
 
@@ -20,12 +20,12 @@ import numpy.typing as npt
 
 from readplan._internal.arrays import IntArray, U8Array
 from readplan.errors import ConfigError, ExampleError
-from readplan.records import _wire
-from readplan.records._kinds import NUMPY_DTYPE, Kind
-from readplan.records._wire import NotCanonicalError
+from readplan.records.example import _wire
+from readplan.records.example._kinds import NUMPY_DTYPE, Kind
+from readplan.records.example._wire import NotCanonicalError
 
 if TYPE_CHECKING:
-    from readplan.records.example import FeatureValue
+    from readplan.records.example._codec import FeatureValue
 
 __all__ = ["Column", "decode_columns"]
 

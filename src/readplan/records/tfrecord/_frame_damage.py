@@ -1,7 +1,7 @@
 """The damage a TFRecord frame parser meets: classified, then raised or reported and
 skipped past (normative: specs/tfrecord.md, "Damage").
 
-A :class:`FrameDamage` belongs to one :class:`~readplan.records._framing.FrameParser`; the
+A :class:`FrameDamage` belongs to one :class:`~readplan.records.tfrecord._parser.FrameParser`; the
 parser finds what is wrong and says which record it was reading, this module words the
 error, and in skip mode reports it and asks the parser's resync where reading resumes.
 """
@@ -12,7 +12,6 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from readplan.errors import CorruptRecordError
-from readplan.records._compression import detect_compression
 from readplan.records._damage import (
     KIND_ABSURD_LENGTH,
     KIND_DATA_CRC,
@@ -26,7 +25,8 @@ from readplan.records._damage import (
     CorruptionReport,
     StreamDamageError,
 )
-from readplan.records._stream import ByteStream, PlainStream
+from readplan.records.tfrecord._compression import detect_compression
+from readplan.records.tfrecord._stream import ByteStream, PlainStream
 from readplan.storage import size_of
 
 __all__ = ["SKIPPED", "FrameDamage", "Skipped"]

@@ -1,10 +1,10 @@
 """Columns of a batch back to one value per record, without a Python step per value.
 
-:func:`readplan.example.decode_batch` gives a :class:`~readplan.records._columns.Column` per
+:func:`readplan.example.decode_batch` gives a :class:`~readplan.records.example._columns.Column` per
 feature; readers deliver one decoded example per record. :func:`cut` splits a column's
 values into each record's (views of the column's arrays: equal values, dtypes and shapes),
 :func:`records_as_dicts` joins them into records and :func:`shaped` gives one record's value
-as ``parse`` does (``readplan.records._leaves`` builds batches from them).
+as ``parse`` does (``readplan.records.example._leaves`` builds batches from them).
 ``specs/example.md`` §6 is normative.
 """
 
@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from readplan._internal.arrays import IntArray
-from readplan.records._kinds import NUMPY_DTYPE
+from readplan.records.example._kinds import NUMPY_DTYPE
 
 __all__ = [
     "NotRegularError",

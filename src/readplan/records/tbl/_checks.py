@@ -15,7 +15,6 @@ import numpy.typing as npt
 
 from readplan._internal.arrays import U8Array
 from readplan.errors import CorruptTblError
-from readplan.records._compression import pread
 from readplan.records._damage import (
     KIND_HEADER_CRC,
     KIND_TRUNCATED_DATA,
@@ -28,7 +27,7 @@ from readplan.records._damage import (
     TBL_KIND_METADATA_FIELD,
     TBL_KIND_METADATA_OVERRUN,
 )
-from readplan.records._tbl_layout import (
+from readplan.records.tbl._layout import (
     ENTRY,
     ENTRY_DTYPE,
     ENTRY_SIZE,
@@ -48,6 +47,7 @@ from readplan.records._tbl_layout import (
     Header,
     header_crc,
 )
+from readplan.records.tfrecord._compression import pread
 from readplan.storage import Handle, size_of
 
 __all__ = [

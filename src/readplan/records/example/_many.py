@@ -1,7 +1,7 @@
 """Many ``tf.train.Example`` records at once, one value per record: ``decode_many`` and
 ``parse_many`` read through :func:`~readplan.records.example.decode_batch`'s columns, with
 exactly the one-record results and errors; ``decode_leaves``/``parse_leaves`` give the same
-values leaf by leaf (:mod:`readplan.records._leaves`). ``specs/example.md`` §6 is normative.
+values leaf by leaf (:mod:`readplan.records.example._leaves`). ``specs/example.md`` §6 is normative.
 """
 
 from __future__ import annotations
@@ -9,18 +9,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from readplan.errors import ExampleError
-from readplan.records._leaves import LeafBatch, decoded_leaves, fixed_leaf, variable_leaf
-from readplan.records._rows import NotRegularError
-from readplan.records.example import (
+from readplan.records.example._codec import (
     FeatureValue,
-    FixedLen,
     ParsedValue,
-    VarLen,
     check_schema,
     decode,
     decode_batch,
     parse,
 )
+from readplan.records.example._leaves import LeafBatch, decoded_leaves, fixed_leaf, variable_leaf
+from readplan.records.example._rows import NotRegularError
+from readplan.records.example._schema import FixedLen, VarLen
 
 __all__ = ["decode_leaves", "decode_many", "parse_leaves", "parse_many"]
 

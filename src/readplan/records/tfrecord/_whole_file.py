@@ -15,6 +15,7 @@ from readplan.records._cap import record_cap
 from readplan.records._damage import CorruptionReport, OnCorruption, check_damage_options
 from readplan.records.index import _sidecar as _index
 from readplan.records.tfrecord._headerwalk import HeaderWalk
+from readplan.records.tfrecord._offset_walk import walk_offsets
 from readplan.records.tfrecord._parser import FrameParser
 from readplan.records.tfrecord._stream import ByteStream, InflateStream, PlainStream, open_handle
 from readplan.storage import Handle, PathLike, StorageOptions, size_of, to_str
@@ -171,7 +172,7 @@ def count(
             if loaded is not None:
                 _index.check_offsets(fd, loaded, max_record_bytes=cap, index_path=sidecar)
                 return len(loaded)
-        offsets, _ = _index.walk_offsets(fd, name, resolved, max_record_bytes=cap)
+        offsets, _ = walk_offsets(fd, name, resolved, max_record_bytes=cap)
         return len(offsets)
     finally:
         close_handle(fd)

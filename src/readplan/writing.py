@@ -35,6 +35,7 @@ from readplan.metadata.loader import INFO_FILE
 from readplan.metadata.naming import DEFAULT_FILEPATH_TEMPLATE, format_shard_name
 from readplan.records import example, tfrecord
 from readplan.records.example import FixedLen, VarLen
+from readplan.records.example._codec import check_schema
 
 __all__ = ["DEFAULT_SHARD_SIZE", "encode_with_schema", "write_dataset", "write_records"]
 
@@ -359,7 +360,7 @@ def write_records(
 ) -> int:
     """Write ``records`` (dicts of values) as one TFRecord file of ``tf.train.Example``s, each
     checked against ``schema`` by :func:`encode_with_schema`; returns how many were written."""
-    example.check_schema(schema)
+    check_schema(schema)
     return tfrecord.write(
         path, (encode_with_schema(values, schema) for values in records), compression=compression
     )

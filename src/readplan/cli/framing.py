@@ -17,6 +17,7 @@ import json
 import os
 import re
 import sys
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -159,7 +160,13 @@ def run_inspect(args: argparse.Namespace) -> int:
     status = 0
     with Progress("inspecting", total=len(args.files), unit=" files") as bar:
         for path in args.files:
-            summary = _inspect_file(path, compression, args, args.max_record_bytes)
+            summary = inspect_file(
+                path,
+                compression=compression,
+                examples=args.summary_records,
+                show=args.examples,
+                max_record_bytes=args.max_record_bytes,
+            )
             if "error" in summary and args.json:
                 # Text output shows the error in the file's summary; JSON keeps stdout parseable.
                 print(f"readplan inspect: {path}: {summary['error']}", file=sys.stderr)
@@ -176,11 +183,20 @@ def run_inspect(args: argparse.Namespace) -> int:
     return status
 
 
-def _inspect_file(
-    path: str, compression: object, args: argparse.Namespace, max_record_bytes: int | None
+def inspect_file(
+    path: str,
+    *,
+    compression: object = "auto",
+    examples: int = 100,
+    show: int = 0,
+    max_record_bytes: int | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
+    """``inspect``'s summary of one file (the JSON form's entry): the feature summary over
+    the first ``examples`` records and (``"examples"``) the first ``show`` records decoded;
+    ``progress(n)`` is called with the framed bytes of each record read (TFRecord files)."""
     report = tfrecord.CorruptionReport()
-    summarised, shown = args.summary_records, args.examples
+    summarised, shown = examples, show
     examples = max(summarised, shown)
     try:
         if is_tbl(path):
@@ -197,6 +213,8 @@ def _inspect_file(
             report=report,
             max_record_bytes=max_record_bytes,
         )
+        if progress is not None:
+            records = _counted(records, progress)
         head = list(itertools.islice(records, examples))
         tail = np.fromiter(map(len, records), dtype=np.int64)
         handle = storage.open_read(path)
@@ -227,6 +245,12 @@ def _inspect_file(
         summary["examples"] = describe_examples(path, head[:shown])
     summary["damage"] = [_event_json(event) for event in report]
     return summary
+
+
+def _counted(records: Iterator[bytes], progress: Callable[[int], None]) -> Iterator[bytes]:
+    for record in records:
+        progress(len(record) + 16)
+        yield record
 
 
 def _foreign(event: tfrecord.CorruptionEvent) -> bool:

@@ -11,7 +11,7 @@ import struct
 
 import numpy as np
 
-from readplan._internal.arrays import IntArray, U32Array
+from readplan._internal.arrays import BytesLike, IntArray, U32Array
 from readplan.records._crc import crc32c, mask, mask_array, masked_length_crcs
 from readplan.records.tfrecord._layout import LENGTH
 
@@ -23,7 +23,7 @@ _MIN_RUN = 16
 _ARANGE4 = np.arange(4, dtype=np.int64)
 
 
-def walk_frames(data: bytes, off: int) -> IntArray:
+def walk_frames(data: BytesLike, off: int) -> IntArray:
     """Starts of the frames that lie complete in ``data[off:]``, then the offset after them.
 
     Where consecutive frames have the same length, a run of them is confirmed with one
@@ -57,7 +57,7 @@ def complete_frames(
     return begin, bounds[1:] - begin - 16, int(bounds[-1])
 
 
-def _walk_bounds(data: bytes, off: int) -> list[int]:
+def _walk_bounds(data: BytesLike, off: int) -> list[int]:
     """``[off, end of frame 1, end of frame 2, ...]`` over the complete frames from ``off``."""
     end = len(data)
     bounds = [off]
@@ -76,7 +76,7 @@ def _walk_bounds(data: bytes, off: int) -> list[int]:
     return bounds
 
 
-def _uniform_run(data: bytes, off: int) -> tuple[int, int]:
+def _uniform_run(data: BytesLike, off: int) -> tuple[int, int]:
     """``(n, stride)``: the next ``n`` complete frames all span ``stride`` bytes (n may be 0)."""
     end = len(data)
     if off + 28 > end:
@@ -92,7 +92,7 @@ def _uniform_run(data: bytes, off: int) -> tuple[int, int]:
 
 
 def good_frames(
-    data: bytes, begin: IntArray, lengths: IntArray, data_crcs: U32Array | None = None
+    data: BytesLike, begin: IntArray, lengths: IntArray, data_crcs: U32Array | None = None
 ) -> int:
     """Number of leading frames (starting at ``begin`` in ``data``) whose length CRC verifies
     and, given ``data_crcs`` (the CRC32C of each frame's data), whose data CRC too.
@@ -125,7 +125,7 @@ def good_frames(
     return int(bad.argmax()) if bad.any() else count
 
 
-def gather_u32(data: bytes, at: IntArray) -> U32Array:
+def gather_u32(data: BytesLike, at: IntArray) -> U32Array:
     """Little-endian uint32 values stored at the byte offsets ``at`` of ``data``."""
     raw = np.frombuffer(data, dtype=np.uint8)[at[:, None] + _ARANGE4]
     values: U32Array = raw.view("<u4").ravel()

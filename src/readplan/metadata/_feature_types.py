@@ -9,7 +9,7 @@ dimensions to every leaf below it and :class:`FeaturesDict` nests names with ``/
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, TypeAlias
 
@@ -194,10 +194,12 @@ class ClassLabel(Feature):
     num_classes: int
     names: tuple[str, ...]
 
-    def __init__(self, num_classes: int, names: Iterable[str] = ()) -> None:
-        if names:
-            names = tuple(names)
-        elif _is_count(num_classes):
+    def __init__(self, num_classes: int | None = None, names: Iterable[str] | None = ()) -> None:
+        # TFDS's spellings: ClassLabel(num_classes=3), ClassLabel(names=[...]) or both.
+        names = tuple(names) if names is not None and not isinstance(names, str) else names
+        if num_classes is None and isinstance(names, tuple) and names:
+            num_classes = len(names)
+        if not names and is_int(num_classes) and num_classes >= 0:
             names = tuple(map(str, range(num_classes)))
         init_fields(self, num_classes=num_classes, names=names)
         self.__post_init__()
@@ -205,11 +207,12 @@ class ClassLabel(Feature):
     def __post_init__(self) -> None:
         if not _is_count(self.num_classes):
             raise FeatureError(
-                f"ClassLabel num_classes must be a non-negative int, got {self.num_classes!r}",
+                f"ClassLabel num_classes must be a non-negative int, got {self.num_classes!r}; "
+                "give num_classes=<int> or names=[...]",
                 feature_type="ClassLabel",
             )
         names = self.names
-        if not all(isinstance(name, str) for name in names):
+        if not isinstance(names, tuple) or not all(isinstance(name, str) for name in names):
             raise FeatureError(
                 f"ClassLabel names must be str, got {names!r:.120}", feature_type="ClassLabel"
             )
@@ -370,18 +373,23 @@ class Image(Feature):
         _check_bool(self.use_colormap, "use_colormap", "Image")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Sequence(Feature):
     """``tfds.features.Sequence``: ``length`` (or any number of) elements of ``feature``.
 
     Every leaf below gains a leading dimension; a sequence of a dict yields a dict of stacked
-    arrays.
+    arrays. As in TFDS, ``feature`` may be a plain dict (a FeaturesDict) or a numpy type
+    (a scalar Tensor).
     """
 
     tfds_class: ClassVar[str] = "Sequence"
 
     feature: Feature
     length: int | None = None
+
+    def __init__(self, feature: Any, length: int | None = None) -> None:
+        init_fields(self, feature=as_feature(feature), length=length)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         if not isinstance(self.feature, Feature):
@@ -464,6 +472,21 @@ class UnknownFeature(Feature):
     """The feature's JSON declaration, for inspection."""
     reason: str = ""
     """Why readplan does not decode it, when it is a type readplan knows (else empty)."""
+
+
+_DICT_TYPE: list[Callable[[Mapping[str, Any]], Feature]] = []
+"""The FeaturesDict type, registered by ``features`` (which defines it on top of this module)."""
+
+
+def as_feature(value: Any) -> Any:
+    """``value`` as TFDS reads a feature: a plain dict is a FeaturesDict, a numpy type
+    (``np.int64``, ``np.dtype("float32")``) a scalar Tensor; anything else is kept as given."""
+    if isinstance(value, Mapping) and not isinstance(value, Feature) and _DICT_TYPE:
+        return _DICT_TYPE[0](value)
+    if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
+        name = np.dtype(value).name
+        return Tensor((), STRING if np.dtype(value).kind in "SUO" else name)
+    return value
 
 
 def _is_count(value: object) -> bool:

@@ -22,6 +22,7 @@ import numpy as np
 
 from readplan import storage
 from readplan._internal.progress import Progress
+from readplan.cli.numbers import NON_NEGATIVE
 from readplan.cli.tbl import format_tbl_summary, inspect_tbl, is_tbl
 from readplan.errors import CorruptRecordError, ReadplanError
 from readplan.records import index as _index
@@ -71,7 +72,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     _add_json(inspect)
     inspect.add_argument(
         "--examples",
-        type=_non_negative,
+        type=NON_NEGATIVE,
         default=100,
         metavar="N",
         help="decode the first N records as tf.train.Example for the feature summary "
@@ -124,19 +125,12 @@ def _add_json(parser: argparse.ArgumentParser) -> None:
 def _add_max_record_bytes(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-record-bytes",
-        type=_non_negative,
+        type=NON_NEGATIVE,
         default=None,
         metavar="N",
         help="refuse records longer than N bytes (default: 2**31-1, and 256 MiB in GZIP/ZLIB "
         "files, where a length cannot be checked against the file size)",
     )
-
-
-def _non_negative(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} is negative; pass 0 or more")
-    return value
 
 
 # ------------------------------------------------------------------------------ inspect
@@ -404,10 +398,10 @@ def _index_file(
     except CorruptRecordError as err:
         message = f"{as_flags(str(err))} (no index written)"
         return {"path": path, "status": _STATUS_DAMAGED, "error": message}
+    except ReadplanError as err:  # before OSError: a StorageError is both
+        return {"path": path, "status": _STATUS_UNREADABLE, "error": as_flags(str(err))}
     except OSError as err:
         return {"path": path, "status": _STATUS_UNREADABLE, "error": f"{path}: {err.strerror}"}
-    except ReadplanError as err:
-        return {"path": path, "status": _STATUS_UNREADABLE, "error": as_flags(str(err))}
     built = _index.load_index(path, compression=compression, index_path=written)
     outputs = [written]
     if args.text:

@@ -43,6 +43,7 @@ BASE = {
     "inspect": ["inspect", str(TOY_DIR / "readplan_toy-train.tfrecord-00000-of-00008")],
     "index": ["index", str(TOY_DIR / "readplan_toy-train.tfrecord-00000-of-00008")],
     "demo": ["demo"],
+    "view": ["view", "--no-browser"],
 }
 
 

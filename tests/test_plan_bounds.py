@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tracemalloc
+
 import pytest
 
 from readplan import ExampleShuffle, ReadConfig, ReadPlan
@@ -69,3 +71,21 @@ def test_an_example_shuffle_permutation_of_a_huge_split_is_refused_naming_checkp
         with pytest.raises(ConfigError, match=r"plan\.checkpoint\(0, position\)") as info:
             call()
         assert info.value.field == "max_examples"
+
+
+def test_an_example_shuffle_checkpoint_needs_memory_of_the_buffer_not_the_position() -> None:
+    # 10^6 positions into an epoch with a buffer of 1,000: the outputs up to there would
+    # take 8 MB as an array and about 40 MB as a list.
+    info = DatasetInfo(name="long", splits={"train": [10**6] * 4})
+    config = ReadConfig(example_shuffle=ExampleShuffle(buffer_size=1_000, seed=4))
+    plan = ReadPlan(info, "train", config)
+    plan.checkpoint(0, 10)  # the schedule and summary, outside the measurement
+    tracemalloc.start()
+    checkpoint = plan.checkpoint(0, 10**6)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < 16 << 20  # a batch of 2^16 draws, and the buffer
+    buffer = checkpoint.example_buffer
+    assert buffer is not None
+    assert (len(buffer.buffer), buffer.consumed, buffer.draws) == (999, 10**6 + 999, 10**6)
+    assert plan.verify(checkpoint) is checkpoint

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from readplan._internal.validate import INT64_MAX, INT64_MIN
 
-__all__ = ["INT64", "NON_NEGATIVE", "POSITION", "POSITIVE", "integer"]
+__all__ = ["INT64", "NON_NEGATIVE", "PORT", "POSITION", "POSITIVE", "integer"]
 
 
 def integer(minimum: int, maximum: int, what: str) -> Callable[[str], int]:
@@ -40,4 +40,5 @@ NON_NEGATIVE = integer(0, INT64_MAX, "a count (0 or more)")
 POSITIVE = integer(1, INT64_MAX, "a positive number")
 # Checked again against the plan, whose message names its own range (0..N).
 POSITION = integer(INT64_MIN, INT64_MAX, "a position")
+PORT = integer(0, 65535, "a TCP port (0: any free one)")
 INT64 = integer(INT64_MIN, INT64_MAX, "an int64 (TensorFlow's seed type)")

@@ -92,8 +92,7 @@ def check_bool(value: Any, field: str) -> bool:
     """``value`` as a ``bool``; ``0``, ``1``, ``""`` or ``None`` are refused, not coerced."""
     if not isinstance(value, (bool, np.bool_)):
         raise ConfigTypeError(
-            f"{field}={preview(value)} is not a flag: pass True or False (got "
-            f"{a_type(value)})",
+            f"{field}={preview(value)} is not a flag: pass True or False (got {a_type(value)})",
             field=field,
             value=value,
         )

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from readplan import __version__, storage
 from readplan.cli import convert, demo, framing, planning, view
+from readplan.cli.numbers import POSITIVE
 from readplan.errors import ReadplanError
 from readplan.storage import DEFAULT_RETRY, RetryPolicy
 
@@ -31,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"readplan {__version__}")
     parser.add_argument(
         "--retries",
-        type=int,
+        type=POSITIVE,
         default=DEFAULT_RETRY.attempts,
         metavar="N",
         help="tries of each object-store request that fails transiently (default "

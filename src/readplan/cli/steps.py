@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from readplan.cli.numbers import NON_NEGATIVE, POSITIVE
 from readplan.errors import CheckpointError, ConfigError
 from readplan.planning.config import ExampleShuffle, InputContext, ReadConfig
 
@@ -38,11 +39,15 @@ def add_step_arguments(parser: argparse.ArgumentParser) -> None:
         "training steps (batches of Reader.batches; a batch never spans two epochs)"
     )
     group.add_argument(
-        "--batch-size", type=int, default=None, metavar="B", help="examples per training step"
+        "--batch-size", type=POSITIVE, default=None, metavar="B", help="examples per training step"
     )
     where = group.add_mutually_exclusive_group()
     where.add_argument(
-        "--step", type=int, default=None, metavar="S", help="print the examples of step S (from 0)"
+        "--step",
+        type=NON_NEGATIVE,
+        default=None,
+        metavar="S",
+        help="print the examples of step S (from 0)",
     )
     where.add_argument(
         "--steps", default=None, metavar="A:B", help="print the examples of steps A to B-1"

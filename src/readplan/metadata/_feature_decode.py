@@ -17,6 +17,7 @@ from typing import Any, Literal, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
+from readplan._internal.validate import INT64_MAX
 from readplan.errors import ConfigError, ExampleError, FeatureError
 from readplan.metadata._encoded import encoded_step
 from readplan.metadata._feature_types import (
@@ -31,10 +32,11 @@ from readplan.metadata._feature_types import (
     Tensor,
     Text,
     UnknownFeature,
-    default_value,
+    default_fill,
     stored_kind,
 )
 from readplan.metadata._images import decode_image
+from readplan.metadata._limits import value_cap
 from readplan.records import example
 
 __all__ = [
@@ -76,6 +78,8 @@ class _Leaf:
     dtype: str
     rank: int
     skip: bool
+    cap: int
+    """The decoder's ``max_value_bytes``: no value it decodes may be larger."""
 
     @property
     def key(self) -> str:
@@ -83,10 +87,16 @@ class _Leaf:
 
 
 def compile_decoder(
-    features: Mapping[str, Feature], decoders: Mapping[str, Any] | None, unknown: Unknown
+    features: Mapping[str, Feature],
+    decoders: Mapping[str, Any] | None,
+    unknown: Unknown,
+    max_value_bytes: int | None = None,
 ) -> Callable[[bytes], Decoded]:
     """The function decoding one serialized record of ``features``."""
-    steps = [(leaf.path, step) for leaf, step in compile_steps(features, decoders, unknown)]
+    steps = [
+        (leaf.path, step)
+        for leaf, step in compile_steps(features, decoders, unknown, max_value_bytes)
+    ]
 
     def decode(record: bytes) -> Decoded:
         stored = example.decode(record)
@@ -102,16 +112,21 @@ def compile_decoder(
 
 
 def compile_steps(
-    features: Mapping[str, Feature], decoders: Mapping[str, Any] | None, unknown: Unknown
+    features: Mapping[str, Feature],
+    decoders: Mapping[str, Any] | None,
+    unknown: Unknown,
+    max_value_bytes: int | None = None,
 ) -> list[tuple[_Leaf, Callable[[Mapping[str, Any]], Any]]]:
-    """Every leaf of ``features`` in the order its decoded example lists it, with its step."""
+    """Every leaf of ``features`` in the order its decoded example lists it, with its step
+    (``max_value_bytes``: see :func:`~readplan.metadata._limits.value_cap`)."""
+    cap = value_cap(max_value_bytes)
     if unknown not in ("error", "raw"):
         raise ConfigError(
             f"unknown must be 'error' or 'raw', got {unknown!r}", field="unknown", value=unknown
         )
     skipped = _skipped_paths(features, decoders or {}, ())
     leaves: list[_Leaf] = []
-    _collect(features, (), (), skipped, unknown, leaves)
+    _collect(features, (), (), skipped, unknown, cap, leaves)
     return [(leaf, _step(leaf)) for leaf in leaves]
 
 
@@ -184,6 +199,7 @@ def _collect(
     outer: Shape,
     skipped: frozenset[_Path],
     unknown: Unknown,
+    cap: int,
     out: list[_Leaf],
 ) -> None:
     for name, feature in features.items():
@@ -193,14 +209,17 @@ def _collect(
             dims = (*dims, feature.length)
             feature = feature.feature
         if isinstance(feature, Mapping):
-            _collect(feature, where, dims, skipped, unknown, out)
+            _collect(feature, where, dims, skipped, unknown, cap, out)
         else:
-            out.append(_leaf(where, feature, dims, where in skipped, unknown))
+            out.append(_leaf(where, feature, dims, where in skipped, unknown, cap))
 
 
-def _leaf(path: _Path, feature: Feature, dims: Shape, skip: bool, unknown: Unknown) -> _Leaf:
+def _leaf(
+    path: _Path, feature: Feature, dims: Shape, skip: bool, unknown: Unknown, cap: int
+) -> _Leaf:
     if isinstance(feature, Image):
-        return _Leaf(path, feature, dims, STRING, len(dims), skip)
+        _check_capacity(path, feature, (*dims, *feature.shape), 1)
+        return _Leaf(path, feature, dims, STRING, len(dims), skip, cap)
     if isinstance(feature, UnknownFeature):
         if unknown == "error":
             raise FeatureError(
@@ -210,12 +229,30 @@ def _leaf(path: _Path, feature: Feature, dims: Shape, skip: bool, unknown: Unkno
                 feature="/".join(path),
                 feature_type=feature.python_class_name,
             )
-        return _Leaf(path, feature, dims, STRING, len(dims), skip)
+        return _Leaf(path, feature, dims, STRING, len(dims), skip, cap)
     tensor = feature if isinstance(feature, Tensor) else _tensor_of(feature)
+    _check_capacity(path, tensor, (*dims, *tensor.shape), _itemsize(tensor.dtype))
     if tensor.encoding != "none":
         # One buffer of raw values per element (per Sequence entry).
-        return _Leaf(path, tensor, dims, STRING, len(dims), skip)
-    return _Leaf(path, tensor, (*dims, *tensor.shape), tensor.dtype, len(dims), skip)
+        return _Leaf(path, tensor, dims, STRING, len(dims), skip, cap)
+    return _Leaf(path, tensor, (*dims, *tensor.shape), tensor.dtype, len(dims), skip, cap)
+
+
+def _itemsize(dtype: str) -> int:
+    return np.dtype(object if dtype == STRING else dtype).itemsize
+
+
+def _check_capacity(path: _Path, feature: Feature, shape: Shape, itemsize: int) -> None:
+    """Refuse a declared shape no array can have (numpy raises for any such array, even
+    an empty one: the known dimensions other than 0 must fit in memory's address range)."""
+    if math.prod(max(dim or 1, 1) for dim in shape) * itemsize * 4 <= INT64_MAX:
+        return
+    raise FeatureError(
+        f"feature {'/'.join(path)}: the declared shape {shape} is larger than any array can "
+        "be; the dataset's features.json is damaged",
+        feature="/".join(path),
+        feature_type=type(feature).tfds_class,
+    )
 
 
 def _tensor_of(feature: Feature) -> Tensor:
@@ -273,6 +310,7 @@ def parser(leaf: _Leaf) -> Callable[[_Stored], npt.NDArray[Any]]:
     optional = isinstance(leaf.feature, Tensor) and leaf.feature.optional
     numpy_dtype = np.dtype(object) if leaf.dtype == STRING else np.dtype(leaf.dtype)
     narrowing_floats = leaf.dtype == "float16"
+    default = _default(leaf, numpy_dtype)
 
     def parse(stored: _Stored) -> npt.NDArray[Any]:
         values = stored.get(leaf.key)
@@ -283,8 +321,7 @@ def parser(leaf: _Leaf) -> Callable[[_Stored], npt.NDArray[Any]]:
                     f"features.json declares it with shape {leaf.shape}, so TFDS requires it",
                     key=leaf.key,
                 )
-            values = default_value(leaf.dtype, leaf.shape)
-            array = np.asarray(values, dtype=numpy_dtype)
+            array = default(stored)
         else:
             array = _checked(leaf, kind, values)
         count = array.size
@@ -305,6 +342,31 @@ def parser(leaf: _Leaf) -> Callable[[_Stored], npt.NDArray[Any]]:
     return parse
 
 
+def _default(leaf: _Leaf, numpy_dtype: np.dtype[Any]) -> Callable[[_Stored], npt.NDArray[Any]]:
+    """What an absent entry parses to: TFDS's default (empty for an unknown dimension), or
+    a FeatureError when that default is larger than ``leaf.cap``."""
+    shape = tuple(dim or 0 for dim in leaf.shape)
+    size = math.prod(shape) * numpy_dtype.itemsize
+    fill = default_fill(leaf.dtype)
+
+    def default(stored: _Stored) -> npt.NDArray[Any]:
+        if size > leaf.cap:
+            raise FeatureError(
+                f"feature {leaf.key}: the record does not hold this optional feature, and its "
+                f"default (shape {leaf.shape}, {size} bytes) is larger than "
+                f"max_value_bytes={leaf.cap}; {_RAISE_CAP}",
+                feature=leaf.key,
+                feature_type=type(leaf.feature).tfds_class,
+            )
+        return np.full(shape, fill, dtype=numpy_dtype)
+
+    return default
+
+
+_RAISE_CAP = (
+    "pass a larger max_value_bytes to the decoder or set $READPLAN_MAX_VALUE_BYTES "
+    "(specs/features.md §5)"
+)
 _KIND_OF_LIST = {"i": "int64", "f": "float32"}
 
 
@@ -338,8 +400,15 @@ def _image_step(leaf: _Leaf, parse: Callable[[_Stored], npt.NDArray[Any]]) -> _S
     channels = image.shape[-1]
     where = leaf.key
 
-    def one(data: bytes) -> npt.NDArray[Any]:
-        pixels = decode_image(data, channels=channels, dtype=image.dtype, where=where)
+    def one(data: bytes, budget: int) -> npt.NDArray[Any]:
+        pixels = decode_image(
+            data,
+            channels=channels,
+            dtype=image.dtype,
+            where=where,
+            shape=image.shape,
+            max_bytes=budget,
+        )
         if any(want not in (None, got) for want, got in zip(image.shape, pixels.shape)):
             raise FeatureError(
                 f"feature {where}: the image decodes to shape {pixels.shape}, but "
@@ -355,17 +424,22 @@ def _image_step(leaf: _Leaf, parse: Callable[[_Stored], npt.NDArray[Any]]) -> _S
 def _elementwise(
     leaf: _Leaf,
     parse: Callable[[_Stored], npt.NDArray[Any]],
-    one: Callable[[bytes], npt.NDArray[Any]],
+    one: Callable[[bytes, int], npt.NDArray[Any]],
     element_shape: Shape,
     dtype: str,
 ) -> _Step:
-    """Decode each stored bytes element with ``one``; a Sequence stacks the results."""
+    """Decode each stored bytes element with ``one``, given what is left of ``leaf.cap``
+    for it; a Sequence stacks the results (their sum is bounded by the cap)."""
 
     def step(stored: _Stored) -> npt.NDArray[Any]:
         encoded = parse(stored)
         if leaf.rank == 0:
-            return one(bytes(encoded[()]))
-        flat = [one(data) for data in encoded.reshape(-1)]
+            return one(bytes(encoded[()]), leaf.cap)
+        flat = []
+        used = 0
+        for data in encoded.reshape(-1):
+            flat.append(one(bytes(data), leaf.cap - used))
+            used += flat[-1].nbytes
         if not flat:
             # TFDS's empty sequence: the element's unknown dimensions become 0.
             empty = (*encoded.shape, *(0 if dim is None else dim for dim in element_shape))

@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from readplan._internal.arrays import U8Array
 from readplan.errors import FeatureError, MissingExtraError
+from readplan.metadata._feature_types import Shape
 
 __all__ = ["decode_image", "image_format"]
 
@@ -60,22 +61,36 @@ def image_format(data: bytes) -> str:
     return "unknown"
 
 
-def decode_image(data: bytes, *, channels: int | None, dtype: str, where: str) -> npt.NDArray[Any]:
+def decode_image(
+    data: bytes,
+    *,
+    channels: int | None,
+    dtype: str,
+    where: str,
+    shape: Shape = (None, None, None),
+    max_bytes: int | None = None,
+) -> npt.NDArray[Any]:
     """Decode one encoded image to ``(height, width, channels)`` of ``dtype``.
 
     ``channels`` None keeps the image's own channel count. ``where`` names the feature in
-    error messages.
+    error messages. Before any pixel is decoded, the header's height and width must agree
+    with ``shape``'s known dimensions and the decoded image must fit in ``max_bytes``
+    (None: no bound); otherwise it is refused (``specs/features.md`` §5).
     """
     if dtype == "float32":
         # TFDS stores a float image as the 4 bytes of each float in an RGBA PNG.
-        rgba = decode_image(data, channels=4, dtype="uint8", where=where)
+        rgba = decode_image(
+            data, channels=4, dtype="uint8", where=where, shape=shape, max_bytes=max_bytes
+        )
         return np.ascontiguousarray(rgba).view("<f4").astype(np.float32)
     kind = image_format(data)
     if kind == "png":
+        _check_size(_png_size(data, channels, dtype, where), shape, max_bytes, where)
         return _png(data, channels, dtype, where)
     if kind == "jpeg":
         if dtype != "uint8":
             raise _refuse(where, f"a JPEG decodes to uint8, but the feature's dtype is {dtype}")
+        _check_size(_jpeg_size(data, channels, where), shape, max_bytes, where)
         return _jpeg(data, channels, where)
     raise _refuse(
         where,
@@ -93,7 +108,46 @@ def _refuse(where: str, why: str) -> FeatureError:
     )
 
 
+def _check_size(
+    size: tuple[int, int, int], shape: Shape, max_bytes: int | None, where: str
+) -> None:
+    """Refuse, from its header, an image ``shape`` cannot hold or ``max_bytes`` bounds.
+
+    ``size`` is the header's (height, width, bytes per decoded pixel).
+    """
+    height, width, pixel_bytes = size
+    declared = tuple(shape[:2])
+    if any(want not in (None, got) for want, got in zip(declared, (height, width))):
+        raise FeatureError(
+            f"feature {where}: the image's header says {height} x {width} pixels (height x "
+            f"width), but features.json declares shape {tuple(shape)}; nothing was decoded",
+            feature=where,
+            feature_type="Image",
+        )
+    needed = height * width * pixel_bytes
+    if max_bytes is not None and needed > max_bytes:
+        raise FeatureError(
+            f"feature {where}: the image's header says {height} x {width} pixels, which "
+            f"decode to {needed} bytes, more than the {max_bytes} bytes it may take "
+            "(max_value_bytes bounds a decoded value, a Sequence's images together); nothing "
+            "was decoded. If the image is genuine, pass a larger max_value_bytes to the "
+            "decoder or set $READPLAN_MAX_VALUE_BYTES (specs/features.md §5)",
+            feature=where,
+            feature_type="Image",
+        )
+
+
 # --- PNG ------------------------------------------------------------------------------------
+
+
+def _png_size(data: bytes, channels: int | None, dtype: str, where: str) -> tuple[int, int, int]:
+    """Height, width and decoded bytes per pixel, from the PNG's IHDR chunk."""
+    if len(data) < 33 or data[12:16] != b"IHDR":
+        raise _refuse(where, "the PNG has no IHDR header; it is truncated or damaged")
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    # A palette expands to RGB(A); the output has the wanted channels or the stored ones.
+    native = _PNG_CHANNELS.get(data[25], 4)
+    return height, width, max(native, channels or 0) * (2 if dtype == "uint16" else 1)
 
 
 def _png(data: bytes, channels: int | None, dtype: str, where: str) -> npt.NDArray[Any]:
@@ -111,9 +165,11 @@ def _png(data: bytes, channels: int | None, dtype: str, where: str) -> npt.NDArr
             "(supported: 8-bit gray/gray+alpha/RGB/RGBA/palette to uint8, 16-bit gray to "
             "uint16)",
         )
-    pil = _import("PIL.Image", "Pillow", "PNG")
+    png = _import("PIL.PngImagePlugin", "Pillow", "PNG")
     try:
-        with pil.open(io.BytesIO(data)) as image:
+        # The plugin's class, not PIL.Image.open: readplan bounded the size from the header
+        # already (Pillow's own bound, MAX_IMAGE_PIXELS, would raise its own error type).
+        with png.PngImageFile(io.BytesIO(data)) as image:
             image.load()
             has_trns = "transparency" in image.info
             if color == _PNG_PALETTE:
@@ -155,6 +211,16 @@ def _convert_channels(
 
 
 # --- JPEG -----------------------------------------------------------------------------------
+
+
+def _jpeg_size(data: bytes, channels: int | None, where: str) -> tuple[int, int, int]:
+    """Height, width and decoded bytes per pixel, from the JPEG's frame header."""
+    simplejpeg = _import("simplejpeg", "simplejpeg", "JPEG")
+    try:
+        height, width, colorspace, _ = simplejpeg.decode_jpeg_header(data)
+    except ValueError as err:
+        raise _refuse(where, f"the JPEG header does not decode ({err})") from err
+    return height, width, max(1 if colorspace == "Gray" else 3, channels or 0)
 
 
 def _jpeg(data: bytes, channels: int | None, where: str) -> U8Array:

@@ -12,7 +12,7 @@ import zlib
 
 import numpy as np
 
-__all__ = ["jpeg_claiming", "png_claiming"]
+__all__ = ["gif_claiming", "jpeg_claiming", "png_claiming"]
 
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _SOF_MARKERS = tuple(bytes([0xFF, code]) for code in (0xC0, 0xC1, 0xC2))
@@ -53,3 +53,12 @@ def jpeg_claiming(height: int, width: int, *, gray: bool = False) -> bytes:
     # SOFn: marker, length (2), precision (1), height (2), width (2).
     data[start + 5 : start + 9] = struct.pack(">HH", height, width)
     return bytes(data)
+
+
+def gif_claiming(height: int, width: int, *, frames: int) -> bytes:
+    """A GIF whose screen is ``height`` x ``width`` and whose ``frames`` frames are one pixel
+    each: every frame decodes to a whole screen."""
+    screen = struct.pack("<HHBBB", width, height, 0x80, 0, 0) + bytes(6)  # 2-colour table
+    # One 1 x 1 frame: LZW codes clear (4), 0, end (5) at 3 bits, least significant first.
+    frame = b"\x2c" + struct.pack("<HHHHB", 0, 0, 1, 1, 0) + b"\x02\x02\x44\x01\x00"
+    return b"GIF89a" + screen + frame * frames + b"\x3b"

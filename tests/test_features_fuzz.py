@@ -8,11 +8,13 @@ stream asks for fails the test instead of being attempted.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import copy
 import functools
 import json
 import shutil
+import struct
 import tempfile
 import zlib
 from pathlib import Path
@@ -133,17 +135,22 @@ def test_mutated_features_json_raise_only_readplan_errors_within_a_memory_bound(
 
 # --- images and encoded tensors in records -------------------------------------------------------
 
+_SHORT = st.integers(0, 2**16 - 1)
+_SIGNED = st.integers(-(2**31), 2**31 - 1)
 _DIMENSIONS = st.one_of(st.integers(0, 70_000), st.sampled_from([2**16 - 1, 2**31 - 1, 2**32 - 1]))
 
 
+@functools.cache
 def _images() -> list[bytes]:
+    """The images of a TFDS-made dataset and the PNG/JPEG/BMP/GIF cases TF decoded."""
     decoded = [decode_example(record) for record in _records(_DATASETS[0], 8)]
+    cases = json.loads((DATA / "tfds_images" / "decode_image_cases.json").read_text())
     return [
         bytes(value[0])
         for entries in decoded
         for name, value in entries.items()
         if name.startswith("image") and isinstance(value, list) and value
-    ]
+    ] + [base64.b64decode(case["bytes"]) for case in cases["cases"]]
 
 
 def _mutated_bytes(original: bytes, data: st.DataObject) -> bytes:
@@ -155,6 +162,10 @@ def _mutated_bytes(original: bytes, data: st.DataObject) -> bytes:
             for field in (16, 20):
                 blob[field : field + 4] = data.draw(_DIMENSIONS).to_bytes(4, "big")
             blob[29:33] = zlib.crc32(blob[12:29]).to_bytes(4, "big")
+        elif choice == 0 and blob[:3] == b"GIF" and len(blob) >= 10:  # the screen's size
+            blob[6:10] = struct.pack("<HH", *data.draw(st.tuples(_SHORT, _SHORT)))
+        elif choice == 0 and blob[:2] == b"BM" and len(blob) >= 26:  # width, height
+            blob[18:26] = struct.pack("<ii", *data.draw(st.tuples(_SIGNED, _SIGNED)))
         elif choice == 0:  # a JPEG frame header's height and width (after SOF0/SOF2)
             start = max(blob.find(b"\xff\xc0"), blob.find(b"\xff\xc2"))
             if start >= 0:

@@ -19,6 +19,7 @@ import pytest
 
 from readplan.errors import ConfigError, ExampleError, FeatureError
 from readplan.example import encode
+from readplan.metadata._images import decode_image
 from readplan.metadata._limits import DEFAULT_MAX_VALUE_BYTES, MAX_FEATURE_DEPTH
 from readplan.metadata.features import (
     ClassLabel,
@@ -28,7 +29,7 @@ from readplan.metadata.features import (
     Tensor,
     load_features,
 )
-from tests.hostile_images import jpeg_claiming, png_claiming
+from tests.hostile_images import gif_claiming, jpeg_claiming, png_claiming
 from tests.memory_bound import GIB, run_bounded
 
 PACKAGE = "tensorflow_datasets.core.features."
@@ -313,7 +314,7 @@ def test_image_headers_the_feature_cannot_hold_are_refused_unallocated(
         from readplan.errors import FeatureError
         from readplan.example import encode
         from readplan.metadata.features import FeaturesDict, Image
-        from tests.hostile_images import jpeg_claiming, png_claiming
+        from tests.hostile_images import gif_claiming, jpeg_claiming, png_claiming
         features = FeaturesDict({{"img": Image({declared!r})}})
         try:
             features.decode(encode({{"img": {image}}}))
@@ -365,3 +366,30 @@ def test_genuine_images_decode_as_before() -> None:
     assert features.decode(encode({"img": jpeg}))["img"].shape == (16, 16, 3)
     with pytest.raises(FeatureError, match="header says 16 x 16 pixels"):
         FeaturesDict({"img": Image((16, 17, 3))}).decode(encode({"img": jpeg}))
+
+
+def test_gif_frames_are_bounded_as_they_are_read() -> None:
+    out = run_bounded(
+        """
+        from readplan.errors import FeatureError
+        from readplan.example import encode
+        from readplan.metadata.features import FeaturesDict, Image
+        from tests.hostile_images import gif_claiming
+        bomb = gif_claiming(4000, 4000, frames=50)  # 48 MB a frame, from 14 bytes each
+        try:
+            FeaturesDict({"img": Image()}).decode(encode({"img": bomb}))
+        except FeatureError as err:
+            print(len(bomb) < 1000, err.feature, "|", err)
+        """,
+        address_space=GIB,
+        timeout=60,
+    )
+    assert out.startswith("True img |")
+    assert "frame 6 of 4000 x 4000 pixels" in out
+    small = gif_claiming(2, 3, frames=2)
+    decoded = decode_image(small, channels=None, dtype="uint8", where="g", max_bytes=36)
+    assert decoded.shape == (2, 2, 3, 3)  # frames, height, width, channels
+    with pytest.raises(FeatureError, match="frame 2 of 3 x 2 pixels"):
+        decode_image(small, channels=None, dtype="uint8", where="g", max_bytes=35)
+    with pytest.raises(FeatureError, match="header says 2 x 3 pixels"):
+        FeaturesDict({"img": Image((3, 3, 3))}).decode(encode({"img": small}))

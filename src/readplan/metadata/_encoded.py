@@ -164,7 +164,7 @@ def _too_large(leaf: _Leaf, what: str, budget: int) -> FeatureError:
         f"(max_value_bytes={leaf.cap} bounds a decoded value, a Sequence's elements "
         "together); nothing more was decoded. If the value is genuine, pass a larger "
         "max_value_bytes to the decoder or set $READPLAN_MAX_VALUE_BYTES "
-        "(specs/features.md §5)",
+        "(specs/features.md §6)",
         feature=leaf.key,
         feature_type="Tensor",
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeAlias
 
 import numpy as np
@@ -25,6 +25,7 @@ from readplan.metadata._feature_types import (
     Audio,
     BBoxFeature,
     ClassLabel,
+    Dataset,
     Feature,
     Image,
     Sequence,
@@ -44,6 +45,7 @@ __all__ = [
     "SkipDecoding",
     "Unknown",
     "as_numpy",
+    "cast_like_tf",
     "compile_decoder",
     "compile_steps",
     "is_plain",
@@ -80,6 +82,8 @@ class _Leaf:
     skip: bool
     cap: int
     """The decoder's ``max_value_bytes``: no value it decodes may be larger."""
+    unstacked: bool = False  # inside a Dataset: elements are decoded one by one, not stacked
+    inner: tuple[_Leaf, ...] = ()  # a Dataset's own leaves
 
     @property
     def key(self) -> str:
@@ -132,11 +136,21 @@ def compile_steps(
 
 def is_plain(leaf: _Leaf) -> bool:
     """Whether the leaf's step is only its parse (no image, raw-buffer or unknown decoding)."""
-    if isinstance(leaf.feature, UnknownFeature):
+    if isinstance(leaf.feature, (UnknownFeature, Dataset)) or is_ragged(leaf):
         return False
     if isinstance(leaf.feature, Tensor) and leaf.feature.encoding != "none":
         return False
     return not (isinstance(leaf.feature, Image) and not leaf.skip)
+
+
+def is_ragged(leaf: _Leaf) -> bool:
+    """Whether TFDS stores the leaf as a ragged tensor (flat values and row lengths)."""
+    return (
+        isinstance(leaf.feature, Tensor)
+        and leaf.feature.encoding == "none"
+        and leaf.rank > 1
+        and leaf.shape.count(None) > 1
+    )
 
 
 # --- decoders -------------------------------------------------------------------------------
@@ -205,13 +219,34 @@ def _collect(
     for name, feature in features.items():
         where = (*path, name)
         dims = outer
-        while isinstance(feature, Sequence):
+        while isinstance(feature, Sequence) and not isinstance(feature, Dataset):
             dims = (*dims, feature.length)
             feature = feature.feature
-        if isinstance(feature, Mapping):
+        if isinstance(feature, Dataset):
+            out.append(_dataset_leaf(where, feature, dims, skipped, unknown, cap))
+        elif isinstance(feature, Mapping):
             _collect(feature, where, dims, skipped, unknown, cap, out)
         else:
             out.append(_leaf(where, feature, dims, where in skipped, unknown, cap))
+
+
+def _dataset_leaf(
+    path: _Path,
+    dataset: Dataset,
+    dims: Shape,
+    skipped: frozenset[_Path],
+    unknown: Unknown,
+    cap: int,
+) -> _Leaf:
+    if dims:
+        raise _unsupported(path, dataset, "a Dataset inside a Sequence or another Dataset")
+    inner: list[_Leaf] = []
+    as_sequence = Sequence(dataset.feature, dataset.length)
+    _collect({path[-1]: as_sequence}, path[:-1], (), skipped, unknown, cap, inner)
+    if any(isinstance(leaf.feature, Dataset) for leaf in inner):
+        raise _unsupported(path, dataset, "a Dataset inside a Dataset (TFDS cannot nest them)")
+    flat = tuple(replace(leaf, unstacked=True) for leaf in inner)
+    return _Leaf(path, dataset, (), STRING, 0, False, cap, inner=flat)
 
 
 def _leaf(
@@ -221,11 +256,12 @@ def _leaf(
         _check_capacity(path, feature, (*dims, *feature.shape), 1)
         return _Leaf(path, feature, dims, STRING, len(dims), skip, cap)
     if isinstance(feature, UnknownFeature):
-        if unknown == "error":
+        if unknown == "error" and not skip:
+            what = feature.reason or "a type readplan does not decode"
             raise FeatureError(
-                f"feature {'/'.join(path)} is a {feature.python_class_name}, a type readplan "
-                "does not decode; pass unknown='raw' to receive its tf.train.Example entries "
-                "undecoded",
+                f"feature {'/'.join(path)} is a {feature.python_class_name}: {what}; pass "
+                "unknown='raw' (or decoders={...: SkipDecoding()} for this feature) to "
+                "receive its tf.train.Example entries undecoded",
                 feature="/".join(path),
                 feature_type=feature.python_class_name,
             )
@@ -278,6 +314,10 @@ _Step = Callable[[_Stored], Any]
 
 
 def _step(leaf: _Leaf) -> _Step:
+    if isinstance(leaf.feature, Dataset):
+        return _dataset_step(leaf)
+    if is_ragged(leaf):
+        return _ragged_step(leaf)
     if isinstance(leaf.feature, UnknownFeature):
         prefix = leaf.key + "/"
         return lambda stored: {
@@ -299,8 +339,8 @@ def parser(leaf: _Leaf) -> Callable[[_Stored], npt.NDArray[Any]]:
         raise _unsupported(
             leaf.path,
             leaf.feature,
-            f"shape {leaf.shape} (more than one unknown dimension, as from a Sequence of "
-            "Sequences)",
+            f"shape {leaf.shape} (more than one unknown dimension, which TFDS stores only for "
+            "a Sequence of Sequences of a fixed-shape tensor, as a ragged tensor)",
         )
     inner = tuple(dim for dim in leaf.shape if dim is not None)
     size = math.prod(inner)
@@ -309,7 +349,6 @@ def parser(leaf: _Leaf) -> Callable[[_Stored], npt.NDArray[Any]]:
     target = tuple(-1 if dim is None else dim for dim in leaf.shape)
     optional = isinstance(leaf.feature, Tensor) and leaf.feature.optional
     numpy_dtype = np.dtype(object) if leaf.dtype == STRING else np.dtype(leaf.dtype)
-    narrowing_floats = leaf.dtype == "float16"
     default = _default(leaf, numpy_dtype)
 
     def parse(stored: _Stored) -> npt.NDArray[Any]:
@@ -332,12 +371,7 @@ def parser(leaf: _Leaf) -> Callable[[_Stored], npt.NDArray[Any]]:
                 "features",
                 key=leaf.key,
             )
-        shaped = array.reshape(target)
-        if narrowing_floats:
-            # float32 -> float16 overflows to inf, as TensorFlow's cast does, silently.
-            with np.errstate(over="ignore"):
-                return shaped.astype(numpy_dtype)
-        return shaped.astype(numpy_dtype, copy=False)
+        return cast_like_tf(array.reshape(target), numpy_dtype)
 
     return parse
 
@@ -365,8 +399,28 @@ def _default(leaf: _Leaf, numpy_dtype: np.dtype[Any]) -> Callable[[_Stored], npt
 
 _RAISE_CAP = (
     "pass a larger max_value_bytes to the decoder or set $READPLAN_MAX_VALUE_BYTES "
-    "(specs/features.md §5)"
+    "(specs/features.md §6)"
 )
+_TINY32 = np.finfo(np.float32).tiny
+
+
+def cast_like_tf(values: npt.NDArray[Any], dtype: np.dtype[Any]) -> npt.NDArray[Any]:
+    """``values`` (as parsed: int64, float32 or bytes) cast to ``dtype`` as TensorFlow does.
+
+    float32 -> float16 overflows to inf silently; float32 -> float64 flushes float32
+    subnormals to zero of the same sign (TensorFlow's CPU kernels run with denormals
+    flushed).
+    """
+    if dtype == np.float64 and values.dtype == np.float32:
+        wide = values.astype(np.float64)
+        subnormal = (wide != 0) & (np.abs(wide) < _TINY32)
+        if subnormal.any():
+            wide[subnormal] = np.copysign(0.0, wide[subnormal])
+        return wide
+    with np.errstate(over="ignore"):
+        return values.astype(dtype, copy=False)
+
+
 _KIND_OF_LIST = {"i": "int64", "f": "float32"}
 
 
@@ -409,7 +463,9 @@ def _image_step(leaf: _Leaf, parse: Callable[[_Stored], npt.NDArray[Any]]) -> _S
             shape=image.shape,
             max_bytes=budget,
         )
-        if any(want not in (None, got) for want, got in zip(image.shape, pixels.shape)):
+        if pixels.ndim != len(image.shape) or any(
+            want not in (None, got) for want, got in zip(image.shape, pixels.shape)
+        ):
             raise FeatureError(
                 f"feature {where}: the image decodes to shape {pixels.shape}, but "
                 f"features.json declares {image.shape}",
@@ -419,6 +475,19 @@ def _image_step(leaf: _Leaf, parse: Callable[[_Stored], npt.NDArray[Any]]) -> _S
         return pixels
 
     return _elementwise(leaf, parse, one, image.shape, image.dtype)
+
+
+class _Budget:
+    """What is left of ``max_value_bytes`` while one value's elements are decoded."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, cap: int) -> None:
+        self.left = cap
+
+    def spend(self, values: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        self.left -= values.nbytes
+        return values
 
 
 def _elementwise(
@@ -431,15 +500,20 @@ def _elementwise(
     """Decode each stored bytes element with ``one``, given what is left of ``leaf.cap``
     for it; a Sequence stacks the results (their sum is bounded by the cap)."""
 
-    def step(stored: _Stored) -> npt.NDArray[Any]:
+    def step(stored: _Stored) -> Any:
         encoded = parse(stored)
         if leaf.rank == 0:
             return one(bytes(encoded[()]), leaf.cap)
-        flat = []
-        used = 0
-        for data in encoded.reshape(-1):
-            flat.append(one(bytes(data), leaf.cap - used))
-            used += flat[-1].nbytes
+        budget = _Budget(leaf.cap)
+        if leaf.unstacked:
+            # A Dataset decodes each element on its own: shapes may differ between them.
+            return [stacked(element, budget) for element in encoded]
+        return stacked(encoded, budget)
+
+    def stacked(encoded: npt.NDArray[Any], budget: _Budget) -> npt.NDArray[Any]:
+        if encoded.ndim == 0:
+            return budget.spend(one(bytes(encoded[()]), budget.left))
+        flat = [budget.spend(one(bytes(data), budget.left)) for data in encoded.reshape(-1)]
         if not flat:
             # TFDS's empty sequence: the element's unknown dimensions become 0.
             empty = (*encoded.shape, *(0 if dim is None else dim for dim in element_shape))
@@ -453,5 +527,83 @@ def _elementwise(
                 feature_type=type(leaf.feature).tfds_class,
             )
         return np.stack(flat).reshape(*encoded.shape, *flat[0].shape)
+
+    return step
+
+
+# --- ragged tensors and nested datasets ------------------------------------------------------
+
+
+def _ragged_step(leaf: _Leaf) -> _Step:
+    """A Sequence of Sequences: TFDS's ``<key>/ragged_flat_values`` and
+    ``<key>/ragged_row_lengths_<k>`` entries, as nested object arrays of rows."""
+    inner = leaf.shape[leaf.rank :]
+    if None in inner:
+        raise _unsupported(
+            leaf.path, leaf.feature, f"shape {leaf.shape} (a ragged tensor of {inner} elements)"
+        )
+    flat = parser(replace(leaf, path=(*leaf.path, "ragged_flat_values"), shape=(None, *inner)))
+    lengths = [
+        parser(
+            _Leaf(
+                (*leaf.path, f"ragged_row_lengths_{k}"),
+                Tensor((None,), "int64"),
+                (None,),
+                "int64",
+                1,
+                False,
+                leaf.cap,
+            )
+        )
+        for k in range(leaf.rank - 1)
+    ]
+
+    def step(stored: _Stored) -> npt.NDArray[Any]:
+        rows: npt.NDArray[Any] = flat(stored)
+        for k in range(len(lengths) - 1, -1, -1):
+            counts = lengths[k](stored)
+            if counts.sum() != len(rows) or (counts < 0).any():
+                raise ExampleError(
+                    f"feature {leaf.key!r}: ragged_row_lengths_{k} sums to {int(counts.sum())} "
+                    f"but there are {len(rows)} values below it; the record does not match its "
+                    "dataset's features",
+                    key=f"{leaf.key}/ragged_row_lengths_{k}",
+                )
+            ends = np.cumsum(counts)
+            nested = np.empty(len(counts), dtype=object)
+            for i, (start, end) in enumerate(zip(ends - counts, ends)):
+                nested[i] = rows[start:end]
+            rows = nested
+        return rows
+
+    return step
+
+
+def _dataset_step(leaf: _Leaf) -> _Step:
+    """A nested Dataset: its leaves decoded as a Sequence, then cut into its elements."""
+    inner = [(child.path[len(leaf.path) :], _step(child)) for child in leaf.inner]
+
+    def step(stored: _Stored) -> list[Any]:
+        values = [(where, decode(stored)) for where, decode in inner]
+        counts = {len(value) for _, value in values}
+        if len(counts) > 1:
+            raise ExampleError(
+                f"feature {leaf.key!r}: the Dataset's features hold different numbers of "
+                f"elements {sorted(counts)}; TFDS cuts them into elements and fails too",
+                key=leaf.key,
+            )
+        elements: list[Any] = []
+        for i in range(counts.pop() if counts else 0):
+            if len(values) == 1 and not values[0][0]:
+                elements.append(values[0][1][i])
+                continue
+            element: Decoded = {}
+            for where, value in values:
+                node = element
+                for name in where[:-1]:
+                    node = node.setdefault(name, {})
+                node[where[-1]] = value[i]
+            elements.append(element)
+        return elements
 
     return step

@@ -3,7 +3,7 @@
 A ``features.json`` and a record are untrusted bytes: a declared shape, an image header or a
 zlib stream can each ask for gigabytes from a few bytes. Every value decoding allocates for
 (an absent optional Tensor's default, an inflated encoded Tensor, a decoded image) is
-checked against ``max_value_bytes`` before it is allocated; ``specs/features.md`` §5 is
+checked against ``max_value_bytes`` before it is allocated; ``specs/features.md`` §6 is
 normative.
 """
 

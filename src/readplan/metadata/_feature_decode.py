@@ -17,7 +17,6 @@ from typing import Any, Literal, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
-from readplan._internal.validate import INT64_MAX
 from readplan.errors import ConfigError, ExampleError, FeatureError
 from readplan.metadata._encoded import encoded_step
 from readplan.metadata._feature_types import (
@@ -37,7 +36,7 @@ from readplan.metadata._feature_types import (
     stored_kind,
 )
 from readplan.metadata._images import decode_image
-from readplan.metadata._limits import value_cap
+from readplan.metadata._limits import RAISE_CAP, Budget, check_capacity, value_cap
 from readplan.records import example
 
 __all__ = [
@@ -253,7 +252,7 @@ def _leaf(
     path: _Path, feature: Feature, dims: Shape, skip: bool, unknown: Unknown, cap: int
 ) -> _Leaf:
     if isinstance(feature, Image):
-        _check_capacity(path, feature, (*dims, *feature.shape), 1)
+        check_capacity("/".join(path), "Image", (*dims, *feature.shape), 1)
         return _Leaf(path, feature, dims, STRING, len(dims), skip, cap)
     if isinstance(feature, UnknownFeature):
         if unknown == "error" and not skip:
@@ -267,28 +266,12 @@ def _leaf(
             )
         return _Leaf(path, feature, dims, STRING, len(dims), skip, cap)
     tensor = feature if isinstance(feature, Tensor) else _tensor_of(feature)
-    _check_capacity(path, tensor, (*dims, *tensor.shape), _itemsize(tensor.dtype))
+    itemsize = np.dtype(object if tensor.dtype == STRING else tensor.dtype).itemsize
+    check_capacity("/".join(path), tensor.tfds_class, (*dims, *tensor.shape), itemsize)
     if tensor.encoding != "none":
         # One buffer of raw values per element (per Sequence entry).
         return _Leaf(path, tensor, dims, STRING, len(dims), skip, cap)
     return _Leaf(path, tensor, (*dims, *tensor.shape), tensor.dtype, len(dims), skip, cap)
-
-
-def _itemsize(dtype: str) -> int:
-    return np.dtype(object if dtype == STRING else dtype).itemsize
-
-
-def _check_capacity(path: _Path, feature: Feature, shape: Shape, itemsize: int) -> None:
-    """Refuse a declared shape no array can have (numpy raises for any such array, even
-    an empty one: the known dimensions other than 0 must fit in memory's address range)."""
-    if math.prod(max(dim or 1, 1) for dim in shape) * itemsize * 4 <= INT64_MAX:
-        return
-    raise FeatureError(
-        f"feature {'/'.join(path)}: the declared shape {shape} is larger than any array can "
-        "be; the dataset's features.json is damaged",
-        feature="/".join(path),
-        feature_type=type(feature).tfds_class,
-    )
 
 
 def _tensor_of(feature: Feature) -> Tensor:
@@ -388,7 +371,7 @@ def _default(leaf: _Leaf, numpy_dtype: np.dtype[Any]) -> Callable[[_Stored], npt
             raise FeatureError(
                 f"feature {leaf.key}: the record does not hold this optional feature, and its "
                 f"default (shape {leaf.shape}, {size} bytes) is larger than "
-                f"max_value_bytes={leaf.cap}; {_RAISE_CAP}",
+                f"max_value_bytes={leaf.cap}; {RAISE_CAP}",
                 feature=leaf.key,
                 feature_type=type(leaf.feature).tfds_class,
             )
@@ -397,10 +380,6 @@ def _default(leaf: _Leaf, numpy_dtype: np.dtype[Any]) -> Callable[[_Stored], npt
     return default
 
 
-_RAISE_CAP = (
-    "pass a larger max_value_bytes to the decoder or set $READPLAN_MAX_VALUE_BYTES "
-    "(specs/features.md §6)"
-)
 _TINY32 = np.finfo(np.float32).tiny
 
 
@@ -477,19 +456,6 @@ def _image_step(leaf: _Leaf, parse: Callable[[_Stored], npt.NDArray[Any]]) -> _S
     return _elementwise(leaf, parse, one, image.shape, image.dtype)
 
 
-class _Budget:
-    """What is left of ``max_value_bytes`` while one value's elements are decoded."""
-
-    __slots__ = ("left",)
-
-    def __init__(self, cap: int) -> None:
-        self.left = cap
-
-    def spend(self, values: npt.NDArray[Any]) -> npt.NDArray[Any]:
-        self.left -= values.nbytes
-        return values
-
-
 def _elementwise(
     leaf: _Leaf,
     parse: Callable[[_Stored], npt.NDArray[Any]],
@@ -504,13 +470,13 @@ def _elementwise(
         encoded = parse(stored)
         if leaf.rank == 0:
             return one(bytes(encoded[()]), leaf.cap)
-        budget = _Budget(leaf.cap)
+        budget = Budget(leaf.cap)
         if leaf.unstacked:
             # A Dataset decodes each element on its own: shapes may differ between them.
             return [stacked(element, budget) for element in encoded]
         return stacked(encoded, budget)
 
-    def stacked(encoded: npt.NDArray[Any], budget: _Budget) -> npt.NDArray[Any]:
+    def stacked(encoded: npt.NDArray[Any], budget: Budget) -> npt.NDArray[Any]:
         if encoded.ndim == 0:
             return budget.spend(one(bytes(encoded[()]), budget.left))
         flat = [budget.spend(one(bytes(data), budget.left)) for data in encoded.reshape(-1)]

@@ -9,12 +9,24 @@ normative.
 
 from __future__ import annotations
 
+import math
 import os
+from typing import Any
+
+import numpy.typing as npt
 
 from readplan._internal.validate import INT64_MAX, is_int
-from readplan.errors import ConfigError
+from readplan.errors import ConfigError, FeatureError
 
-__all__ = ["DEFAULT_MAX_VALUE_BYTES", "MAX_FEATURE_DEPTH", "VALUE_BYTES_ENV", "value_cap"]
+__all__ = [
+    "DEFAULT_MAX_VALUE_BYTES",
+    "MAX_FEATURE_DEPTH",
+    "RAISE_CAP",
+    "VALUE_BYTES_ENV",
+    "Budget",
+    "check_capacity",
+    "value_cap",
+]
 
 # 256 MiB: an RGB image of 9,459 x 9,459 pixels; the same bound as one compressed record's.
 DEFAULT_MAX_VALUE_BYTES = 2**28
@@ -47,3 +59,37 @@ def value_cap(max_value_bytes: object) -> int:
             value=max_value_bytes,
         )
     return max_value_bytes
+
+
+RAISE_CAP = (
+    "pass a larger max_value_bytes to the decoder or set $READPLAN_MAX_VALUE_BYTES "
+    "(specs/features.md §6)"
+)
+
+
+class Budget:
+    """What is left of ``max_value_bytes`` while one value's elements are decoded."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, cap: int) -> None:
+        self.left = cap
+
+    def spend(self, values: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        self.left -= values.nbytes
+        return values
+
+
+def check_capacity(
+    feature: str, feature_type: str, shape: tuple[int | None, ...], itemsize: int
+) -> None:
+    """Refuse a declared shape no array can have (numpy raises for any such array, even
+    an empty one: the known dimensions other than 0 must fit in memory's address range)."""
+    if math.prod(max(dim or 1, 1) for dim in shape) * itemsize * 4 <= INT64_MAX:
+        return
+    raise FeatureError(
+        f"feature {feature}: the declared shape {shape} is larger than any array can be; the "
+        "dataset's features.json is damaged",
+        feature=feature,
+        feature_type=feature_type,
+    )

@@ -24,6 +24,7 @@ from readplan.errors import ExampleError, FeatureError
 from readplan.metadata._feature_decode import (
     Decoded,
     Unknown,
+    cast_like_tf,
     compile_decoder,
     compile_steps,
     is_plain,
@@ -131,8 +132,7 @@ def _plain_leaf(leaf: _Leaf, parse: Callable[[Mapping[str, Any]], Any]) -> _Leaf
             if isinstance(column.values, list)
             else np.asarray(column.values)
         )
-        with np.errstate(over="ignore"):  # float32 -> float16 overflows to inf, as in TF
-            cast = values.astype(numpy_dtype, copy=False)
+        cast = cast_like_tf(values, numpy_dtype)
         if unknown_dims:
             # A record without the feature holds no values: its empty rows are the default.
             if target[0] == -1:

@@ -24,8 +24,10 @@ __all__ = [
     "Audio",
     "BBoxFeature",
     "ClassLabel",
+    "Dataset",
     "Feature",
     "Image",
+    "LabeledImage",
     "Scalar",
     "Sequence",
     "Shape",
@@ -318,11 +320,12 @@ class Audio(Feature):
 
 @dataclass(frozen=True, init=False)
 class Image(Feature):
-    """``tfds.features.Image``: one encoded PNG or JPEG, decoded to ``(h, w, c)``.
+    """``tfds.features.Image``: one encoded PNG, JPEG, BMP or GIF, decoded to ``(h, w, c)``.
 
     ``encoding_format`` is how TFDS encoded arrays when writing; decoding reads the format
     from the bytes, as TFDS does. ``float32`` images are single-channel and stored as
-    4-channel uint8 PNGs of the float's bytes.
+    4-channel uint8 PNGs of the float's bytes. A 4-D shape ``(frames, h, w, 3)`` holds
+    GIFs, decoded to all their frames.
     """
 
     tfds_class: ClassVar[str] = "Image"
@@ -352,9 +355,11 @@ class Image(Feature):
         shape = self.shape
         _check_shape(shape, "Image")
         _check_dtype(self.dtype, "Image", _IMAGE_DTYPES)
-        if len(shape) != 3:
+        if len(shape) not in (3, 4):
             raise FeatureError(
-                f"Image shape {shape} must be (height, width, channels)", feature_type="Image"
+                f"Image shape {shape} must be (height, width, channels), or (frames, height, "
+                "width, channels) for GIFs",
+                feature_type="Image",
             )
         if self.encoding_format not in (None, "png", "jpeg"):
             raise FeatureError(
@@ -400,6 +405,57 @@ class Sequence(Feature):
             )
 
 
+@dataclass(frozen=True, init=False)
+class LabeledImage(Image):
+    """``tfds.features.LabeledImage``: a one-channel :class:`Image` of class indices.
+
+    Decoded as its Image; ``num_classes`` and ``names`` (from ``<path>.labels.txt``) say
+    what the pixel values mean.
+    """
+
+    tfds_class: ClassVar[str] = "LabeledImage"
+
+    num_classes: int | None
+    names: tuple[str, ...]
+
+    def __init__(
+        self,
+        shape: Shape | list[int | None] = (None, None, 1),
+        dtype: str = "uint8",
+        encoding_format: ImageFormat | None = None,
+        *,
+        num_classes: int | None = None,
+        names: Iterable[str] = (),
+    ) -> None:
+        init_fields(self, num_classes=num_classes, names=tuple(names))
+        super().__init__(shape, dtype, encoding_format, use_colormap=True)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.shape[-1] != 1:
+            raise FeatureError(
+                f"LabeledImage has one channel, not shape {self.shape}",
+                feature_type="LabeledImage",
+            )
+        if self.num_classes is not None and not _is_count(self.num_classes):
+            raise FeatureError(
+                f"LabeledImage num_classes must be a non-negative int or None, got "
+                f"{self.num_classes!r}",
+                feature_type="LabeledImage",
+            )
+
+
+@dataclass(frozen=True)
+class Dataset(Sequence):
+    """``tfds.features.Dataset``: a nested dataset, stored as a :class:`Sequence`.
+
+    ``tfds.as_numpy`` yields it as an iterable of its elements; readplan yields the list of
+    them, each decoded like a record of ``feature``.
+    """
+
+    tfds_class: ClassVar[str] = "Dataset"
+
+
 @dataclass(frozen=True)
 class UnknownFeature(Feature):
     """A feature type readplan does not model (``python_class_name`` says which).
@@ -414,6 +470,8 @@ class UnknownFeature(Feature):
     python_class_name: str
     content: str = ""
     """The feature's JSON declaration, for inspection."""
+    reason: str = ""
+    """Why readplan does not decode it, when it is a type readplan knows (else empty)."""
 
 
 _DICT_TYPE: list[Callable[[Mapping[str, Any]], Feature]] = []
@@ -445,13 +503,18 @@ def stored_kind(dtype: str) -> Literal["int64", "float32", "bytes"]:
 
 
 def default_value(dtype: str, shape: Shape) -> Any:
-    """TFDS's value for an absent optional tensor: the dtype's minimum, ``b""`` or ``False``."""
+    """TFDS's value for an absent optional tensor: the dtype's minimum, ``b""`` or ``False``.
+
+    A float's minimum is parsed as a float32 (TFDS hands it to a float32 parse spec), so
+    float64's overflows to ``-inf``.
+    """
     if dtype == STRING:
         fill: Any = b""
     elif dtype == "bool":
         fill = False
     elif np.dtype(dtype).kind == "f":
-        fill = np.finfo(dtype).min
+        with np.errstate(over="ignore"):
+            fill = np.float32(np.finfo(dtype).min)
     else:
         fill = np.iinfo(dtype).min
     if not shape:

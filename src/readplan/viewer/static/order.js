@@ -18,20 +18,27 @@
     const h = 260;
     const canvas = el("canvas", { width: w, height: h, class: "order-picture", id: "order-picture" });
     const ctx = canvas.getContext("2d");
+    ctx.font = "10px sans-serif";
     const n = Math.max(1, d.num_examples);
     const files = Math.max(1, d.num_files);
     const y = (f) => h - 12 - ((h - 24) * (f + 0.5)) / files;
     ctx.fillStyle = "rgba(47,109,181,0.12)";
     const [s0, s1] = d.step_positions;
     ctx.fillRect((s0 / n) * w, 0, Math.max(2, ((s1 - s0) / n) * w), h);
+    // Dots grow for small epochs (up to 8 px) so that a few dozen positions stay visible.
+    const dot = Math.max(3, Math.min(8, Math.floor(w / d.picture.positions.length) - 1));
     d.picture.positions.forEach((p, i) => {
       const f = d.picture.files[i];
       ctx.fillStyle = RP.colour(f);
-      ctx.fillRect((p / n) * w - 1, y(f) - 1, 3, 3);
+      ctx.fillRect((p / n) * w - dot / 2, y(f) - dot / 2, dot, dot);
     });
+    for (let f = 0; f < Math.min(files, 40); f += Math.max(1, Math.ceil(files / 10))) {
+      ctx.fillStyle = "#5b6673";
+      ctx.fillText("shard " + f, 2, y(f) + 3);
+    }
     ctx.fillStyle = "#5b6673";
     ctx.font = "10px sans-serif";
-    ctx.fillText("position 0", 2, h - 1);
+    ctx.fillText("position 0", 40, h - 1);
     ctx.fillText(RP.fmt(n), w - 40, h - 1);
     return canvas;
   }

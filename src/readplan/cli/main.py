@@ -16,6 +16,7 @@ from readplan import __version__, storage
 from readplan.cli import convert, demo, framing, planning, view
 from readplan.cli.numbers import POSITIVE
 from readplan.errors import ReadplanError
+from readplan.records.native import CORE_NAME
 from readplan.storage import DEFAULT_RETRY, RetryPolicy
 
 DEFAULT_RETRY_TIMEOUT = 30.0
@@ -29,7 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="readplan",
         description="Exact, reproducible and resumable TFDS read order, without TensorFlow.",
     )
-    parser.add_argument("--version", action="version", version=f"readplan {__version__}")
+    version = f"readplan {__version__} ({CORE_NAME})"
+    parser.add_argument("--version", action="version", version=version)
     parser.add_argument(
         "--retries",
         type=POSITIVE,

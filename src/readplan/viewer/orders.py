@@ -10,7 +10,6 @@ position, the interleave's slots and per-file progress, and what comes next.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -22,9 +21,11 @@ from readplan.plan import ReadPlan
 from readplan.planning.config import ExampleShuffle, InputContext, ReadConfig
 from readplan.reading.ranks import STATE_KEY
 from readplan.state.checkpoint import Checkpoint
+from readplan.state.codec import parse_json
+from readplan.state.limits import check_bounds
 from readplan.storage import basename
 from readplan.viewer.examples import example_json, read_examples
-from readplan.viewer.params import Params
+from readplan.viewer.params import ApiError, Params
 
 __all__ = ["MAX_BATCH", "MAX_POINTS", "config_from", "order_json", "parse_state", "state_json"]
 
@@ -52,6 +53,8 @@ def config_from(params: Params) -> ReadConfig:
         kwargs["shuffle_reshuffle_each_iteration"] = params.flag("shuffle_reshuffle_each_iteration")
     if context:
         pipeline, _, count = context.partition("/")
+        if not (pipeline.isdigit() and count.isdigit() and len(context) <= 21):
+            raise ApiError(f"input_context must look like ID/N (e.g. 0/4), got {context!r}")
         kwargs["input_context"] = InputContext(int(pipeline), int(count))
     buffer = params.optional_int("example_shuffle_buffer", 1, 1 << 30)
     if buffer is not None:
@@ -108,8 +111,9 @@ def order_json(plan: ReadPlan, params: Params) -> dict[str, Any]:
 
 def parse_state(body: bytes) -> dict[str, Any]:
     try:
-        document = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as err:
+        document = parse_json(body)
+        check_bounds(document, "the saved state")
+    except CheckpointError as err:
         raise CheckpointError(f"not a saved state (JSON expected): {err}", field="$") from err
     if not isinstance(document, dict):
         raise CheckpointError("not a saved state: the JSON is not an object", field="$")

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from readplan._internal.atomic import atomic_write
-from readplan._internal.validate import INT64_MAX, INT64_MIN
 from readplan.errors import ConfigError, DatasetInfoError, EmptySplitError
 from readplan.metadata.dataset_info import DatasetInfo, catalog_names
 from readplan.plan import EpochOrder, ReadPlan
@@ -192,7 +191,7 @@ def _add_read_config_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument("--shuffle-files", action="store_true", help="shuffle_files=True")
     group.add_argument(
-        "--seed", type=_int64, default=None, help="shuffle_seed of the file shuffle (an int64)"
+        "--seed", type=_seed, default=None, help="shuffle_seed of the file shuffle (an integer)"
     )
     group.add_argument(
         "--no-reshuffle",
@@ -208,18 +207,12 @@ def _add_read_config_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--epoch", type=int, default=0, help="epoch, counted from 0 (default 0)")
 
 
-def _int64(text: str) -> int:
-    """An argparse type: an integer TensorFlow can hold as a seed (int64)."""
+def _seed(text: str) -> int:
+    """An argparse type: a seed, an integer of any size (TensorFlow folds it)."""
     try:
-        value = int(text)
+        return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if not INT64_MIN <= value <= INT64_MAX:
-        raise argparse.ArgumentTypeError(
-            f"{text} does not fit in int64 (TensorFlow's seed type): use a value in "
-            f"{INT64_MIN}..{INT64_MAX}"
-        )
-    return value
 
 
 def _plan_from_args(args: argparse.Namespace) -> ReadPlan:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
+import numpy as np
 import pytest
 
 import readplan
@@ -223,3 +224,38 @@ def test_local_files_view_is_the_offline_page(site: Any) -> None:
     assert wait_for(browser, "return RP.results['examples.tfrecord.gz']")
     assert browser.execute_script("return RP.results['examples.tfrecord.gz'].records") == 40
     assert console_errors(browser) == []
+
+
+def test_file_records_with_flattened_yolo_boxes(site: Any, tmp_path: Path) -> None:
+    """A detection TFRecord (ModelPack-style: an encoded image, boxes as a flat list of
+    YOLO centre-x, centre-y, width, height, labels) shown through a schema."""
+    from PIL import Image
+
+    picture = tmp_path / "p.png"
+    Image.new("RGB", (40, 20), (10, 120, 200)).save(picture)
+    boxes = [[0.5, 0.5, 0.2, 0.4], [0.25, 0.75, 0.1, 0.1]]
+    record = readplan.example.encode(
+        {
+            "image": [picture.read_bytes()],
+            "bbox": np.array(boxes, dtype=np.float32).ravel(),
+            "label": np.array([3, 1]),
+        }
+    )
+    shard = tmp_path / "detections.tfrecord"
+    readplan.tfrecord.write(shard, [record] * 3)
+    _, browser = site
+    with running([str(shard)]) as other:
+        browser.get(other.url)
+        wait_for(browser, "return window.RP && RP.loaded")
+        params = {"root": "0", "image": "image", "boxes": "bbox", "labels": "label"}
+        browser.get(f"http://{other.host_header}/file?{urlencode(params)}")
+        assert wait_for(browser, "return window.RP && RP.records")
+        assert console_errors(browser) == []
+        rects = browser.execute_script(
+            "return Array.from(document.querySelectorAll('.tile')[0].querySelectorAll('rect'))"
+            ".map((r) => ['x', 'y', 'width', 'height'].map((a) => Number(r.getAttribute(a))))"
+        )
+        images_render(browser)
+    want = [[cx - w / 2, cy - h / 2, w, h] for cx, cy, w, h in boxes]
+    assert np.allclose(rects, want, atol=1e-6)
+    assert browser.execute_script("return RP.records.records") == 3

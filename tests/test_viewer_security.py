@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from readplan.cli.main import main
-from readplan.viewer.server import COOKIE, MAX_BODY_BYTES, ViewerServer
+from readplan.viewer.server import MAX_BODY_BYTES, ViewerServer
 from tests.viewer_harness import FEATURES_PATH, FEATURES_ROOT, TFRECORD_DIR, request, running
 
 
@@ -79,13 +79,14 @@ def test_token_in_url_sets_a_cookie_that_then_suffices(server: ViewerServer) -> 
     assert status == 200
     assert b"<!doctype html>" in body
     cookie = headers["Set-Cookie"]
-    assert cookie.startswith(f"{COOKIE}={server.token};")
+    name = f"readplan_view_token_{server.server_address[1]}"
+    assert cookie.startswith(f"{name}={server.token};")
     assert "HttpOnly" in cookie
     assert "SameSite=Strict" in cookie
-    status, _, body = request(server, "/api/roots", headers={"Cookie": f"{COOKIE}={server.token}"})
+    status, _, body = request(server, "/api/roots", headers={"Cookie": f"{name}={server.token}"})
     assert status == 200
     assert b"readplan_features" in body
-    status, _, _ = request(server, "/api/roots", headers={"Cookie": f"{COOKIE}=wrong"})
+    status, _, _ = request(server, "/api/roots", headers={"Cookie": f"{name}=wrong"})
     assert status == 403
 
 

@@ -178,3 +178,30 @@ def test_images_in_bytes_features_render(browser: Any, page: Path, tmp_path: Pat
     if not widths:
         pytest.fail("no image thumbnails in the first examples of examples.tfrecord")
     assert all(width > 0 for width in widths)
+
+
+def test_random_damage_is_located_like_the_reader(browser: Any, page: Path, tmp_path: Path) -> None:
+    """Bit flips, cuts and inserted bytes at random places (seeded): the page's damage list
+    equals the reader's for every copy."""
+    import random
+
+    source = (TFRECORD_DIR / "examples.tfrecord").read_bytes()
+    chance = random.Random(24)
+    files = []
+    for number in range(40):
+        data = bytearray(source)
+        for _ in range(chance.randint(1, 3)):
+            at = chance.randrange(len(data))
+            action = chance.choice(("flip", "cut", "insert"))
+            if action == "flip":
+                data[at] ^= 1 << chance.randrange(8)
+            elif action == "cut":
+                del data[at : at + chance.randint(1, 40)]
+            else:
+                data[at:at] = bytes(chance.randrange(256) for _ in range(chance.randint(1, 30)))
+        path = tmp_path / f"random_{number:02}.tfrecord"
+        path.write_bytes(bytes(data))
+        files.append(path)
+    results = walk(browser, page, files)
+    for path in files:
+        assert seen(results[path.name]) == expected(path), path.name

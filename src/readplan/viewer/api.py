@@ -27,13 +27,15 @@ from readplan.planning.instructions import file_instructions
 from readplan.viewer import orders
 from readplan.viewer.examples import example_json, read_examples
 from readplan.viewer.params import ApiError, Params
+from readplan.viewer.records import BOX_FORMATS, records_json
 from readplan.viewer.roots import ForbiddenPathError, Root
 
-__all__ = ["MAX_EXAMPLES", "MAX_JOBS", "MAX_SCAN", "Api", "ApiError"]
+__all__ = ["MAX_EXAMPLES", "MAX_JOBS", "MAX_RECORD_START", "MAX_SCAN", "Api", "ApiError"]
 
 MAX_EXAMPLES = 64
 MAX_SCAN = 4096
 MAX_JOBS = 2
+MAX_RECORD_START = 10_000_000
 _FIRST_ROW = 8
 _CACHED_PLANS = 32
 
@@ -54,6 +56,7 @@ class Api:
             "order": self.order,
             "state": self.state,
             "inspect": self.inspect,
+            "records": self.records,
         }
 
     def call(self, name: str, values: Mapping[str, str], body: bytes | None) -> dict[str, Any]:
@@ -236,6 +239,24 @@ class Api:
                 job = self._jobs[path] = {"status": "running", "done": 0, "total": 1}
                 threading.Thread(target=_scan, args=(job, path), daemon=True).start()
             return dict(job)
+
+    def records(self, params: Params, body: bytes | None) -> dict[str, Any]:
+        """A page of one file's records, decoded plainly or through a schema (boxes)."""
+        root, path = self.target(params)
+        if root.kind == "state" or (root.kind != "file" and not storage.isfile(path)):
+            raise ApiError(f"{path} is not a data file", HTTPStatus.NOT_FOUND)
+        box_format = params.text("box_format", "YOLO")
+        if box_format not in BOX_FORMATS:
+            raise ApiError(f"box_format {box_format!r} is not one of {list(BOX_FORMATS)}")
+        return records_json(
+            path,
+            params.integer("start", 0, 0, MAX_RECORD_START),
+            params.integer("count", 12, 0, MAX_EXAMPLES),
+            image=params.values.get("image") or None,
+            boxes=params.values.get("boxes") or None,
+            box_format=box_format,
+            labels=params.values.get("labels") or None,
+        )
 
 
 def _scan(job: dict[str, Any], path: str) -> None:

@@ -33,7 +33,14 @@ from readplan.reading.items import Item
 from readplan.reading.reader import Reader
 from readplan.records.tfrecord import CorruptionReport
 
-__all__ = ["THUMBNAIL_PIXELS", "example_json", "read_examples"]
+__all__ = [
+    "THUMBNAIL_PIXELS",
+    "add_boxes",
+    "example_json",
+    "read_examples",
+    "thumbnail",
+    "values_json",
+]
 
 THUMBNAIL_PIXELS = 192
 """The longest side of an image thumbnail."""
@@ -100,7 +107,7 @@ def _sequence_of_dicts(inner: FeaturesDict, value: Mapping[str, Any], path: str,
             label = inner[labels[0]]
             assert isinstance(label, ClassLabel)
             names = [_class_name(label, int(v)) for v in np.asarray(value[labels[0]]).ravel()]
-        _add_boxes(inner[key], np.asarray(value[key]), names, f"{path}/{key}", out)
+        add_boxes(_bbox_format(inner[key]), np.asarray(value[key]), names, f"{path}/{key}", out)
     for key, sub in inner.items():
         leaf_path = f"{path}/{key}"
         if isinstance(sub, (FeaturesDict, Sequence)):
@@ -115,7 +122,7 @@ def _leaf(feature: Feature, value: Any, path: str, out: Any, boxed: bool = False
     field["shape"] = list(array.shape)
     field["dtype"] = str(array.dtype) if array.dtype.kind not in "SOU" else "string"
     if isinstance(feature, Image) and array.ndim == 3:
-        image = _thumbnail(array)
+        image = thumbnail(array)
         image["key"] = path
         out["images"].append(image)
         field["image"] = len(out["images"]) - 1
@@ -125,10 +132,10 @@ def _leaf(feature: Feature, value: Any, path: str, out: Any, boxed: bool = False
     elif isinstance(feature, Text):
         field["text"] = [_text(v) for v in array.ravel()[:_VALUES_SHOWN]]
     elif isinstance(feature, BBoxFeature) and not boxed:
-        _add_boxes(feature, array, None, path, out)
-        field["values"] = _values(array)
+        add_boxes(_bbox_format(feature), array, None, path, out)
+        field["values"] = values_json(array)
     else:
-        field["values"] = _values(array)
+        field["values"] = values_json(array)
     return field
 
 
@@ -136,25 +143,32 @@ def _class_name(label: ClassLabel, index: int) -> str | None:
     return label.names[index] if 0 <= index < len(label.names) else None
 
 
-def _add_boxes(
-    feature: Feature, boxes: Any, names: list[str | None] | None, path: str, out: Any
+def _bbox_format(feature: Feature) -> str:
+    return getattr(feature, "bbox_format", None) or "REL_YXYX"
+
+
+def add_boxes(
+    fmt: str, boxes: Any, names: list[str | None] | list[str] | None, path: str, out: Any
 ) -> None:
-    """Boxes in relative ``[ymin, xmin, ymax, xmax]``; absolute ones are kept for the page
-    to scale by the image's size."""
-    fmt = getattr(feature, "bbox_format", None) or "REL_YXYX"
+    """Boxes of format ``fmt`` (TFDS's names, or ``YOLO``: relative centre x, centre y,
+    width, height) in ``[ymin, xmin, ymax, xmax]``; absolute ones are kept for the page to
+    scale by the image's size."""
     rows = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
     for k, row in enumerate(rows.tolist()):
         box = _as_yxyx(fmt, row)
         if box is None:
             continue
         label = names[k] if names is not None and k < len(names) else None
-        out["boxes"].append({"key": path, "yxyx": box, "relative": "REL" in fmt, "label": label})
+        relative = "REL" in fmt or fmt == "YOLO"
+        out["boxes"].append({"key": path, "yxyx": box, "relative": relative, "label": label})
 
 
 def _as_yxyx(fmt: str, row: list[float]) -> list[float] | None:
     if not all(math.isfinite(v) for v in row):
         return None
     a, b, c, d = row
+    if fmt == "YOLO":
+        return [b - d / 2, a - c / 2, b + d / 2, a + c / 2]
     order = fmt.removeprefix("REL_")
     if order == "YXYX":
         return [a, b, c, d]
@@ -165,7 +179,7 @@ def _as_yxyx(fmt: str, row: list[float]) -> list[float] | None:
     return None
 
 
-def _values(array: np.ndarray[Any, Any]) -> list[Any]:
+def values_json(array: np.ndarray[Any, Any]) -> list[Any]:
     flat = array.ravel()[:_VALUES_SHOWN]
     if array.dtype.kind in "SO":
         return [_text(v) for v in flat]
@@ -183,7 +197,7 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def _thumbnail(pixels: np.ndarray[Any, Any]) -> dict[str, Any]:
+def thumbnail(pixels: np.ndarray[Any, Any]) -> dict[str, Any]:
     """An image as a PNG data URI at most :data:`THUMBNAIL_PIXELS` on its longest side."""
     try:
         from PIL import Image as PILImage

@@ -31,6 +31,8 @@ from readplan.viewer.roots import Root, classify
 __all__ = ["COOKIE", "MAX_BODY_BYTES", "ViewerServer", "make_server", "serve"]
 
 COOKIE = "readplan_view_token"
+"""The cookie's name is this plus ``_PORT``: browsers keep cookies per host, not per port,
+so two viewers on one machine must not overwrite each other's token."""
 MAX_BODY_BYTES = 4 << 20
 _MAX_TARGET_BYTES = 8192
 _PAGES = ("/", "/dataset", "/gallery", "/order", "/state", "/file", "/files")
@@ -53,6 +55,7 @@ class ViewerServer(http.server.ThreadingHTTPServer):
         self.roots = tuple(roots)
         self.token = token
         self.host_header = _host_header(address[0], self.server_address[1])
+        self.cookie = f"{COOKIE}_{self.server_address[1]}"
         self.api = api.Api(self.roots)
 
     @property
@@ -102,7 +105,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _token_ok(self) -> bool:
         given = parse_qs(urlsplit(self.path).query).get("token", [""])[0]
         if not given:
-            given = _cookie(self.headers.get("Cookie", ""), COOKIE)
+            given = _cookie(self.headers.get("Cookie", ""), self.server.cookie)
         return hmac.compare_digest(given.encode("utf-8"), self.server.token.encode("utf-8"))
 
     # -- methods ----------------------------------------------------------------------
@@ -150,7 +153,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def _page(self, head: bool) -> None:
         data = render("served").encode("utf-8")
-        cookie = f"{COOKIE}={self.server.token}; Path=/; HttpOnly; SameSite=Strict"
+        cookie = f"{self.server.cookie}={self.server.token}; Path=/; HttpOnly; SameSite=Strict"
         self._send(HTTPStatus.OK, "text/html; charset=utf-8", data, head, [("Set-Cookie", cookie)])
 
     def _api(self, name: str, query: dict[str, list[str]], body: bytes | None, head: bool) -> None:

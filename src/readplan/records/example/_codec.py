@@ -25,7 +25,8 @@ from google.protobuf.message import DecodeError
 from readplan._internal.arrays import IntArray
 from readplan._internal.validate import INT64_MAX, INT64_MIN, preview
 from readplan.errors import ConfigError, ExampleError
-from readplan.records.example._columns import Column, decode_columns
+from readplan.records.example._columns import Column
+from readplan.records.example._columns import decode_columns_pure as decode_columns
 from readplan.records.example._kinds import BYTES, FLOAT32, INT64
 from readplan.records.example._pb import Example, Features
 from readplan.records.example._rows import shaped

@@ -27,7 +27,7 @@ from readplan.records.example._wire import NotCanonicalError
 if TYPE_CHECKING:
     from readplan.records.example._codec import FeatureValue
 
-__all__ = ["Column", "decode_columns"]
+__all__ = ["Column", "decode_columns_pure"]
 
 
 # Feature.kind field numbers: bytes_list = 1, float_list = 2, int64_list = 3.
@@ -83,7 +83,7 @@ class Column:
         return self.values[self.row_splits[index] : self.row_splits[index + 1]]
 
 
-def decode_columns(
+def decode_columns_pure(
     records: Sequence[bytes], decode: Callable[[bytes], dict[str, FeatureValue]]
 ) -> dict[str, Column]:
     """Decode records to columns; ``decode`` is the one-record decoder that defines the result.

@@ -51,16 +51,15 @@ def varints(buf: U8Array, at: IntArray) -> tuple[IntArray, IntArray | int]:
     first = buf[at]
     if first.max(initial=0) < 0x80:
         return first.astype(np.int64), 1
-    value = first.astype(np.int64)
+    value = first.astype(np.int64) & 0x7F
     size = np.ones(at.size, dtype=np.int64)
-    longer = np.flatnonzero(value >= 0x80)
+    longer = np.flatnonzero(first >= 0x80)
     # Lengths rarely take more than two bytes: follow only the varints still going.
     for byte in range(1, _LENGTH_BYTES):
         if not longer.size:
             return value, size
         digit = buf[at[longer] + byte].astype(np.int64)
-        # The previous byte's continuation bit sits where this byte's digits start.
-        value[longer] += ((digit & 0x7F) - 1) << (7 * byte)
+        value[longer] += (digit & 0x7F) << (7 * byte)
         size[longer] += 1
         longer = longer[digit >= 0x80]
     if longer.size or (value > _MAX_LENGTH).any():

@@ -83,8 +83,10 @@
     let values = [];
     fields(b, start, end, (field, type, x, y) => {
       if (!KINDS[field] || type !== 2) return;
+      // A oneof: another kind replaces the value; the same kind again merges (appends).
+      const more = list(b, x, y, KINDS[field]);
+      values = KINDS[field] === kind ? values.concat(more) : more;
       kind = KINDS[field];
-      values = list(b, x, y, kind);
     });
     return { kind: kind, values: values };
   }
@@ -112,6 +114,8 @@
         out[key] = value;
       });
     });
+    // A Feature holding no list is absent, as TensorFlow's parser (and readplan's) treat it.
+    for (const key of Object.keys(out)) if (out[key].kind === null) delete out[key];
     return out;
   };
 

@@ -29,6 +29,7 @@
   // One example as a tile: its images with boxes drawn, class names, text, values.
   RP.tile = function (ex) {
     const pictures = ex.images.map((image) => {
+      if (!image.src) return el("p", { class: "error" }, image.key + ": " + image.error);
       const svg = el("svg:svg", { viewBox: "0 0 1 1", preserveAspectRatio: "none" });
       for (const box of ex.boxes) {
         const [y0, x0, y1, x1] = box.relative ? box.yxyx : [box.yxyx[0] / image.height, box.yxyx[1] / image.width, box.yxyx[2] / image.height, box.yxyx[3] / image.width];
@@ -122,5 +123,34 @@
     ];
     main.append(el("section", { class: "file" }, RP.table(["", ""], facts, { class: "facts" }), RP.damageTable(s.damage), RP.featureTable(s)));
     RP.summary = s;
+    await recordsGallery(main, q);
   };
+
+  // The file's records, decoded plainly, or through a schema naming the image, a flat box
+  // list (YOLO or TFDS box formats) and labels.
+  async function recordsGallery(main, q) {
+    const start = Number(q.start || 0);
+    const count = Number(q.count || 12);
+    const d = await RP.api("records", { root: q.root, path: q.path, start: start, count: count, image: q.image, boxes: q.boxes, box_format: q.box_format, labels: q.labels });
+    const form = el("form", { class: "controls", method: "get", action: "/file" });
+    for (const k of ["root", "path"]) if (q[k] !== undefined) form.append(el("input", { type: "hidden", name: k, value: q[k] }));
+    const formats = el("select", { name: "box_format" }, ["YOLO", "REL_YXYX", "REL_XYXY", "REL_XYWH"].map((f) => el("option", { value: f, selected: q.box_format === f }, f)));
+    form.append(
+      el("label", {}, "image feature", el("input", { name: "image", value: q.image || "", size: 14 })),
+      el("label", {}, "boxes (n×4)", el("input", { name: "boxes", value: q.boxes || "", size: 12 })),
+      el("label", {}, "box format", formats),
+      el("label", {}, "labels", el("input", { name: "labels", value: q.labels || "", size: 10 })),
+      el("label", {}, "from record", el("input", { name: "start", value: start, size: 6 })),
+      el("label", {}, "count", el("input", { name: "count", value: count, size: 3 })),
+      el("button", { type: "submit" }, "show"),
+    );
+    const page = (s) => RP.href("/file", { ...q, start: Math.max(0, s) });
+    main.append(
+      el("h3", {}, "Records"),
+      form,
+      el("p", {}, d.examples.length + " of " + (d.damaged ? "the undamaged" : RP.fmt(d.records)) + " records from " + d.start + " ", el("a", { href: page(start - count) }, "« previous"), " ", el("a", { href: page(start + count) }, "next »")),
+      RP.tiles(d.examples),
+    );
+    RP.records = d;
+  }
 })((window.RP = window.RP || {}));

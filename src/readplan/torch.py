@@ -27,6 +27,7 @@ except ImportError as err:  # pragma: no cover - exercised without torch only
         "pip install 'readplan[torch]'"
     ) from err
 
+from readplan._internal.validate import preview
 from readplan.errors import CheckpointError, CheckpointMismatchError, ConfigError
 from readplan.plan import ReadPlan
 from readplan.reading.collate import Ragged
@@ -34,6 +35,7 @@ from readplan.reading.order_keys import OrderKeys
 from readplan.reading.ranks import STATE_KEY, merge_states
 from readplan.reading.reader import Reader
 from readplan.state.codec import FORMAT
+from readplan.state.limits import MAX_STATE_DEPTH, check_bounds
 
 __all__ = ["OrderSampler", "ReadplanIterableDataset", "consumer", "merge_loader_states"]
 
@@ -187,6 +189,13 @@ class ReadplanIterableDataset(IterableDataset[Any]):
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Start the next iterations from ``state`` (checked against the plan now)."""
+        if not isinstance(state, Mapping):
+            raise CheckpointError(
+                "load_state_dict takes a state from state_dict() (or merge_loader_states), a "
+                f"mapping; got {type(state).__name__} {preview(state)} (to start from the "
+                "beginning, make a new dataset)",
+                field="$",
+            )
         self._new_reader(*consumer(), state)
         self._state = dict(state)
         if self._reader is not None:
@@ -230,7 +239,7 @@ class OrderSampler(Sampler[int]):
         if not isinstance(state, Mapping) or set(state) != {"plan_digest", "index"}:
             raise CheckpointError(
                 "an OrderSampler state is a mapping with keys 'plan_digest' and 'index' (from "
-                f"state_dict()), got {state!r:.120}",
+                f"state_dict()), got {preview(state, 120)}",
                 field="$",
             )
         if state["plan_digest"] != self._keys.digest:
@@ -263,12 +272,20 @@ def merge_loader_states(states: Iterable[Any]) -> dict[str, Any]:
 
 
 def _reader_states(value: Any) -> Iterator[Mapping[str, Any]]:
-    if isinstance(value, Mapping):
-        if value.get("format") == FORMAT and STATE_KEY in value:
-            yield value
-            return
-        for child in value.values():
-            yield from _reader_states(child)
-    elif isinstance(value, (list, tuple)):
-        for child in value:
-            yield from _reader_states(child)
+    """The reader states nested in a loader's state, in order, found without recursion (a
+    state nested 100,000 levels deep is refused by its depth, not by Python's stack)."""
+    pending: list[tuple[Any, int]] = [(value, 1)]
+    while pending:
+        node, depth = pending.pop()
+        if not isinstance(node, Mapping | list | tuple):
+            continue
+        if depth > MAX_STATE_DEPTH:
+            check_bounds(value, "a loader state")  # raises, naming the bound
+        if isinstance(node, Mapping):
+            if node.get("format") == FORMAT and STATE_KEY in node:
+                yield node
+                continue
+            children = list(node.values())
+        else:
+            children = list(node)
+        pending.extend((child, depth + 1) for child in reversed(children))

@@ -25,6 +25,7 @@ import numpy as np
 from readplan import storage
 from readplan._internal.progress import Progress
 from readplan.cli.examples import describe_examples, format_examples
+from readplan.cli.numbers import NON_NEGATIVE
 from readplan.cli.tbl import format_tbl_summary, inspect_tbl, is_tbl
 from readplan.errors import CorruptRecordError, ReadplanError
 from readplan.records import index as _index
@@ -76,7 +77,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     _add_json(inspect)
     inspect.add_argument(
         "--examples",
-        type=_non_negative,
+        type=NON_NEGATIVE,
         default=0,
         metavar="N",
         help="print the first N records decoded: values, dtypes and shapes, images as their "
@@ -85,7 +86,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     )
     inspect.add_argument(
         "--summary-records",
-        type=_non_negative,
+        type=NON_NEGATIVE,
         default=100,
         metavar="N",
         help="decode the first N records as tf.train.Example for the feature summary "
@@ -138,19 +139,12 @@ def _add_json(parser: argparse.ArgumentParser) -> None:
 def _add_max_record_bytes(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-record-bytes",
-        type=_non_negative,
+        type=NON_NEGATIVE,
         default=None,
         metavar="N",
         help="refuse records longer than N bytes (default: 2**31-1, and 256 MiB in GZIP/ZLIB "
         "files, where a length cannot be checked against the file size)",
     )
-
-
-def _non_negative(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} is negative; pass 0 or more")
-    return value
 
 
 # ------------------------------------------------------------------------------ inspect
@@ -456,12 +450,12 @@ def _index_file(
     except CorruptRecordError as err:
         message = f"{as_flags(str(err))} (no index written)"
         return {"path": path, "status": "damaged", "error": message}
+    except ReadplanError as err:  # before OSError: a StorageError is both
+        return {"path": path, "status": "unreadable", "error": as_flags(str(err))}
     except OSError as err:
         # The file at fault may be the sidecar being written, not the data file.
         blamed = err.filename if isinstance(err.filename, str) else path
         return {"path": path, "status": "unreadable", "error": f"{blamed}: {err.strerror}"}
-    except ReadplanError as err:
-        return {"path": path, "status": "unreadable", "error": as_flags(str(err))}
     built = _index.load_index(path, compression=compression, index_path=written)
     outputs = [written]
     if args.text:

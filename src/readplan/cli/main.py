@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from readplan import __version__
 from readplan.cli import convert, demo, framing, planning, view
 from readplan.errors import ReadplanError
+from readplan.records.native import CORE_NAME
 
 __all__ = ["build_parser", "main"]
 
@@ -24,7 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="readplan",
         description="Exact, reproducible and resumable TFDS read order, without TensorFlow.",
     )
-    parser.add_argument("--version", action="version", version=f"readplan {__version__}")
+    version = f"readplan {__version__} ({CORE_NAME})"
+    parser.add_argument("--version", action="version", version=version)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in (demo, planning, framing, convert, view):
         module.register(subparsers)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from readplan.cli.numbers import PORT
 from readplan.errors import ConfigError
 
 __all__ = ["register", "run_view"]
@@ -34,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         help="address to listen on (default 127.0.0.1; anything not loopback is warned about)",
     )
     parser.add_argument(
-        "--port", type=int, default=0, help="port to listen on (default: any free port)"
+        "--port", type=PORT, default=0, help="port to listen on (default: any free port)"
     )
     parser.add_argument(
         "--no-browser", action="store_true", help="print the URL but do not open a browser"
@@ -69,8 +70,6 @@ def run_view(args: argparse.Namespace) -> int:
             field="paths",
             value=[],
         )
-    if not 0 <= args.port <= 65535:
-        raise ConfigError(f"--port {args.port} is not 0..65535", field="port", value=args.port)
     try:
         serve(args.paths, host=args.host, port=args.port, open_browser=not args.no_browser)
     except KeyboardInterrupt:

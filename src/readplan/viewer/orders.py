@@ -24,7 +24,7 @@ from readplan.reading.ranks import STATE_KEY
 from readplan.state.checkpoint import Checkpoint
 from readplan.storage import basename
 from readplan.viewer.examples import example_json, read_examples
-from readplan.viewer.params import Params
+from readplan.viewer.params import ApiError, Params
 
 __all__ = ["MAX_BATCH", "MAX_POINTS", "config_from", "order_json", "parse_state", "state_json"]
 
@@ -52,6 +52,8 @@ def config_from(params: Params) -> ReadConfig:
         kwargs["shuffle_reshuffle_each_iteration"] = params.flag("shuffle_reshuffle_each_iteration")
     if context:
         pipeline, _, count = context.partition("/")
+        if not (pipeline.isdigit() and count.isdigit() and len(context) <= 21):
+            raise ApiError(f"input_context must look like ID/N (e.g. 0/4), got {context!r}")
         kwargs["input_context"] = InputContext(int(pipeline), int(count))
     buffer = params.optional_int("example_shuffle_buffer", 1, 1 << 30)
     if buffer is not None:

@@ -9,6 +9,10 @@
     ["shuffle_seed", "shuffle_seed", 6],
     ["interleave_cycle_length", "cycle_length", 4],
     ["interleave_block_length", "block_length", 4],
+    ["input_context", "input_context ID/N", 5],
+    ["global_seed", "global_seed", 6],
+    ["example_shuffle_buffer", "example shuffle buffer", 6],
+    ["example_shuffle_seed", "example shuffle seed", 6],
     ["batch_size", "batch size B", 4],
     ["step", "step S", 4],
   ];
@@ -51,6 +55,8 @@
     for (const k of ["root", "path"]) if (q[k] !== undefined) form.append(el("input", { type: "hidden", name: k, value: q[k] }));
     for (const [name, label, size] of FIELDS) form.append(el("label", {}, label, el("input", { name: name, value: params[name] ?? "", size: size })));
     form.append(el("label", {}, "shuffle_files", el("select", { name: "shuffle_files" }, el("option", { value: "0" }, "False"), el("option", { value: "1", selected: q.shuffle_files === "1" }, "True"))));
+    const reshuffle = q.shuffle_reshuffle_each_iteration;
+    form.append(el("label", {}, "reshuffle_each_iteration", el("select", { name: "shuffle_reshuffle_each_iteration" }, el("option", { value: "" }, "default"), el("option", { value: "1", selected: reshuffle === "1" }, "True"), el("option", { value: "0", selected: reshuffle === "0" }, "False"))));
     form.append(el("button", { type: "submit" }, "show"));
     const go = (changes) => RP.href("/order", { ...params, ...changes });
     const ids = el("ol", { start: d.step_positions[0], id: "step-ids" }, d.step_ids.map((id, i) => el("li", { "data-global-id": d.step_global_ids[i] }, el("code", {}, id))));

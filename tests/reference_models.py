@@ -158,6 +158,28 @@ def ref_buffer_order(n: int, buffer_size: int, pair: tuple[int, int]) -> list[in
         del buf[0]
 
 
+def ref_buffer_state(
+    n: int, buffer_size: int, pair: tuple[int, int], count: int
+) -> tuple[tuple[int, ...], int, int]:
+    """``(buffer, pulled, draws)`` of the list model right after its first ``count`` outputs
+    (TF refills only when the next output is asked for)."""
+    stream = ref_stream(pair)
+    limit = n if buffer_size == UNKNOWN_CARDINALITY else buffer_size
+    buf: list[int] = []
+    pulled = draws = 0
+    while draws < count:
+        while len(buf) < limit and pulled < n:
+            buf.append(pulled)
+            pulled += 1
+        if not buf:
+            break
+        j = next(stream) % len(buf)
+        draws += 1
+        buf[j] = buf[0]
+        del buf[0]
+    return tuple(buf), pulled, draws
+
+
 def tfrecord_frames(data: bytes) -> list[tuple[int, int]]:
     """(start, data length) of every TFRecord frame, parsed from the format's layout."""
     out, offset = [], 0

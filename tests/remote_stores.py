@@ -281,3 +281,105 @@ class WrappedFileSystem(AbstractFileSystem):  # type: ignore[misc]
 
 
 fsspec.register_implementation("wrapped", WrappedFileSystem, clobber=True)
+
+
+class FaultProxy:
+    """An HTTP proxy on a loopback port in front of an emulator's ``endpoint`` that answers
+    the first ``failures`` requests whose method is in ``methods`` with ``status`` and an
+    S3-style error body (``code``), and forwards everything else unchanged.
+
+    Use as a context manager; ``endpoint`` is the proxy's URL, ``failed`` counts the
+    answers it made up, ``forwarded`` the requests it passed on.
+    """
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        failures: int,
+        status: int = 500,
+        code: str = "InternalError",
+        methods: tuple[str, ...] = ("GET",),
+    ) -> None:
+        import http.server
+
+        self.target = target.removeprefix("http://")
+        self.failures_left = failures
+        self.failed = 0
+        self.forwarded = 0
+        self._lock = threading.Lock()
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                if proxy._take_failure(self.command, methods):
+                    self._reply(status, {"Content-Type": "application/xml"}, _s3_error(code))
+                    return
+                self._forward(body)
+
+            def _forward(self, body: bytes) -> None:
+                import http.client
+
+                connection = http.client.HTTPConnection(proxy.target, timeout=30)
+                headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+                headers["Host"] = proxy.target
+                connection.request(self.command, self.path, body=body, headers=headers)
+                response = connection.getresponse()
+                data = response.read()
+                kept = {
+                    k: v
+                    for k, v in response.getheaders()
+                    if k.lower() not in ("content-length", "transfer-encoding", "connection")
+                }
+                connection.close()
+                self._reply(response.status, kept, data, head=self.command == "HEAD")
+
+            def _reply(
+                self, code: int, headers: Mapping[str, str], data: bytes, head: bool = False
+            ) -> None:
+                self.send_response(code)
+                for key, value in headers.items():
+                    self.send_header(key, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if not head:
+                    self.wfile.write(data)
+
+            do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = _handle  # noqa: N815
+
+        port = free_port()
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self._server.daemon_threads = True
+        self.endpoint = f"http://127.0.0.1:{port}"
+
+    def _take_failure(self, method: str, methods: tuple[str, ...]) -> bool:
+        with self._lock:
+            if method in methods and self.failures_left > 0:
+                self.failures_left -= 1
+                self.failed += 1
+                return True
+            self.forwarded += 1
+            return False
+
+    def __enter__(self) -> FaultProxy:
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def _s3_error(code: str) -> bytes:
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        f"<Error><Code>{code}</Code><Message>injected {code}</Message>"
+        "<RequestId>readplan-test</RequestId></Error>"
+    ).encode()

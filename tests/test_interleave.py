@@ -10,8 +10,9 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from readplan import DatasetInfo, ReadConfig, ReadPlan
 from readplan.errors import ConfigError
-from readplan.planning.interleave import InterleaveSchedule, interleave_order
+from readplan.planning.interleave import InterleaveSchedule, _window_minima, interleave_order
 from tests.conftest import DATA
 from tests.reference_models import ReferenceInterleave, reference_interleave
 
@@ -231,3 +232,71 @@ def test_out_of_range_queries_name_the_valid_range() -> None:
         schedule.locate(5)
     with pytest.raises(ConfigError, match="holds 2 records"):
         schedule.position_of(0, 2)
+
+
+# -- cycles as long as the inputs (issue: planning was quadratic in the cycle) -------------
+
+
+@given(
+    st.lists(st.integers(-(2**40), 2**40), min_size=1, max_size=400),
+    st.integers(1, 300),
+    st.data(),
+)
+@example([3, 1, 2], 1, None)
+@example(list(range(200, 0, -1)), 130, None)  # windows spanning a block boundary
+def test_window_minima_equal_the_minimum_of_each_window(
+    values: list[int], width: int, data: st.DataObject
+) -> None:
+    count = max(0, len(values) - width + 1)
+    if count == 0:
+        values = values + [0] * width
+        count = 1
+    array = np.array(values, dtype=np.int64)
+    got = _window_minima(array, width, count)
+    assert got.tolist() == [min(values[k : k + width]) for k in range(count)]
+
+
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(0, 400),
+    st.lists(st.integers(0, 9), min_size=1, max_size=3),
+    st.integers(60, 500),
+    st.integers(1, 4),
+)
+@example(0, 300, [3], 300, 1)  # a slot per input, all in step
+@example(0, 300, [2, 3], 299, 2)
+@example(0, 120, [0, 5], 500, 3)  # more slots than inputs
+def test_long_cycles_equal_list_scheduling_and_the_reference_model(
+    seed: int, count: int, values: list[int], cycle: int, block: int
+) -> None:
+    lengths = np.random.default_rng(seed).choice(values, count)
+    schedule = _schedule(lengths.tolist(), cycle, block)
+    slots, starts, first_failed = _list_scheduling(lengths, cycle, block)
+    assert schedule.slot.tolist() == slots
+    assert schedule.start_round.tolist() == starts
+    assert schedule.first_failed_pull == first_failed
+    expected = reference_interleave(lengths.tolist(), cycle, block)
+    assert _pairs(schedule.order()) == expected
+    for position in range(0, len(expected), max(1, len(expected) // 7)):
+        assert schedule.locate(position) == expected[position]
+
+
+def test_a_cycle_as_long_as_100k_shards_plans_and_locates() -> None:
+    # Every shard opens in its own slot in round 0 and yields one block per round
+    # (specs/order.md §3.2), so position k of round r is record 16 r + k % 16 of input k // 16.
+    shards = 100_000
+    info = DatasetInfo(name="wide", splits={"train": [40] * shards})
+    config = ReadConfig(
+        shuffle_files=True,
+        shuffle_seed=5,
+        interleave_cycle_length=shards,
+        interleave_block_length=16,
+    )
+    plan = ReadPlan(info, "train", config)
+    files = plan.file_order(0)
+    assert plan.locate(0, 5) == (int(files[0]), 5)
+    assert plan.locate(0, 16 * shards + 16 * 7 + 3) == (int(files[7]), 19)
+    assert plan.locate(0, 32 * shards + 8 * 9) == (int(files[9]), 32)
+    assert plan.position_of(0, int(files[99_999]), 39) == 40 * shards - 1
+    state = plan.schedule(0).state_at(16 * shards + 5)
+    assert (state.cursor, state.block_counter) == (0, 5)

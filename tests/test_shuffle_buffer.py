@@ -20,10 +20,11 @@ from readplan.planning.shuffle import (
     UNKNOWN_CARDINALITY,
     ShuffleBufferState,
     buffer_shuffle,
+    buffer_state,
     permutation,
     swapped,
 )
-from tests.reference_models import ref_buffer_order
+from tests.reference_models import ref_buffer_order, ref_buffer_state
 from tests.strategies import iterator_pairs
 
 buffer_sizes = st.one_of(st.integers(1, 80), st.just(UNKNOWN_CARDINALITY))
@@ -92,6 +93,21 @@ def test_resume_in_many_pieces(
         out += chunk.tolist()
     rest, _ = buffer_shuffle(n, buffer_size, pair, state=state)
     assert out + rest.tolist() == ref_buffer_order(n, buffer_size, pair)
+
+
+@given(st.integers(0, 150), buffer_sizes, iterator_pairs, st.lists(st.integers(0, 60), max_size=4))
+@example(10, 3, (1, 2), [7, 0, 2])  # into the drain, then through it
+@example(10, 10, (1, 2), [1, 9])
+def test_buffer_state_equals_the_list_model_and_buffer_shuffle(
+    n: int, buffer_size: int, pair: tuple[int, int], pieces: list[int]
+) -> None:
+    state = ShuffleBufferState()
+    for piece in pieces:
+        state = buffer_state(n, buffer_size, pair, state=state, count=piece)
+        assert state == ShuffleBufferState(*ref_buffer_state(n, buffer_size, pair, state.draws))
+        assert state == buffer_shuffle(n, buffer_size, pair, count=state.draws)[1]
+    end = buffer_shuffle(n, buffer_size, pair)[1]
+    assert buffer_state(n, buffer_size, pair, state=state) == end
 
 
 @pytest.mark.parametrize(

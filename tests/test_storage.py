@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import threading
@@ -260,6 +261,47 @@ def test_classification_of_connection_level_failures() -> None:
     assert storage.classify(FileNotFoundError()) == "missing"
     assert storage.classify(PermissionError()) == "denied"
     assert storage.classify(ValueError("bad")) == "fatal"
+
+
+class _ClientError(Exception):
+    """A botocore ClientError as s3fs chains it under the OSError it raises."""
+
+    def __init__(self, status: int, code: str) -> None:
+        super().__init__(f"An error occurred ({code})")
+        self.response = {"Error": {"Code": code}, "ResponseMetadata": {"HTTPStatusCode": status}}
+
+
+def _translated(err: OSError, cause: BaseException | None) -> OSError:
+    err.__cause__ = cause
+    return err
+
+
+@pytest.mark.parametrize(
+    ("error", "kind"),
+    [
+        # s3fs after botocore's attempts: 500 InternalError, 503 SlowDown, with their cause.
+        (
+            _translated(OSError(errno.EREMOTEIO, "We encountered an internal error"), None),
+            "transient",
+        ),
+        (_translated(OSError(errno.EIO, "x"), _ClientError(500, "InternalError")), "transient"),
+        (
+            _translated(OSError(errno.EBUSY, "Please reduce"), _ClientError(503, "SlowDown")),
+            "transient",
+        ),
+        (_translated(OSError(errno.EIO, "x"), _ClientError(400, "RequestTimeout")), "transient"),
+        (
+            _translated(OSError(errno.EINVAL, "x"), _ClientError(400, "ThrottlingException")),
+            "transient",
+        ),
+        # A failed If-Match is no reason to retry; nor is a malformed request.
+        (_translated(OSError(errno.EINVAL, "x"), _ClientError(412, "PreconditionFailed")), "fatal"),
+        (_translated(OSError(errno.EINVAL, "x"), _ClientError(400, "InvalidArgument")), "fatal"),
+        (_translated(OSError(errno.EIO, "x"), _ClientError(404, "NoSuchVersion")), "missing"),
+    ],
+)
+def test_classification_by_the_meaning_behind_the_exception(error: OSError, kind: str) -> None:
+    assert storage.classify(error) == kind
 
 
 def test_permission_errors_are_not_retried() -> None:

@@ -66,6 +66,14 @@ from readplan.records.tfrecord import (
 )
 from readplan.state.checkpoint import Checkpoint
 from readplan.tbl import TblFile, TblWriter
+from readplan.writing import write_dataset, write_records
+
+# The documented submodules, reachable as attributes after ``import readplan``.
+from readplan import example as example  # isort: skip
+from readplan import features as features  # isort: skip
+from readplan import index as index  # isort: skip
+from readplan import tbl as tbl  # isort: skip
+from readplan import tfrecord as tfrecord  # isort: skip
 
 __version__ = "0.2.0"
 
@@ -139,6 +147,8 @@ __all__ = [
     "shard_lengths",
     "shuffle_order",
     "split_for_process",
+    "write_dataset",
+    "write_records",
 ]
 
 

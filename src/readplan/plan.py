@@ -24,7 +24,9 @@ from readplan.errors import ConfigError
 from readplan.metadata.dataset_info import DatasetInfo
 from readplan.planning.config import ReadConfig
 from readplan.planning.guards import (
+    MAX_MATERIALIZED_EXAMPLES,
     check_cardinality,
+    check_materializable,
     check_not_empty,
     check_ordering_guard,
     pipeline_files,
@@ -48,6 +50,13 @@ from readplan.state.fingerprint import expanded_fingerprint, summary
 __all__ = ["EpochOrder", "ReadPlan"]
 
 
+# What a refused whole epoch offers instead (plan.epoch past its bound).
+_BOUNDED_CALLS = (
+    "stream it with plan.iter_epoch({epoch}, chunk_size=...), and use plan.locate({epoch}, "
+    "position) for one record and plan.checkpoint({epoch}, position) for a read state, "
+    "which stay O(1) in the position without an example shuffle; pass a larger "
+    "max_examples= where the memory is there"
+)
 _SCHEDULE_CACHE_SIZE = 8
 # Cached schedules may hold this much at most (the latest is always kept): at 10^6 files one
 # epoch's schedule takes about 56 MB, so a few recent epochs of a large plan stay cached
@@ -231,6 +240,14 @@ class ReadPlan:
         key = epoch if shuffle.reshuffle_each_iteration else 0
         cached = self._example_orders.get(key)
         if cached is None:
+            check_materializable(
+                self.num_examples,
+                MAX_MATERIALIZED_EXAMPLES,
+                call=f"the example shuffle's permutation of epoch {epoch} (which locate, "
+                "position_of and iter_epoch use)",
+                instead=f"plan.checkpoint({epoch}, position) simulates the buffer in memory "
+                "bounded by its size",
+            )
             order, _ = buffer_shuffle(self.num_examples, shuffle.buffer_size, pair)
             inverse = np.empty_like(order)
             inverse[order] = np.arange(order.size, dtype=np.int64)
@@ -242,9 +259,21 @@ class ReadPlan:
                 self._example_orders.popitem(last=False)
         return cached
 
-    def epoch(self, epoch: int) -> EpochOrder:
-        """The whole order of epoch ``epoch`` (the ``epoch+1``-th iteration in TFDS)."""
+    def epoch(self, epoch: int, *, max_examples: int = MAX_MATERIALIZED_EXAMPLES) -> EpochOrder:
+        """The whole order of epoch ``epoch`` (the ``epoch+1``-th iteration in TFDS).
+
+        An epoch of more than ``max_examples`` records (default 2^31, 32 GiB of indices) is
+        refused: :meth:`iter_epoch` streams it, :meth:`locate` and :meth:`checkpoint` stay
+        constant-time in the position (``specs/order.md`` §10).
+        """
+        limit = check_int(max_examples, "max_examples", minimum=1, what="a positive integer")
         schedule = self.epoch_schedule(epoch)
+        check_materializable(
+            self.num_examples,
+            limit,
+            call=f"plan.epoch({schedule.epoch})",
+            instead=_BOUNDED_CALLS.format(epoch=schedule.epoch),
+        )
         inputs, within = schedule.interleave.order()
         shuffled = self._example_order(epoch)
         if shuffled is not None:
@@ -387,9 +416,23 @@ class ReadPlan:
         field it carries verified against the plan first (``specs/checkpoint.md`` §5)."""
         return _state.upgrade_v1(document, self.fingerprint, self, len(self.selected))
 
-    def resume(self, checkpoint: Checkpoint) -> EpochOrder:
-        """The rest of the checkpoint's epoch: exactly the uninterrupted order's suffix."""
+    def resume(
+        self, checkpoint: Checkpoint, *, max_examples: int = MAX_MATERIALIZED_EXAMPLES
+    ) -> EpochOrder:
+        """The rest of the checkpoint's epoch: exactly the uninterrupted order's suffix.
+
+        A rest of more than ``max_examples`` records is refused, as :meth:`epoch` refuses:
+        :meth:`iter_from` streams it.
+        """
+        limit = check_int(max_examples, "max_examples", minimum=1, what="a positive integer")
         self.verify(checkpoint)
+        check_materializable(
+            checkpoint.num_examples - checkpoint.position,
+            limit,
+            call=f"plan.resume(checkpoint) at position {checkpoint.position}",
+            instead="stream the rest with plan.iter_from(checkpoint, chunk_size=...); pass a "
+            "larger max_examples= where the memory is there",
+        )
         return self._rest(checkpoint)
 
     def _rest(self, checkpoint: Checkpoint) -> EpochOrder:

@@ -10,6 +10,7 @@ are ``ConfigError`` unless the caller names another class.
 
 from __future__ import annotations
 
+import reprlib
 from typing import Any, TypeGuard
 
 import numpy as np
@@ -57,7 +58,7 @@ def check_int(
     """
     if not_int(value):
         raise ConfigTypeError(
-            f"{field}={value!r} is not {what} (it is a {type(value).__name__}); pass an int",
+            f"{field}={preview(value)} is not {what} (it is a {type(value).__name__}); pass an int",
             field=field,
             value=value,
         )
@@ -65,7 +66,7 @@ def check_int(
     if (minimum is not None and number < minimum) or (maximum is not None and number > maximum):
         shown = f"{'' if minimum is None else minimum}..{'' if maximum is None else maximum}"
         raise ConfigError(
-            f"{field}={number} is out of range: {field} must be {what} in {shown}",
+            f"{field}={preview(number)} is out of range: {field} must be {what} in {shown}",
             field=field,
             value=value,
         )
@@ -90,14 +91,40 @@ def check_bool(value: Any, field: str) -> bool:
     """``value`` as a ``bool``; ``0``, ``1``, ``""`` or ``None`` are refused, not coerced."""
     if not isinstance(value, (bool, np.bool_)):
         raise ConfigTypeError(
-            f"{field}={value!r} is not a flag: pass True or False (got a {type(value).__name__})",
+            f"{field}={preview(value)} is not a flag: pass True or False (got a "
+            f"{type(value).__name__})",
             field=field,
             value=value,
         )
     return bool(value)
 
 
-def preview(value: object) -> str:
-    """The repr of a refused value, cut to a length an error message can quote."""
-    text = repr(value)
-    return text if len(text) <= _PREVIEW_CHARS else text[: _PREVIEW_CHARS - 3] + "..."
+class _Brief(reprlib.Repr):
+    """A repr that stops at a few levels and items, whatever the value's depth or size
+    (the built-in one recurses once per level and renders everything before a message
+    could cut it), and names an int too long to print instead of failing."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel = 3
+        self.maxdict = self.maxlist = self.maxtuple = self.maxset = self.maxfrozenset = 6
+        self.maxstring = self.maxother = _PREVIEW_CHARS
+        self.maxlong = 40
+
+    def repr_int(self, x: int, level: int) -> str:
+        if x.bit_length() > 128:
+            return f"<an int of {x.bit_length()} bits>"
+        return super().repr_int(x, level)
+
+
+_BRIEF = _Brief()
+
+
+def preview(value: object, width: int = _PREVIEW_CHARS) -> str:
+    """The repr of a refused value, cut to a length an error message can quote; bounded in
+    time and depth for any value (a state nested 100,000 levels deep, a 10^5-digit int)."""
+    try:
+        text = _BRIEF.repr(value)
+    except (RecursionError, ValueError):
+        text = f"<a {type(value).__name__} that cannot be shown>"
+    return text if len(text) <= width else text[: width - 3] + "..."

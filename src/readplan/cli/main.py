@@ -1,8 +1,8 @@
 """The ``readplan`` command line: one subcommand per task, each defined beside its layer.
 
 The subcommands live in modules of their own so that this file stays a table of contents:
-framing (``inspect``, ``index``), planning (``plan``, ``order``), ``convert`` and the
-reader demo (``demo``).
+framing (``inspect``, ``index``), planning (``plan``, ``order``), ``convert``, the
+reader demo (``demo``) and the browser viewer (``view``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from readplan import __version__
-from readplan.cli import convert, demo, framing, planning
+from readplan.cli import convert, demo, framing, planning, view
 from readplan.errors import ReadplanError
 
 __all__ = ["build_parser", "main"]
@@ -26,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"readplan {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in (demo, planning, framing, convert):
+    for module in (demo, planning, framing, convert, view):
         module.register(subparsers)
     return parser
 

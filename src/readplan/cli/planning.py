@@ -15,11 +15,10 @@ import os
 import re
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from readplan._internal.atomic import atomic_write
-from readplan._internal.validate import INT64_MAX, INT64_MIN
+from readplan.cli.numbers import INT64, NON_NEGATIVE, POSITION, POSITIVE
 from readplan.errors import ConfigError, DatasetInfoError, EmptySplitError
 from readplan.metadata.dataset_info import DatasetInfo, catalog_names
 from readplan.plan import EpochOrder, ReadPlan
@@ -29,6 +28,7 @@ from readplan.reading.options import read_state
 from readplan.reading.ranks import STATE_KEY
 from readplan.state.checkpoint import Checkpoint, ExpandedCheckpoint
 from readplan.state.codec import parse_json
+from readplan.state.limits import read_state_file
 from readplan.storage import is_remote
 
 _EMPTY_MESSAGE = "Instruction [] corresponds to no data!"
@@ -183,16 +183,16 @@ def _add_read_config_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("read configuration (TFDS's ReadConfig)")
     group.add_argument(
         "--cycle-length",
-        type=int,
+        type=POSITIVE,
         default=None,
         help="interleave_cycle_length (default: TFDS's, 16, or 1 for ordered datasets)",
     )
     group.add_argument(
-        "--block-length", type=int, default=16, help="interleave_block_length (default 16)"
+        "--block-length", type=POSITIVE, default=16, help="interleave_block_length (default 16)"
     )
     group.add_argument("--shuffle-files", action="store_true", help="shuffle_files=True")
     group.add_argument(
-        "--seed", type=_int64, default=None, help="shuffle_seed of the file shuffle (an int64)"
+        "--seed", type=INT64, default=None, help="shuffle_seed of the file shuffle (an int64)"
     )
     group.add_argument(
         "--no-reshuffle",
@@ -205,21 +205,9 @@ def _add_read_config_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="input_context: read the files of pipeline ID out of N (e.g. 0/4)",
     )
-    parser.add_argument("--epoch", type=int, default=0, help="epoch, counted from 0 (default 0)")
-
-
-def _int64(text: str) -> int:
-    """An argparse type: an integer TensorFlow can hold as a seed (int64)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if not INT64_MIN <= value <= INT64_MAX:
-        raise argparse.ArgumentTypeError(
-            f"{text} does not fit in int64 (TensorFlow's seed type): use a value in "
-            f"{INT64_MIN}..{INT64_MAX}"
-        )
-    return value
+    parser.add_argument(
+        "--epoch", type=NON_NEGATIVE, default=0, help="epoch, counted from 0 (default 0)"
+    )
 
 
 def _plan_from_args(args: argparse.Namespace) -> ReadPlan:
@@ -264,7 +252,10 @@ def register_order(subparsers: argparse._SubParsersAction[Any]) -> None:
     )
     _add_read_config_arguments(parser)
     parser.add_argument(
-        "--start", type=int, default=None, help="first position, 0..N (default 0; N: nothing)"
+        "--start",
+        type=POSITION,
+        default=None,
+        help="first position, 0..N (default 0; N: nothing)",
     )
     parser.add_argument(
         "--from",
@@ -275,7 +266,7 @@ def register_order(subparsers: argparse._SubParsersAction[Any]) -> None:
         "and what comes next; sets --epoch and --start",
     )
     parser.add_argument(
-        "--count", type=int, default=None, help="number of positions (default: to the end)"
+        "--count", type=NON_NEGATIVE, default=None, help="number of positions (default: to the end)"
     )
     parser.add_argument(
         "--format",
@@ -298,10 +289,6 @@ def run_order(args: argparse.Namespace) -> int:
                 "--from sets the start position; leave out --start", field="start", value=start
             )
         epoch, start = _state_position(plan, args.state, json_lines=fmt == "json")
-    if args.count is not None and args.count < 0:
-        raise ConfigError(
-            f"--count must be >= 0, got {args.count}", field="count", value=args.count
-        )
     _check_position("--start", start, plan.num_examples)
     stop = plan.num_examples if args.count is None else min(plan.num_examples, start + args.count)
     remaining = stop - start
@@ -395,7 +382,7 @@ def register_checkpoint(subparsers: argparse._SubParsersAction[Any]) -> None:
     )
     _add_read_config_arguments(parser)
     where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument("--position", type=int, help="records already read")
+    where.add_argument("--position", type=POSITION, help="records already read")
     where.add_argument(
         "--upgrade",
         metavar="OLD.json",
@@ -408,7 +395,13 @@ def register_checkpoint(subparsers: argparse._SubParsersAction[Any]) -> None:
         action="store_true",
         help="print or save the expanded form (slots, per-file progress, instructions)",
     )
-    parser.add_argument("-o", "--output", default=None, help="save the checkpoint to this file")
+    parser.add_argument(
+        "-o",
+        "--output",
+        default=None,
+        help="save the checkpoint to this file, atomically (a regular file or a new one; '-': "
+        "standard output)",
+    )
     parser.add_argument(
         "--instructions",
         choices=("remaining", "resume"),
@@ -427,12 +420,21 @@ def register_checkpoint(subparsers: argparse._SubParsersAction[Any]) -> None:
 def run_checkpoint(args: argparse.Namespace) -> int:
     plan = _plan_from_args(args)
     if args.upgrade is not None:
-        checkpoint = plan.upgrade_checkpoint(parse_json(Path(args.upgrade).read_bytes()))
+        checkpoint = plan.upgrade_checkpoint(parse_json(read_state_file(args.upgrade)))
     else:
         _check_position("--position", args.position, plan.num_examples)
         checkpoint = plan.checkpoint(args.epoch, args.position)
     form: Checkpoint | ExpandedCheckpoint = checkpoint.expanded() if args.expand else checkpoint
-    if args.output is not None:
+    if args.output == "-" and args.instructions is not None:
+        raise ConfigError(
+            "-o - writes the checkpoint to standard output, where --instructions prints too; "
+            "give -o a file, or leave out one of them",
+            field="output",
+            value=args.output,
+        )
+    if args.output == "-":
+        print(form.to_json())
+    elif args.output is not None:
         atomic_write(args.output, form.to_json().encode("utf-8"))
     if args.instructions is not None:
         state = checkpoint.expanded()

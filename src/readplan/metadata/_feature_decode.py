@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeAlias
 
 import numpy as np
@@ -24,6 +24,7 @@ from readplan.metadata._feature_types import (
     Audio,
     BBoxFeature,
     ClassLabel,
+    Dataset,
     Feature,
     Image,
     Sequence,
@@ -42,6 +43,7 @@ __all__ = [
     "SkipDecoding",
     "Unknown",
     "as_numpy",
+    "cast_like_tf",
     "compile_decoder",
     "compile_steps",
     "is_plain",
@@ -76,6 +78,8 @@ class _Leaf:
     dtype: str
     rank: int
     skip: bool
+    unstacked: bool = False  # inside a Dataset: elements are decoded one by one, not stacked
+    inner: tuple[_Leaf, ...] = ()  # a Dataset's own leaves
 
     @property
     def key(self) -> str:
@@ -117,11 +121,21 @@ def compile_steps(
 
 def is_plain(leaf: _Leaf) -> bool:
     """Whether the leaf's step is only its parse (no image, raw-buffer or unknown decoding)."""
-    if isinstance(leaf.feature, UnknownFeature):
+    if isinstance(leaf.feature, (UnknownFeature, Dataset)) or is_ragged(leaf):
         return False
     if isinstance(leaf.feature, Tensor) and leaf.feature.encoding != "none":
         return False
     return not (isinstance(leaf.feature, Image) and not leaf.skip)
+
+
+def is_ragged(leaf: _Leaf) -> bool:
+    """Whether TFDS stores the leaf as a ragged tensor (flat values and row lengths)."""
+    return (
+        isinstance(leaf.feature, Tensor)
+        and leaf.feature.encoding == "none"
+        and leaf.rank > 1
+        and leaf.shape.count(None) > 1
+    )
 
 
 # --- decoders -------------------------------------------------------------------------------
@@ -189,24 +203,41 @@ def _collect(
     for name, feature in features.items():
         where = (*path, name)
         dims = outer
-        while isinstance(feature, Sequence):
+        while isinstance(feature, Sequence) and not isinstance(feature, Dataset):
             dims = (*dims, feature.length)
             feature = feature.feature
-        if isinstance(feature, Mapping):
+        if isinstance(feature, Dataset):
+            out.append(_dataset_leaf(where, feature, dims, skipped, unknown))
+        elif isinstance(feature, Mapping):
             _collect(feature, where, dims, skipped, unknown, out)
         else:
             out.append(_leaf(where, feature, dims, where in skipped, unknown))
+
+
+def _dataset_leaf(
+    path: _Path, dataset: Dataset, dims: Shape, skipped: frozenset[_Path], unknown: Unknown
+) -> _Leaf:
+    if dims:
+        raise _unsupported(path, dataset, "a Dataset inside a Sequence or another Dataset")
+    inner: list[_Leaf] = []
+    as_sequence = Sequence(dataset.feature, dataset.length)
+    _collect({path[-1]: as_sequence}, path[:-1], (), skipped, unknown, inner)
+    if any(isinstance(leaf.feature, Dataset) for leaf in inner):
+        raise _unsupported(path, dataset, "a Dataset inside a Dataset (TFDS cannot nest them)")
+    flat = tuple(replace(leaf, unstacked=True) for leaf in inner)
+    return _Leaf(path, dataset, (), STRING, 0, False, inner=flat)
 
 
 def _leaf(path: _Path, feature: Feature, dims: Shape, skip: bool, unknown: Unknown) -> _Leaf:
     if isinstance(feature, Image):
         return _Leaf(path, feature, dims, STRING, len(dims), skip)
     if isinstance(feature, UnknownFeature):
-        if unknown == "error":
+        if unknown == "error" and not skip:
+            what = feature.reason or "a type readplan does not decode"
             raise FeatureError(
-                f"feature {'/'.join(path)} is a {feature.python_class_name}, a type readplan "
-                "does not decode; pass unknown='raw' to receive its tf.train.Example entries "
-                "undecoded",
+                f"feature {'/'.join(path)} is a {feature.python_class_name}: {what}; pass "
+                "unknown='raw' (or decoders={...: SkipDecoding()} for this feature) to "
+                "receive its tf.train.Example entries undecoded",
                 feature="/".join(path),
                 feature_type=feature.python_class_name,
             )
@@ -241,6 +272,10 @@ _Step = Callable[[_Stored], Any]
 
 
 def _step(leaf: _Leaf) -> _Step:
+    if isinstance(leaf.feature, Dataset):
+        return _dataset_step(leaf)
+    if is_ragged(leaf):
+        return _ragged_step(leaf)
     if isinstance(leaf.feature, UnknownFeature):
         prefix = leaf.key + "/"
         return lambda stored: {
@@ -262,8 +297,8 @@ def parser(leaf: _Leaf) -> Callable[[_Stored], npt.NDArray[Any]]:
         raise _unsupported(
             leaf.path,
             leaf.feature,
-            f"shape {leaf.shape} (more than one unknown dimension, as from a Sequence of "
-            "Sequences)",
+            f"shape {leaf.shape} (more than one unknown dimension, which TFDS stores only for "
+            "a Sequence of Sequences of a fixed-shape tensor, as a ragged tensor)",
         )
     inner = tuple(dim for dim in leaf.shape if dim is not None)
     size = math.prod(inner)
@@ -272,7 +307,6 @@ def parser(leaf: _Leaf) -> Callable[[_Stored], npt.NDArray[Any]]:
     target = tuple(-1 if dim is None else dim for dim in leaf.shape)
     optional = isinstance(leaf.feature, Tensor) and leaf.feature.optional
     numpy_dtype = np.dtype(object) if leaf.dtype == STRING else np.dtype(leaf.dtype)
-    narrowing_floats = leaf.dtype == "float16"
 
     def parse(stored: _Stored) -> npt.NDArray[Any]:
         values = stored.get(leaf.key)
@@ -295,14 +329,29 @@ def parser(leaf: _Leaf) -> Callable[[_Stored], npt.NDArray[Any]]:
                 "features",
                 key=leaf.key,
             )
-        shaped = array.reshape(target)
-        if narrowing_floats:
-            # float32 -> float16 overflows to inf, as TensorFlow's cast does, silently.
-            with np.errstate(over="ignore"):
-                return shaped.astype(numpy_dtype)
-        return shaped.astype(numpy_dtype, copy=False)
+        return cast_like_tf(array.reshape(target), numpy_dtype)
 
     return parse
+
+
+_TINY32 = np.finfo(np.float32).tiny
+
+
+def cast_like_tf(values: npt.NDArray[Any], dtype: np.dtype[Any]) -> npt.NDArray[Any]:
+    """``values`` (as parsed: int64, float32 or bytes) cast to ``dtype`` as TensorFlow does.
+
+    float32 -> float16 overflows to inf silently; float32 -> float64 flushes float32
+    subnormals to zero of the same sign (TensorFlow's CPU kernels run with denormals
+    flushed).
+    """
+    if dtype == np.float64 and values.dtype == np.float32:
+        wide = values.astype(np.float64)
+        subnormal = (wide != 0) & (np.abs(wide) < _TINY32)
+        if subnormal.any():
+            wide[subnormal] = np.copysign(0.0, wide[subnormal])
+        return wide
+    with np.errstate(over="ignore"):
+        return values.astype(dtype, copy=False)
 
 
 _KIND_OF_LIST = {"i": "int64", "f": "float32"}
@@ -340,7 +389,9 @@ def _image_step(leaf: _Leaf, parse: Callable[[_Stored], npt.NDArray[Any]]) -> _S
 
     def one(data: bytes) -> npt.NDArray[Any]:
         pixels = decode_image(data, channels=channels, dtype=image.dtype, where=where)
-        if any(want not in (None, got) for want, got in zip(image.shape, pixels.shape)):
+        if pixels.ndim != len(image.shape) or any(
+            want not in (None, got) for want, got in zip(image.shape, pixels.shape)
+        ):
             raise FeatureError(
                 f"feature {where}: the image decodes to shape {pixels.shape}, but "
                 f"features.json declares {image.shape}",
@@ -361,9 +412,17 @@ def _elementwise(
 ) -> _Step:
     """Decode each stored bytes element with ``one``; a Sequence stacks the results."""
 
-    def step(stored: _Stored) -> npt.NDArray[Any]:
+    def step(stored: _Stored) -> Any:
         encoded = parse(stored)
         if leaf.rank == 0:
+            return one(bytes(encoded[()]))
+        if leaf.unstacked:
+            # A Dataset decodes each element on its own: shapes may differ between them.
+            return [stacked(element) for element in encoded]
+        return stacked(encoded)
+
+    def stacked(encoded: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        if encoded.ndim == 0:
             return one(bytes(encoded[()]))
         flat = [one(data) for data in encoded.reshape(-1)]
         if not flat:
@@ -379,5 +438,82 @@ def _elementwise(
                 feature_type=type(leaf.feature).tfds_class,
             )
         return np.stack(flat).reshape(*encoded.shape, *flat[0].shape)
+
+    return step
+
+
+# --- ragged tensors and nested datasets ------------------------------------------------------
+
+
+def _ragged_step(leaf: _Leaf) -> _Step:
+    """A Sequence of Sequences: TFDS's ``<key>/ragged_flat_values`` and
+    ``<key>/ragged_row_lengths_<k>`` entries, as nested object arrays of rows."""
+    inner = leaf.shape[leaf.rank :]
+    if None in inner:
+        raise _unsupported(
+            leaf.path, leaf.feature, f"shape {leaf.shape} (a ragged tensor of {inner} elements)"
+        )
+    flat = parser(replace(leaf, path=(*leaf.path, "ragged_flat_values"), shape=(None, *inner)))
+    lengths = [
+        parser(
+            _Leaf(
+                (*leaf.path, f"ragged_row_lengths_{k}"),
+                Tensor((None,), "int64"),
+                (None,),
+                "int64",
+                1,
+                False,
+            )
+        )
+        for k in range(leaf.rank - 1)
+    ]
+
+    def step(stored: _Stored) -> npt.NDArray[Any]:
+        rows: npt.NDArray[Any] = flat(stored)
+        for k in range(len(lengths) - 1, -1, -1):
+            counts = lengths[k](stored)
+            if counts.sum() != len(rows) or (counts < 0).any():
+                raise ExampleError(
+                    f"feature {leaf.key!r}: ragged_row_lengths_{k} sums to {int(counts.sum())} "
+                    f"but there are {len(rows)} values below it; the record does not match its "
+                    "dataset's features",
+                    key=f"{leaf.key}/ragged_row_lengths_{k}",
+                )
+            ends = np.cumsum(counts)
+            nested = np.empty(len(counts), dtype=object)
+            for i, (start, end) in enumerate(zip(ends - counts, ends)):
+                nested[i] = rows[start:end]
+            rows = nested
+        return rows
+
+    return step
+
+
+def _dataset_step(leaf: _Leaf) -> _Step:
+    """A nested Dataset: its leaves decoded as a Sequence, then cut into its elements."""
+    inner = [(child.path[len(leaf.path) :], _step(child)) for child in leaf.inner]
+
+    def step(stored: _Stored) -> list[Any]:
+        values = [(where, decode(stored)) for where, decode in inner]
+        counts = {len(value) for _, value in values}
+        if len(counts) > 1:
+            raise ExampleError(
+                f"feature {leaf.key!r}: the Dataset's features hold different numbers of "
+                f"elements {sorted(counts)}; TFDS cuts them into elements and fails too",
+                key=leaf.key,
+            )
+        elements: list[Any] = []
+        for i in range(counts.pop() if counts else 0):
+            if len(values) == 1 and not values[0][0]:
+                elements.append(values[0][1][i])
+                continue
+            element: Decoded = {}
+            for where, value in values:
+                node = element
+                for name in where[:-1]:
+                    node = node.setdefault(name, {})
+                node[where[-1]] = value[i]
+            elements.append(element)
+        return elements
 
     return step

@@ -20,9 +20,11 @@ from readplan.metadata._feature_types import (
     Audio,
     BBoxFeature,
     ClassLabel,
+    Dataset,
     Feature,
     Image,
     ImageFormat,
+    LabeledImage,
     Scalar,
     Sequence,
     Tensor,
@@ -115,11 +117,14 @@ def _feature(value: Any, path: _Path, names: _Path, context: _Context) -> Featur
         raise context.error(path, "has no pythonClassName")
     short = class_name.removeprefix(_PACKAGE).rsplit(".", 1)[-1]
     parser = _PARSERS.get(class_name.removeprefix(_PACKAGE))
+    kept = {k: v for k, v in value.items() if k not in ("description", "valueRange")}
+    declared = json.dumps(kept, sort_keys=True)
     if parser is None:
-        declared = {k: v for k, v in value.items() if k not in ("description", "valueRange")}
-        return UnknownFeature(class_name, json.dumps(declared, sort_keys=True))
+        return UnknownFeature(class_name, declared)
     field_name, parse = parser
     content = value.get(field_name)
+    if short == "Text" and isinstance(value.get("jsonFeature"), dict):
+        return UnknownFeature(class_name, declared, _encoded_text(value["jsonFeature"]))
     if not isinstance(content, dict):
         raise context.error(
             path, f"a {short} needs a {field_name!r} object, got {content!r:.80}", short
@@ -129,7 +134,18 @@ def _feature(value: Any, path: _Path, names: _Path, context: _Context) -> Featur
     except FeatureError as err:
         if err.path is not None:
             raise
-        raise context.error(path, str(err), short) from None
+        # A declaration TFDS accepts but readplan's model does not: it loads, and refuses
+        # when decoded, so the dataset's other features still decode.
+        return UnknownFeature(class_name, declared, str(err))
+
+
+def _encoded_text(content: dict[str, Any]) -> str:
+    return (
+        f"features.json declares a Text with a deprecated text encoder ({content.get('json')}): "
+        "its records hold the integer token ids of a tfds.deprecated.text encoder whose "
+        "vocabulary features.json does not hold, and TFDS 4.9.10 refuses to load it too "
+        "(\"Deprecated encoder not supported\"); read its ids with unknown='raw'"
+    )
 
 
 def _int(
@@ -212,6 +228,27 @@ def _image(content: dict[str, Any], path: _Path, names: _Path, c: _Context) -> F
     return _image_of(content, _shape(content, path, c), path, c)
 
 
+def _labeled_image(content: dict[str, Any], path: _Path, names: _Path, c: _Context) -> Feature:
+    image = _image_of(content, _shape(content, path, c) or (None, None, 1), path, c)
+    label = content.get("label")
+    num_classes = _int(label, "numClasses", 0, path, c) if isinstance(label, dict) else None
+    labels = c.labels("-".join(names))
+    if labels is not None and num_classes is not None and len(labels) != num_classes:
+        raise c.error(
+            path,
+            f"{'-'.join(names)}.labels.txt lists {len(labels)} names but features.json says "
+            f"numClasses={num_classes}; the two files disagree",
+            "LabeledImage",
+        )
+    return LabeledImage(
+        image.shape,
+        image.dtype,
+        image.encoding_format,
+        num_classes=num_classes,
+        names=labels or (),
+    )
+
+
 def _image_of(
     content: dict[str, Any], shape: tuple[int | None, ...], path: _Path, c: _Context
 ) -> Image:
@@ -257,6 +294,32 @@ def _sequence(content: dict[str, Any], path: _Path, names: _Path, c: _Context) -
     return Sequence(inner, None if length == -1 else length)
 
 
+def _dataset(content: dict[str, Any], path: _Path, names: _Path, c: _Context) -> Feature:
+    sequence = _sequence(content, path, names, c)
+    assert isinstance(sequence, Sequence)
+    return Dataset(sequence.feature, sequence.length)
+
+
+def _languages(content: dict[str, Any], path: _Path, c: _Context) -> list[str]:
+    languages = content.get("languages", [])
+    if not isinstance(languages, list) or not all(isinstance(x, str) for x in languages):
+        raise c.error(path, f"languages must be a list of strings, got {languages!r:.80}")
+    return languages
+
+
+def _translation(content: dict[str, Any], path: _Path, names: _Path, c: _Context) -> Feature:
+    # TFDS's Translation is a FeaturesDict of one Text per language.
+    return c.make_dict({language: Text() for language in _languages(content, path, c)})
+
+
+def _variable_translation(
+    content: dict[str, Any], path: _Path, names: _Path, c: _Context
+) -> Feature:
+    # TFDS's TranslationVariableLanguages is a Sequence of {language, translation} texts.
+    _languages(content, path, c)
+    return Sequence(c.make_dict({"language": Text(), "translation": Text()}))
+
+
 def _features_dict(content: dict[str, Any], path: _Path, names: _Path, c: _Context) -> Feature:
     entries = content.get("features", {})
     if not isinstance(entries, dict):
@@ -277,6 +340,10 @@ _PARSERS: dict[str, tuple[str, Callable[[dict[str, Any], _Path, _Path, _Context]
     "text_feature.Text": ("text", _text),
     "class_label_feature.ClassLabel": ("classLabel", _class_label),
     "image_feature.Image": ("image", _image),
+    "labeled_image.LabeledImage": ("image", _labeled_image),
+    "dataset_feature.Dataset": ("sequence", _dataset),
+    "translation_feature.Translation": ("translation", _translation),
+    "translation_feature.TranslationVariableLanguages": ("translation", _variable_translation),
     "bounding_boxes.BBoxFeature": ("boundingBox", _bbox),
     "audio_feature.Audio": ("audio", _audio),
     "sequence_feature.Sequence": ("sequence", _sequence),

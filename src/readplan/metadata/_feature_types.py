@@ -9,7 +9,7 @@ dimensions to every leaf below it and :class:`FeaturesDict` nests names with ``/
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, TypeAlias
 
@@ -24,8 +24,10 @@ __all__ = [
     "Audio",
     "BBoxFeature",
     "ClassLabel",
+    "Dataset",
     "Feature",
     "Image",
+    "LabeledImage",
     "Scalar",
     "Sequence",
     "Shape",
@@ -192,10 +194,12 @@ class ClassLabel(Feature):
     num_classes: int
     names: tuple[str, ...]
 
-    def __init__(self, num_classes: int, names: Iterable[str] = ()) -> None:
-        if names:
-            names = tuple(names)
-        elif _is_count(num_classes):
+    def __init__(self, num_classes: int | None = None, names: Iterable[str] | None = ()) -> None:
+        # TFDS's spellings: ClassLabel(num_classes=3), ClassLabel(names=[...]) or both.
+        names = tuple(names) if names is not None and not isinstance(names, str) else names
+        if num_classes is None and isinstance(names, tuple) and names:
+            num_classes = len(names)
+        if not names and is_int(num_classes) and num_classes >= 0:
             names = tuple(map(str, range(num_classes)))
         init_fields(self, num_classes=num_classes, names=names)
         self.__post_init__()
@@ -203,11 +207,12 @@ class ClassLabel(Feature):
     def __post_init__(self) -> None:
         if not _is_count(self.num_classes):
             raise FeatureError(
-                f"ClassLabel num_classes must be a non-negative int, got {self.num_classes!r}",
+                f"ClassLabel num_classes must be a non-negative int, got {self.num_classes!r}; "
+                "give num_classes=<int> or names=[...]",
                 feature_type="ClassLabel",
             )
         names = self.names
-        if not all(isinstance(name, str) for name in names):
+        if not isinstance(names, tuple) or not all(isinstance(name, str) for name in names):
             raise FeatureError(
                 f"ClassLabel names must be str, got {names!r:.120}", feature_type="ClassLabel"
             )
@@ -315,11 +320,12 @@ class Audio(Feature):
 
 @dataclass(frozen=True, init=False)
 class Image(Feature):
-    """``tfds.features.Image``: one encoded PNG or JPEG, decoded to ``(h, w, c)``.
+    """``tfds.features.Image``: one encoded PNG, JPEG, BMP or GIF, decoded to ``(h, w, c)``.
 
     ``encoding_format`` is how TFDS encoded arrays when writing; decoding reads the format
     from the bytes, as TFDS does. ``float32`` images are single-channel and stored as
-    4-channel uint8 PNGs of the float's bytes.
+    4-channel uint8 PNGs of the float's bytes. A 4-D shape ``(frames, h, w, 3)`` holds
+    GIFs, decoded to all their frames.
     """
 
     tfds_class: ClassVar[str] = "Image"
@@ -349,9 +355,11 @@ class Image(Feature):
         shape = self.shape
         _check_shape(shape, "Image")
         _check_dtype(self.dtype, "Image", _IMAGE_DTYPES)
-        if len(shape) != 3:
+        if len(shape) not in (3, 4):
             raise FeatureError(
-                f"Image shape {shape} must be (height, width, channels)", feature_type="Image"
+                f"Image shape {shape} must be (height, width, channels), or (frames, height, "
+                "width, channels) for GIFs",
+                feature_type="Image",
             )
         if self.encoding_format not in (None, "png", "jpeg"):
             raise FeatureError(
@@ -365,18 +373,23 @@ class Image(Feature):
         _check_bool(self.use_colormap, "use_colormap", "Image")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Sequence(Feature):
     """``tfds.features.Sequence``: ``length`` (or any number of) elements of ``feature``.
 
     Every leaf below gains a leading dimension; a sequence of a dict yields a dict of stacked
-    arrays.
+    arrays. As in TFDS, ``feature`` may be a plain dict (a FeaturesDict) or a numpy type
+    (a scalar Tensor).
     """
 
     tfds_class: ClassVar[str] = "Sequence"
 
     feature: Feature
     length: int | None = None
+
+    def __init__(self, feature: Any, length: int | None = None) -> None:
+        init_fields(self, feature=as_feature(feature), length=length)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         if not isinstance(self.feature, Feature):
@@ -390,6 +403,57 @@ class Sequence(Feature):
                 f"Sequence length must be a non-negative int or None, got {self.length!r}",
                 feature_type="Sequence",
             )
+
+
+@dataclass(frozen=True, init=False)
+class LabeledImage(Image):
+    """``tfds.features.LabeledImage``: a one-channel :class:`Image` of class indices.
+
+    Decoded as its Image; ``num_classes`` and ``names`` (from ``<path>.labels.txt``) say
+    what the pixel values mean.
+    """
+
+    tfds_class: ClassVar[str] = "LabeledImage"
+
+    num_classes: int | None
+    names: tuple[str, ...]
+
+    def __init__(
+        self,
+        shape: Shape | list[int | None] = (None, None, 1),
+        dtype: str = "uint8",
+        encoding_format: ImageFormat | None = None,
+        *,
+        num_classes: int | None = None,
+        names: Iterable[str] = (),
+    ) -> None:
+        init_fields(self, num_classes=num_classes, names=tuple(names))
+        super().__init__(shape, dtype, encoding_format, use_colormap=True)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.shape[-1] != 1:
+            raise FeatureError(
+                f"LabeledImage has one channel, not shape {self.shape}",
+                feature_type="LabeledImage",
+            )
+        if self.num_classes is not None and not _is_count(self.num_classes):
+            raise FeatureError(
+                f"LabeledImage num_classes must be a non-negative int or None, got "
+                f"{self.num_classes!r}",
+                feature_type="LabeledImage",
+            )
+
+
+@dataclass(frozen=True)
+class Dataset(Sequence):
+    """``tfds.features.Dataset``: a nested dataset, stored as a :class:`Sequence`.
+
+    ``tfds.as_numpy`` yields it as an iterable of its elements; readplan yields the list of
+    them, each decoded like a record of ``feature``.
+    """
+
+    tfds_class: ClassVar[str] = "Dataset"
 
 
 @dataclass(frozen=True)
@@ -406,6 +470,23 @@ class UnknownFeature(Feature):
     python_class_name: str
     content: str = ""
     """The feature's JSON declaration, for inspection."""
+    reason: str = ""
+    """Why readplan does not decode it, when it is a type readplan knows (else empty)."""
+
+
+_DICT_TYPE: list[Callable[[Mapping[str, Any]], Feature]] = []
+"""The FeaturesDict type, registered by ``features`` (which defines it on top of this module)."""
+
+
+def as_feature(value: Any) -> Any:
+    """``value`` as TFDS reads a feature: a plain dict is a FeaturesDict, a numpy type
+    (``np.int64``, ``np.dtype("float32")``) a scalar Tensor; anything else is kept as given."""
+    if isinstance(value, Mapping) and not isinstance(value, Feature) and _DICT_TYPE:
+        return _DICT_TYPE[0](value)
+    if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
+        name = np.dtype(value).name
+        return Tensor((), STRING if np.dtype(value).kind in "SUO" else name)
+    return value
 
 
 def _is_count(value: object) -> bool:
@@ -422,13 +503,18 @@ def stored_kind(dtype: str) -> Literal["int64", "float32", "bytes"]:
 
 
 def default_value(dtype: str, shape: Shape) -> Any:
-    """TFDS's value for an absent optional tensor: the dtype's minimum, ``b""`` or ``False``."""
+    """TFDS's value for an absent optional tensor: the dtype's minimum, ``b""`` or ``False``.
+
+    A float's minimum is parsed as a float32 (TFDS hands it to a float32 parse spec), so
+    float64's overflows to ``-inf``.
+    """
     if dtype == STRING:
         fill: Any = b""
     elif dtype == "bool":
         fill = False
     elif np.dtype(dtype).kind == "f":
-        fill = np.finfo(dtype).min
+        with np.errstate(over="ignore"):
+            fill = np.float32(np.finfo(dtype).min)
     else:
         fill = np.iinfo(dtype).min
     if not shape:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import io
 from types import ModuleType
 from typing import Any
 
@@ -22,16 +21,14 @@ import numpy.typing as npt
 
 from readplan._internal.arrays import U8Array
 from readplan.errors import FeatureError, MissingExtraError
+from readplan.metadata._bmp_gif import decode_bmp, decode_gif
+from readplan.metadata._png import decode_png
 
 __all__ = ["decode_image", "image_format"]
 
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 _JPEG_MAGIC = b"\xff\xd8\xff"
 _OTHER_MAGIC = ((b"GIF8", "GIF"), (b"BM", "BMP"), (b"RIFF", "WebP"))
-# PNG IHDR colour types -> channels as stored.
-_PNG_GRAY, _PNG_RGB, _PNG_PALETTE, _PNG_GRAY_ALPHA, _PNG_RGBA = 0, 2, 3, 4, 6
-_PNG_CHANNELS = {_PNG_GRAY: 1, _PNG_RGB: 3, _PNG_GRAY_ALPHA: 2, _PNG_RGBA: 4}
-_OPAQUE = 255
 
 
 @functools.cache
@@ -63,25 +60,34 @@ def image_format(data: bytes) -> str:
 def decode_image(data: bytes, *, channels: int | None, dtype: str, where: str) -> npt.NDArray[Any]:
     """Decode one encoded image to ``(height, width, channels)`` of ``dtype``.
 
-    ``channels`` None keeps the image's own channel count. ``where`` names the feature in
-    error messages.
+    ``channels`` None keeps the image's own channel count. A GIF gives ``(frames, height,
+    width, 3)``. ``where`` names the feature in error messages.
     """
     if dtype == "float32":
         # TFDS stores a float image as the 4 bytes of each float in an RGBA PNG.
         rgba = decode_image(data, channels=4, dtype="uint8", where=where)
         return np.ascontiguousarray(rgba).view("<f4").astype(np.float32)
     kind = image_format(data)
+
+    def refuse(why: str) -> FeatureError:
+        return _refuse(where, why)
+
     if kind == "png":
-        return _png(data, channels, dtype, where)
+        return decode_png(data, channels, dtype, refuse, _import("PIL.Image", "Pillow", "PNG"))
     if kind == "jpeg":
-        if dtype != "uint8":
-            raise _refuse(where, f"a JPEG decodes to uint8, but the feature's dtype is {dtype}")
-        return _jpeg(data, channels, where)
-    raise _refuse(
-        where,
-        f"the bytes are a {kind} image (first bytes {data[:8].hex()}); readplan decodes "
-        "PNG and JPEG",
-    )
+        pixels = _jpeg(data, channels, where)
+    elif kind == "BMP":
+        pixels = decode_bmp(data, channels, refuse)
+    elif kind == "GIF":
+        pixels = decode_gif(data, channels, refuse)
+    else:
+        raise _refuse(
+            where,
+            f"the bytes are a {kind} image (first bytes {data[:8].hex()}); TensorFlow decodes "
+            "PNG, JPEG, GIF and BMP",
+        )
+    # TensorFlow decodes these to 8 bits and shifts them to 16 (x * 256) when asked.
+    return pixels.astype(np.uint16) << np.uint16(8) if dtype == "uint16" else pixels
 
 
 def _refuse(where: str, why: str) -> FeatureError:
@@ -93,67 +99,6 @@ def _refuse(where: str, why: str) -> FeatureError:
     )
 
 
-# --- PNG ------------------------------------------------------------------------------------
-
-
-def _png(data: bytes, channels: int | None, dtype: str, where: str) -> npt.NDArray[Any]:
-    if len(data) < 33 or data[12:16] != b"IHDR":
-        raise _refuse(where, "the PNG has no IHDR header; it is truncated or damaged")
-    depth, color = data[24], data[25]
-    wanted_depth = 16 if dtype == "uint16" else 8
-    if color == _PNG_PALETTE:
-        if dtype != "uint8":
-            raise _refuse(where, f"a palette PNG decodes to uint8, not {dtype}")
-    elif depth != wanted_depth or color not in _PNG_CHANNELS:
-        raise _refuse(
-            where,
-            f"PNG bit depth {depth} colour type {color} is not decoded to {dtype} by readplan "
-            "(supported: 8-bit gray/gray+alpha/RGB/RGBA/palette to uint8, 16-bit gray to "
-            "uint16)",
-        )
-    pil = _import("PIL.Image", "Pillow", "PNG")
-    try:
-        with pil.open(io.BytesIO(data)) as image:
-            image.load()
-            has_trns = "transparency" in image.info
-            if color == _PNG_PALETTE:
-                image = image.convert("RGBA" if has_trns else "RGB")
-            pixels = np.asarray(image)
-    except (OSError, ValueError, SyntaxError) as err:
-        raise _refuse(where, f"the PNG does not decode ({err})") from err
-    if wanted_depth == 16:
-        pixels = pixels.astype(np.uint16)
-    if pixels.ndim == 2:
-        pixels = pixels[:, :, None]
-    native = pixels.shape[2]
-    return _convert_channels(pixels, native if channels is None else channels, has_trns, where)
-
-
-def _convert_channels(
-    pixels: npt.NDArray[Any], channels: int, has_trns: bool, where: str
-) -> npt.NDArray[Any]:
-    native = pixels.shape[2]
-    if channels == native:
-        return pixels
-    gray = native <= 2
-    color = pixels[:, :, :1].repeat(3, axis=2) if gray else pixels[:, :, :3]
-    has_alpha = native in (2, 4)
-    if channels in (1, 3):
-        if channels == 1 and not gray:
-            raise _refuse(where, "converting a colour PNG to one channel is not supported")
-        # TensorFlow strips alpha (and tRNS transparency) without compositing.
-        return np.ascontiguousarray(pixels[:, :, :1] if channels == 1 else color)
-    if channels in (2, 4):
-        if channels == 2 and not gray:
-            raise _refuse(where, "converting a colour PNG to gray+alpha is not supported")
-        if has_trns and not has_alpha:
-            raise _refuse(where, "turning PNG tRNS transparency into alpha is not supported")
-        alpha = pixels[:, :, -1:] if has_alpha else np.full_like(pixels[:, :, :1], _OPAQUE)
-        base = pixels[:, :, :1] if channels == 2 else color
-        return np.concatenate([base, alpha], axis=2)
-    raise _refuse(where, f"a PNG cannot be decoded to {channels} channels (1, 2, 3 or 4)")
-
-
 # --- JPEG -----------------------------------------------------------------------------------
 
 
@@ -163,20 +108,29 @@ def _jpeg(data: bytes, channels: int | None, where: str) -> U8Array:
         _, _, colorspace, _ = simplejpeg.decode_jpeg_header(data)
     except ValueError as err:
         raise _refuse(where, f"the JPEG header does not decode ({err})") from err
-    if colorspace not in ("Gray", "YCbCr", "RGB"):
+    four = colorspace in ("CMYK", "YCCK")
+    if colorspace not in ("Gray", "YCbCr", "RGB") and not four:
         raise _refuse(where, f"JPEG colour space {colorspace} is not supported")
     if channels is None:
         channels = 1 if colorspace == "Gray" else 3
-    if channels not in (1, 3):
-        raise _refuse(where, f"a JPEG decodes to 1 or 3 channels, not {channels}")
+    if channels not in (1, 3) or (four and channels == 1):
+        raise _refuse(
+            where,
+            f"TensorFlow does not decode a {colorspace} JPEG to {channels} channels (a JPEG "
+            "gives 1 or 3, a CMYK/YCCK JPEG 3)",
+        )
     try:
         # libjpeg's fast integer IDCT with fancy upsampling: what TensorFlow uses.
         pixels: U8Array = simplejpeg.decode_jpeg(
             data,
-            colorspace="GRAY" if channels == 1 else "RGB",
+            colorspace="CMYK" if four else "GRAY" if channels == 1 else "RGB",
             fastdct=True,
             fastupsample=False,
         )
     except ValueError as err:
         raise _refuse(where, f"the JPEG does not decode ({err})") from err
+    if four:
+        # TensorFlow's conversion of (Adobe, inverted) CMYK: each of C, M, Y times K / 255.
+        ink = pixels.astype(np.uint16)
+        return (ink[:, :, :3] * ink[:, :, 3:] // 255).astype(np.uint8)
     return pixels

@@ -19,20 +19,25 @@ from readplan._internal.frozen import init_fields
 from readplan.errors import ConfigError, FeatureError
 from readplan.metadata._feature_batch import compile_batch_decoder
 from readplan.metadata._feature_decode import Decoded, SkipDecoding, Unknown, compile_decoder
+from readplan.metadata._feature_encode import encode_example, example_entries
 from readplan.metadata._feature_json import FEATURES_FILE, read_features
 from readplan.metadata._feature_types import (
+    _DICT_TYPE,
     DTYPES,
     Audio,
     BBoxFeature,
     ClassLabel,
+    Dataset,
     Feature,
     Image,
+    LabeledImage,
     Scalar,
     Sequence,
     Shape,
     Tensor,
     Text,
     UnknownFeature,
+    as_feature,
 )
 
 __all__ = [
@@ -41,10 +46,12 @@ __all__ = [
     "Audio",
     "BBoxFeature",
     "ClassLabel",
+    "Dataset",
     "Decoded",
     "Feature",
     "FeaturesDict",
     "Image",
+    "LabeledImage",
     "Scalar",
     "Sequence",
     "Shape",
@@ -104,6 +111,17 @@ class FeaturesDict(Feature, Mapping[str, Feature]):
     def __repr__(self) -> str:
         inner = ", ".join(f"{name!r}: {feature!r}" for name, feature in self._entries)
         return f"FeaturesDict({{{inner}}})"
+
+    def serialize_example(self, example: Mapping[str, Any]) -> bytes:
+        """``example`` (a dict shaped like the features) as one serialized
+        ``tf.train.Example``, encoded as TFDS's ``serialize_example`` does
+        (``specs/features.md`` §5); a value that breaks its feature is a FeatureError naming it."""
+        return encode_example(self, example)
+
+    def encode_example(self, example: Mapping[str, Any]) -> dict[str, Any]:
+        """The ``{entry name: values}`` :meth:`serialize_example` serializes (with
+        :func:`readplan.example.encode`): one entry per leaf, named by its path."""
+        return example_entries(self, example)
 
     def decode(
         self,
@@ -168,11 +186,14 @@ def _sorted_features(features: object) -> object:
     valid = True
     for name, feature in sorted(features.items(), key=lambda item: str(item[0])):
         valid = valid and _valid_name(name)
-        if valid and isinstance(feature, Mapping) and not isinstance(feature, FeaturesDict):
-            feature = FeaturesDict(feature)
+        if valid:
+            feature = as_feature(feature)
         valid = valid and isinstance(feature, Feature)
         converted[name] = feature
     return converted
+
+
+_DICT_TYPE.append(FeaturesDict)
 
 
 def _freeze(decoders: Mapping[str, Any] | None) -> Any:

@@ -17,7 +17,22 @@ from readplan.metadata.dataset_info import DatasetInfo
 from readplan.planning.config import ReadConfig
 from readplan.planning.instructions import InstructionTable
 
-__all__ = ["check_cardinality", "check_not_empty", "check_ordering_guard", "pipeline_files"]
+__all__ = [
+    "MAX_MATERIALIZED_EXAMPLES",
+    "check_cardinality",
+    "check_materializable",
+    "check_not_empty",
+    "check_ordering_guard",
+    "pipeline_files",
+]
+
+MAX_MATERIALIZED_EXAMPLES = 1 << 31
+"""Records an order held whole in memory may have by default (``specs/order.md`` §10).
+
+Each takes 16 bytes (a file index and a record index, int64), so the bound is 32 GiB of
+output before temporaries: far past it numpy would fail on the allocation (or the system
+kill the process), so a larger request is refused first.
+"""
 
 
 def check_not_empty(instructions: InstructionTable, info: DatasetInfo, spec: str) -> None:
@@ -103,3 +118,19 @@ def pipeline_files(instructions: InstructionTable, config: ReadConfig) -> IntArr
             value=context,
         )
     return everything[context.input_pipeline_id :: context.num_input_pipelines]
+
+
+def check_materializable(records: int, limit: int, *, call: str, instead: str) -> None:
+    """Refuse to hold ``records`` records in memory past ``limit``, naming what does not.
+
+    ``call`` is the call that would hold them and ``instead`` the calls that stay bounded.
+    """
+    if records <= limit:
+        return
+    raise ConfigError(
+        f"{call} would hold {records:,} records in memory ({records * 16 / 2**30:,.1f} GiB "
+        f"as int64 file and record indices), more than the bound of {limit:,} "
+        f"(max_examples); {instead}",
+        field="max_examples",
+        value=records,
+    )

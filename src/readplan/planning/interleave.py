@@ -41,6 +41,9 @@ __all__ = ["InterleaveSchedule", "InterleaveState", "SlotState", "interleave_ord
 # Dense bucketing of visits by key is linear but needs an array as large as
 # rounds * slots; past this multiple of the visit count a sort is cheaper.
 _DENSE_LIMIT_FACTOR = 4
+# Up to this many slots a window minimum takes one pass per slot (numpy accumulates along
+# short rows slowly); beyond it, a pass per block of slots.
+_WINDOW_LOOP_LIMIT = 64
 # Rounds of inputs the first guess of the slot assignment covers (it grows while it holds).
 _GUESS_GENERATIONS = 64
 
@@ -443,12 +446,32 @@ def _take_in_turn(pending: IntArray, steps: IntArray) -> tuple[IntArray, IntArra
     # rows past the inputs hold each slot's pending key after all of them.
     guess = (np.cumsum(grid, axis=0) - grid + pending).reshape(-1)[: count + width]
     # Before input k is taken, the other slots wait at the guess's next width - 1 keys.
-    lowest = guess[:count].copy()
-    for ahead in range(1, width):
-        np.minimum(lowest, guess[ahead : ahead + count], out=lowest)
+    lowest = _window_minima(guess, width, count)
     wrong = np.flatnonzero(lowest != guess[:count])
     right = int(wrong[0]) if wrong.size else count
     return guess[:right], guess[right : right + width]
+
+
+def _window_minima(values: IntArray, width: int, count: int) -> IntArray:
+    """``min(values[k : k + width])`` for ``k < count`` (``values`` holds that many).
+
+    A few slots: one pass per offset. Many (the cycle can be as long as the inputs): each
+    window is the minimum of a suffix of one block of ``width`` and a prefix of the next
+    (van Herk / Gil-Werman), so the cost stays linear whatever the width.
+    """
+    if width <= _WINDOW_LOOP_LIMIT:
+        lowest: IntArray = values[:count].copy()
+        for ahead in range(1, width):
+            np.minimum(lowest, values[ahead : ahead + count], out=lowest)
+        return lowest
+    rows = -(-(count + width - 1) // width)
+    flat = np.full(rows * width, np.iinfo(np.int64).max, dtype=np.int64)
+    used = min(values.size, flat.size)
+    flat[:used] = values[:used]
+    grid = flat.reshape(rows, width)
+    prefix: IntArray = np.minimum.accumulate(grid, axis=1).reshape(-1)
+    suffix: IntArray = np.minimum.accumulate(grid[:, ::-1], axis=1)[:, ::-1].reshape(-1)
+    return np.minimum(suffix[:count], prefix[width - 1 : width - 1 + count])
 
 
 def _take_one_by_one(pending: IntArray, steps: IntArray) -> tuple[IntArray, IntArray]:

@@ -25,6 +25,7 @@ __all__ = [
     "UNKNOWN_CARDINALITY",
     "ShuffleBufferState",
     "buffer_shuffle",
+    "buffer_state",
     "permutation",
     "shuffle_order",
 ]
@@ -222,6 +223,25 @@ def _steady(ring: list[int], pair: Pair, draws: int, pulled: int, steps: int) ->
     return out
 
 
+def _advance(ring: list[int], pair: Pair, draws: int, pulled: int, steps: int) -> None:
+    """:func:`_steady`'s moves of the ring without keeping the outputs (memory: the ring)."""
+    size = len(ring)
+    for done in range(0, steps, _BATCH):
+        batch = min(_BATCH, steps - done)
+        fronts = np.arange(done, done + batch, dtype=np.int64) % size
+        words = stream_words(pair, draws + done, batch).astype(np.int64)
+        chosen = (fronts + words % size) % size
+        first_input = pulled + done
+        for front, pick, item in zip(
+            fronts.tolist(),
+            chosen.tolist(),
+            range(first_input, first_input + batch),
+            strict=True,
+        ):
+            ring[pick] = ring[front]
+            ring[front] = item
+
+
 def _drain(buffer: list[int], pair: Pair, draws: int, steps: int) -> list[int]:
     """``steps`` outputs once the input is exhausted; ``buffer`` keeps what is left."""
     out: list[int] = []
@@ -250,6 +270,36 @@ def buffer_shuffle(
     returns them with the state after them.  Resuming from that state continues the
     uninterrupted order exactly.
     """
+    return _run(n, buffer_size, pair, state, count, keep=True)
+
+
+def buffer_state(
+    n: int,
+    buffer_size: int,
+    pair: Pair,
+    *,
+    state: ShuffleBufferState | None = None,
+    count: int | None = None,
+) -> ShuffleBufferState:
+    """The state :func:`buffer_shuffle` returns, without its outputs (specs/shuffle.md §6).
+
+    Memory is bounded by the buffer (and a batch of draws) whatever ``count``; time is
+    linear in it, as the buffer's contents depend on every earlier draw.
+    """
+    return _run(n, buffer_size, pair, state, count, keep=False)[1]
+
+
+def _run(
+    n: int,
+    buffer_size: int,
+    pair: Pair,
+    state: ShuffleBufferState | None,
+    count: int | None,
+    *,
+    keep: bool,
+) -> tuple[IntArray, ShuffleBufferState]:
+    """``count`` outputs of the buffer from ``state``, and the state after them; without
+    ``keep`` the outputs are not collected (an empty array is returned)."""
     total = check_int(n, "n", minimum=0, maximum=None, what="a non-negative integer")
     size = _effective_buffer_size(buffer_size, total)
     checked = check_pair(pair)
@@ -281,7 +331,11 @@ def buffer_shuffle(
     pulled += fill
 
     steady = min(wanted, total - pulled)
-    out = _steady(buffer, checked, draws, pulled, steady)
+    if keep:
+        out = _steady(buffer, checked, draws, pulled, steady)
+    else:
+        out = []
+        _advance(buffer, checked, draws, pulled, steady)
     front = steady % len(buffer)
     buffer = buffer[front:] + buffer[:front]
     pulled += steady
@@ -290,7 +344,9 @@ def buffer_shuffle(
         # TF pulls the next input only when the next output is asked for.
         buffer.pop()
         pulled -= 1
-    out += _drain(buffer, checked, draws, wanted - steady)
+    drained = _drain(buffer, checked, draws, wanted - steady)
+    if keep:
+        out += drained
     draws += wanted - steady
     return np.array(out, dtype=np.int64), ShuffleBufferState(tuple(buffer), pulled, draws)
 

@@ -23,9 +23,9 @@ import numpy as np
 import numpy.typing as npt
 
 from readplan.errors import ConfigError, ExampleError
-from readplan.records import _leaves
-from readplan.records._leaves import Computed, Fixed, Leaf, LeafBatch
-from readplan.records._rows import NotRegularError, cut, object_array
+from readplan.records.example import _leaves
+from readplan.records.example._leaves import Computed, Fixed, Leaf, LeafBatch
+from readplan.records.example._rows import NotRegularError, cut, object_array
 
 __all__ = ["RAGGED_MODES", "Ragged", "check_collate_options", "collate", "collate_leaves"]
 

@@ -313,6 +313,9 @@ class Reader(Closing):
                 field="$",
             )
         checkpoint = Checkpoint.from_dict(dict(state))
+        # The plan first: a state of another split or configuration is a mismatch that
+        # names what differs, not a file binding that looks damaged.
+        self.plan.verify(checkpoint)
         section = state.get(STATE_KEY)
         expected = reader_bindings(section, len(self.plan.instructions))
         self._restore(checkpoint, owner=owner(section))

@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from readplan._internal.jsonfields import MISSING, JsonFields
-from readplan._internal.validate import INT64_MAX, INT64_MIN, check_int
+from readplan._internal.validate import INT64_MAX, INT64_MIN, check_int, preview
 from readplan.errors import CheckpointError
 from readplan.planning.shuffle import ShuffleBufferState
 from readplan.state.fingerprint import FORMAT_VERSION, digest, expanded_disagreement
+from readplan.state.limits import check_bounds
 
 if TYPE_CHECKING:
     from readplan.state.checkpoint import Checkpoint, ExpandedCheckpoint
@@ -162,12 +163,14 @@ def parse_json(text: str | bytes) -> Any:
 
 
 def parse_document(document: Any) -> Parsed:
-    """Check a document of either form: format, version, integrity, then every field."""
+    """Check a document of either form: nesting, format, version, integrity, then every
+    field."""
+    check_bounds(document)
     top = JsonFields(document, "", _error)
     fmt = top.get("format", str)
     if fmt != FORMAT:
         raise CheckpointError(
-            f"format is {fmt!r}, expected {FORMAT!r}: this is not a readplan checkpoint",
+            f"format is {preview(fmt)}, expected {FORMAT!r}: this is not a readplan checkpoint",
             field="format",
         )
     version = top.get("version", int)
@@ -184,7 +187,7 @@ def parse_document(document: Any) -> Parsed:
     form = top.get("form", str)
     if form not in ("compact", "expanded"):
         raise CheckpointError(
-            f"checkpoint field 'form' must be 'compact' or 'expanded', got {form!r:.80}",
+            f"checkpoint field 'form' must be 'compact' or 'expanded', got {preview(form)}",
             field="form",
         )
     plan = top.get("plan", dict)
@@ -298,7 +301,7 @@ def _string_or_null(fields: JsonFields, name: str) -> None:
     value = fields.raw(name)
     if value is MISSING or not (value is None or isinstance(value, str)):
         raise fields.fail(
-            name, f"field {fields.field(name)!r} must be a string or null, got {value!r:.80}"
+            name, f"field {fields.field(name)!r} must be a string or null, got {preview(value)}"
         )
 
 
@@ -346,7 +349,7 @@ def _int64_or_none(fields: JsonFields, name: str, *, optional: bool = True) -> N
     ):
         return
     what = "an int64 integer or null" if optional else "an int64 integer"
-    raise fields.fail(name, f"field {fields.field(name)!r} must be {what}, got {value!r:.80}")
+    raise fields.fail(name, f"field {fields.field(name)!r} must be {what}, got {preview(value)}")
 
 
 # -- the expanded state ------------------------------------------------------------------
@@ -399,7 +402,7 @@ def _check_expanded_plan(fields: JsonFields) -> None:
             raise fields.fail(
                 name,
                 f"field {fields.field(name)!r} must be [basename, skip, take, "
-                f"examples_in_shard], got {entry!r:.80}",
+                f"examples_in_shard], got {preview(entry)}",
             )
         for value in entry[1:]:
             _count(fields, name, value)
@@ -414,7 +417,7 @@ def _slot(fields: JsonFields, k: int, entry: Any) -> tuple[int, int] | None:
         raise fields.fail(
             name,
             f"field {fields.field(name)!r} must be null or [file_index, next_record], got "
-            f"{entry!r:.80}",
+            f"{preview(entry)}",
         )
     return _count(fields, name, entry[0]), _count(fields, name, entry[1])
 
@@ -425,7 +428,7 @@ def _file_entry(fields: JsonFields, k: int, entry: Any) -> tuple[int, int, int]:
         raise fields.fail(
             name,
             f"field {fields.field(name)!r} must be [file_index, consumed, remaining], got "
-            f"{entry!r:.80}",
+            f"{preview(entry)}",
         )
     first, consumed, remaining = (_count(fields, name, value) for value in entry)
     return first, consumed, remaining

@@ -1,10 +1,11 @@
 """Building a checkpoint from an epoch schedule, expanding and verifying one, and the rest.
 
 ``specs/checkpoint.md`` is normative.  A compact checkpoint is built in constant time (an
-example-level shuffle buffer is simulated, linear in the position, because its contents
-depend on every earlier draw).  Its expanded state comes from the interleave's
-closed-form schedule (:meth:`readplan.planning.interleave.InterleaveSchedule.state_at`)
-with vectorised work over the files.  Verifying compares the plan summaries and checks
+example-level shuffle buffer is simulated, linear in the position because its contents
+depend on every earlier draw, in memory bounded by the buffer).  Its expanded state comes
+from the interleave's closed-form schedule
+(:meth:`readplan.planning.interleave.InterleaveSchedule.state_at`) with vectorised work
+over the files.  Verifying compares the plan summaries and checks
 every field that resuming relies on; nothing here loops over files in Python except
 building the expanded, self-describing form on request.
 """
@@ -18,11 +19,11 @@ from typing import Any, Protocol
 import numpy as np
 
 from readplan._internal.arrays import IntArray
-from readplan._internal.validate import check_int
+from readplan._internal.validate import check_int, preview
 from readplan.errors import CheckpointError, ConfigError
 from readplan.planning.instructions import FileInstruction
 from readplan.planning.schedule import EpochSchedule
-from readplan.planning.shuffle import buffer_shuffle
+from readplan.planning.shuffle import buffer_shuffle, buffer_state
 from readplan.state.bridge import continuation, never_empty, unread
 from readplan.state.checkpoint import Checkpoint, ExpandedCheckpoint, Expander
 from readplan.state.codec import state_sections
@@ -65,14 +66,15 @@ def build(
     """The compact state after ``position`` records of epoch ``epoch`` were delivered.
 
     Constant time: nothing but the position is needed, except with an example-level
-    shuffle, whose buffer is simulated from ``schedule`` (the epoch's, given exactly then).
+    shuffle, whose buffer is simulated from ``schedule`` (the epoch's, given exactly then):
+    time linear in the position, memory bounded by the buffer.
     """
     position = _position(position, num_examples)
     buffer = None
     if schedule is not None:
         assert schedule.example_pair is not None
         assert schedule.buffer_size is not None
-        _, buffer = buffer_shuffle(
+        buffer = buffer_state(
             num_examples, schedule.buffer_size, schedule.example_pair, count=position
         )
     return Checkpoint(
@@ -366,7 +368,7 @@ def _v1_count(document: Mapping[str, Any], name: str) -> int:
     value = document.get(name)
     if not (isinstance(value, int) and not isinstance(value, bool)) or value < 0:
         raise CheckpointError(
-            f"version 1 field {name!r} must be a non-negative integer, got {value!r:.80}",
+            f"version 1 field {name!r} must be a non-negative integer, got {preview(value)}",
             field=name,
         )
     return value

@@ -16,8 +16,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from readplan.errors import ObjectChangedError, ObjectNotFoundError, StorageError
+from readplan.errors import (
+    ObjectChangedError,
+    ObjectNotFoundError,
+    StorageError,
+    StoragePermissionError,
+)
 from readplan.storage._fs import filesystem
+from readplan.storage._pinning import Pin, pin_for
 from readplan.storage._prefetch import Ahead, prefetcher
 from readplan.storage._retry import DEFAULT_RETRY, RetryPolicy, with_retries
 
@@ -77,7 +83,8 @@ def local_info(path: str) -> ObjectInfo:
 def _version(info: Mapping[str, Any]) -> str | None:
     for key in _VERSION_KEYS:
         value = info.get(key)
-        if value is not None:
+        # S3's "null" version id is that of every write while versioning is off: no tag.
+        if value is not None and not (key == "VersionId" and value == "null"):
             return f"{key}={value}"
     return None
 
@@ -123,7 +130,7 @@ class RemoteBlob:
         retry: RetryPolicy = DEFAULT_RETRY,
         block_size: int = DEFAULT_BLOCK,
         limit: int | None = None,
-        _opened: tuple[Any, str, ObjectInfo, dict[str, Any]] | None = None,
+        _opened: tuple[Any, str, ObjectInfo, Pin] | None = None,
     ) -> None:
         self.url = url
         self.retry = retry
@@ -131,7 +138,7 @@ class RemoteBlob:
         if _opened is None:
             fs, path = filesystem(url, storage_options)
             opened, info = remote_info(fs, path, url, retry)
-            _opened = fs, path, opened, _pin(fs, info)
+            _opened = fs, path, opened, pin_for(fs, info)
         self._fs, self._path, self.info, self._pin = _opened
         self.limit = self.info.size if limit is None else min(limit, self.info.size)
         self._lock = threading.Lock()
@@ -219,19 +226,22 @@ class RemoteBlob:
         return self._request(start, stop)
 
     def _request(self, start: int, stop: int) -> bytes:
-        """Bytes ``[start, stop)`` in one ranged request; a short read or a vanished
-        object is checked for a change of the object."""
+        """Bytes ``[start, stop)`` of the version opened in one ranged request (pinned to it
+        where the store can, ``_pinning.py``); a failed or short read, or a vanished
+        object, is checked for a change of the object."""
         try:
             data = with_retries(
                 "read",
                 self.url,
-                lambda: self._fs.cat_file(self._path, start=start, end=stop, **self._pin),
+                lambda: self._pin.read(self._fs, self._path, start, stop),
                 self.retry,
             )
-        except ObjectNotFoundError as err:
-            # It existed when opened: it was deleted or replaced since.
-            self.check_unchanged()
-            raise err
+        except StoragePermissionError:
+            raise
+        except StorageError:
+            # Gone since it was opened (404), or its pin no longer holds (412): a change.
+            self._raise_if_changed()
+            raise
         if len(data) != stop - start:
             self.check_unchanged()
             raise StorageError(
@@ -240,7 +250,17 @@ class RemoteBlob:
                 url=self.url,
                 operation="read",
             )
-        return bytes(data)
+        return data
+
+    def _raise_if_changed(self) -> None:
+        """:meth:`check_unchanged`, but a failing lookup returns: a failed read then reports
+        its own failure."""
+        try:
+            self.check_unchanged()
+        except ObjectChangedError:
+            raise
+        except StorageError:
+            return
 
     def pread(self, size: int, offset: int) -> bytes:
         """Up to ``size`` bytes at ``offset``; shorter only at the end of the object.
@@ -297,8 +317,9 @@ class RemoteBlob:
         found = "it no longer exists" if now is None else f"now {now.size} bytes, {now.version}"
         return ObjectChangedError(
             f"{self.url} changed while it was being read: it was {self.size} bytes, "
-            f"{self.info.version} when opened, {found}. Restart the read on the new data "
-            "(its metadata, index sidecars and plans may no longer match it)",
+            f"{self.info.version} when opened, {found} ({self._pin.describe()}). Restart "
+            "the read on the new data (its metadata, index sidecars and plans may no longer "
+            "match it)",
             url=self.url,
             operation="read",
             expected=self.info,
@@ -327,12 +348,3 @@ class BlobView:
         if self._read_ahead:
             return self.blob.pread(stop - start, start)
         return self.blob.fetch(start, stop)
-
-
-def _pin(fs: Any, info: Mapping[str, Any]) -> dict[str, Any]:
-    """Keyword arguments that make gcsfs read exactly the opened generation."""
-    protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
-    generation = info.get("generation")
-    if "gs" in protocols and generation is not None:
-        return {"generation": generation}
-    return {}

@@ -1,9 +1,13 @@
 """Bounded retries with backoff for transient store failures (``specs/storage.md``).
 
-Transient: timeouts, dropped or refused connections, HTTP 429 and 5xx.  A missing object
-and a refused permission are never retried; they become :class:`ObjectNotFoundError` and
-:class:`StoragePermissionError` at once.  When the attempts are spent the last failure is
-raised as :class:`StorageError` naming the URL and the number of attempts.
+Transient: timeouts, dropped or refused connections, HTTP 408, 429 and 5xx, and the
+throttling and internal-error codes of S3-style APIs.  A failure is judged by its meaning,
+wherever in its chain of causes that shows: s3fs, once botocore's own attempts are spent,
+raises a bare ``OSError(EREMOTEIO)`` (500) or ``OSError(EBUSY)`` (503, SlowDown) whose cause
+holds the HTTP status.  A missing object and a refused permission are never retried; they
+become :class:`ObjectNotFoundError` and :class:`StoragePermissionError` at once.  When the
+attempts are spent the last failure is raised as :class:`StorageError` naming the URL, the
+number of attempts and the backoff waited between them.
 """
 
 from __future__ import annotations
@@ -31,8 +35,40 @@ Kind = Literal["transient", "missing", "denied", "fatal"]
 _T = TypeVar("_T")
 
 _TRANSIENT_ERRNO = frozenset(
-    {errno.ECONNRESET, errno.ECONNABORTED, errno.ECONNREFUSED, errno.ETIMEDOUT, errno.EPIPE}
+    {
+        errno.ECONNRESET,
+        errno.ECONNABORTED,
+        errno.ECONNREFUSED,
+        errno.ETIMEDOUT,
+        errno.EPIPE,
+        # s3fs's translations of a server's own failure (500) and of "busy, try again"
+        # (503 SlowDown / ServiceUnavailable, 409 OperationAborted).
+        getattr(errno, "EREMOTEIO", errno.EIO),
+        errno.EBUSY,
+    }
 )
+# Error codes of S3-style APIs (botocore's ``response["Error"]["Code"]``) that mean "try
+# again later", whatever status the response carried.
+_TRANSIENT_CODES = frozenset(
+    {
+        "InternalError",
+        "ServiceUnavailable",
+        "SlowDown",
+        "RequestTimeout",
+        "RequestTimeoutException",
+        "Throttling",
+        "ThrottlingException",
+        "ThrottledException",
+        "RequestThrottled",
+        "RequestThrottledException",
+        "RequestLimitExceeded",
+        "TooManyRequestsException",
+        "BandwidthLimitExceeded",
+        "OperationAborted",
+    }
+)
+# How far down ``__cause__`` / ``__context__`` a failure's meaning is looked for.
+_CHAIN_DEPTH = 8
 # Client libraries' connection-level failures, by class name: importing the libraries to
 # name the classes would make the optional extra a dependency of this module.
 _TRANSIENT_NAMES = (
@@ -75,41 +111,69 @@ class RetryPolicy:
 DEFAULT_RETRY = RetryPolicy()
 
 
+def _response(err: BaseException) -> Mapping[str, object]:
+    response = getattr(err, "response", None)
+    return response if isinstance(response, Mapping) else {}
+
+
 def _status(err: BaseException) -> int | None:
     for name in ("code", "status", "status_code"):
         value = getattr(err, name, None)
         if isinstance(value, int) and 100 <= value <= 599:
             return value
-    response = getattr(err, "response", None)
-    if isinstance(response, Mapping):
-        meta = response.get("ResponseMetadata")
-        if isinstance(meta, Mapping) and isinstance(meta.get("HTTPStatusCode"), int):
-            return int(meta["HTTPStatusCode"])
+    meta = _response(err).get("ResponseMetadata")
+    if isinstance(meta, Mapping) and isinstance(meta.get("HTTPStatusCode"), int):
+        return int(meta["HTTPStatusCode"])
     return None
 
 
+def _code(err: BaseException) -> object:
+    error = _response(err).get("Error")
+    return error.get("Code") if isinstance(error, Mapping) else None
+
+
+def _chain(err: BaseException) -> list[BaseException]:
+    """``err`` and the failures it was raised from, nearest first."""
+    links: list[BaseException] = []
+    link: BaseException | None = err
+    while link is not None and len(links) < _CHAIN_DEPTH and link not in links:
+        links.append(link)
+        link = link.__cause__ or (None if link.__suppress_context__ else link.__context__)
+    return links
+
+
+def _by_status(status: int) -> Kind:
+    if status == 404:
+        return "missing"
+    if status in (401, 403):
+        return "denied"
+    if status in (408, 429) or status >= 500:
+        return "transient"
+    return "fatal"
+
+
 def classify(err: BaseException) -> Kind:
-    """Whether a failure is worth retrying, a missing object, a refusal, or neither."""
+    """Whether a failure is worth retrying, a missing object, a refusal, or neither, by its
+    meaning: the first HTTP status or API error code in its chain of causes, else its type."""
     if isinstance(err, FileNotFoundError):
         return "missing"
     if isinstance(err, PermissionError):
         return "denied"
-    status = _status(err)
-    if status is not None:
-        if status == 404:
-            return "missing"
-        if status in (401, 403):
-            return "denied"
-        if status in (408, 429) or status >= 500:
+    links = _chain(err)
+    for link in links:
+        if _code(link) in _TRANSIENT_CODES:
             return "transient"
-        return "fatal"
-    if isinstance(err, TimeoutError | asyncio.TimeoutError | ConnectionError):
-        return "transient"
-    if isinstance(err, OSError) and err.errno in _TRANSIENT_ERRNO:
-        return "transient"
-    name = type(err).__name__
-    if any(part in name for part in _TRANSIENT_NAMES):
-        return "transient"
+        status = _status(link)
+        if status is not None:
+            return _by_status(status)
+    for link in links:
+        if isinstance(link, TimeoutError | asyncio.TimeoutError | ConnectionError):
+            return "transient"
+        if isinstance(link, OSError) and link.errno in _TRANSIENT_ERRNO:
+            return "transient"
+        name = type(link).__name__
+        if any(part in name for part in _TRANSIENT_NAMES):
+            return "transient"
     return "fatal"
 
 
@@ -117,6 +181,7 @@ def with_retries(
     operation: str, url: str, call: Callable[[], _T], policy: RetryPolicy = DEFAULT_RETRY
 ) -> _T:
     """``call()``, retried per ``policy`` on transient failures; errors name ``url``."""
+    waited = 0.0
     for attempt in range(policy.attempts):
         try:
             return call()
@@ -125,13 +190,17 @@ def with_retries(
         except Exception as err:
             kind = classify(err)
             if kind == "transient" and attempt + 1 < policy.attempts:
-                time.sleep(policy.delay(attempt))
+                pause = policy.delay(attempt)
+                time.sleep(pause)
+                waited += pause
                 continue
-            raise _translated(err, kind, operation, url, attempt + 1) from err
+            raise _translated(err, kind, operation, url, attempt + 1, waited) from err
     raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
 
 
-def _translated(err: Exception, kind: Kind, operation: str, url: str, tries: int) -> StorageError:
+def _translated(
+    err: Exception, kind: Kind, operation: str, url: str, tries: int, waited: float
+) -> StorageError:
     if kind == "missing":
         return ObjectNotFoundError(
             f"{url}: no such object (while trying to {operation} it); check the URL, the "
@@ -148,8 +217,10 @@ def _translated(err: Exception, kind: Kind, operation: str, url: str, tries: int
         )
     if kind == "transient":
         return StorageError(
-            f"{url}: could not {operation} it: {tries} attempts failed with transient errors, "
-            f"the last: {type(err).__name__}: {err}",
+            f"{url}: could not {operation} it: {tries} attempts failed with transient errors "
+            f"(5xx, throttling, timeouts or dropped connections; each attempt after the client "
+            f"library's own retries), {waited:.1f} s of backoff between them, the last: "
+            f"{type(err).__name__}: {err}",
             url=url,
             operation=operation,
         )

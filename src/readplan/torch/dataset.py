@@ -17,7 +17,7 @@ from typing import Any
 
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
-from readplan._internal.validate import check_int
+from readplan._internal.validate import check_int, preview
 from readplan.errors import CheckpointError, ConfigError, ReadplanTypeError
 from readplan.plan import ReadPlan
 from readplan.reading.collate import Ragged
@@ -267,8 +267,9 @@ class ReadplanIterableDataset(IterableDataset[Any]):
         finishes the state's pass; the iterations after it read the passes after it."""
         if not isinstance(state, Mapping):
             raise CheckpointError(
-                f"a dataset state must be a mapping (from state_dict()), got "
-                f"{type(state).__name__}",
+                "load_state_dict takes a state from state_dict() (or merge_loader_states), a "
+                f"mapping; got {type(state).__name__} {preview(state)} (to start from the "
+                "beginning, make a new dataset)",
                 field="$",
             )
         checked = _Pass(self, *consumer(), None, state)

@@ -12,6 +12,7 @@ from readplan.state.binding import FileBinding
 from readplan.state.binding import to_json as bindings_to_json
 from readplan.state.checkpoint import Checkpoint
 from readplan.state.codec import FORMAT
+from readplan.state.limits import MAX_STATE_DEPTH, check_bounds
 from readplan.torch.dealing import LOADER_KEY, Dealing
 
 __all__ = ["merge_loader_states"]
@@ -138,12 +139,20 @@ def _refuse(lowest: Checkpoint, consumers: int, ahead: dict[int, int]) -> None:
 
 
 def _reader_states(value: Any) -> Iterator[Mapping[str, Any]]:
-    if isinstance(value, Mapping):
-        if value.get("format") == FORMAT and STATE_KEY in value:
-            yield value
-            return
-        for child in value.values():
-            yield from _reader_states(child)
-    elif isinstance(value, (list, tuple)):
-        for child in value:
-            yield from _reader_states(child)
+    """The reader states nested in a loader's state, in order, found without recursion (a
+    state nested 100,000 levels deep is refused by its depth, not by Python's stack)."""
+    pending: list[tuple[Any, int]] = [(value, 1)]
+    while pending:
+        node, depth = pending.pop()
+        if not isinstance(node, Mapping | list | tuple):
+            continue
+        if depth > MAX_STATE_DEPTH:
+            check_bounds(value, "a loader state")  # raises, naming the bound
+        if isinstance(node, Mapping):
+            if node.get("format") == FORMAT and STATE_KEY in node:
+                yield node
+                continue
+            children = list(node.values())
+        else:
+            children = list(node)
+        pending.extend((child, depth + 1) for child in reversed(children))

@@ -8,7 +8,7 @@ from typing import Any
 
 from torch.utils.data import Sampler
 
-from readplan._internal.validate import check_int, is_int
+from readplan._internal.validate import check_int, is_int, preview
 from readplan.errors import CheckpointError, CheckpointMismatchError
 from readplan.plan import ReadPlan
 from readplan.reading.order_keys import OrderKeys
@@ -80,7 +80,7 @@ class OrderSampler(Sampler[int]):
         ):
             raise CheckpointError(
                 "an OrderSampler state is a mapping with keys 'plan_digest', 'epoch' and "
-                f"'index' (from state_dict()), got {state!r:.120}",
+                f"'index' (from state_dict()), got {preview(state, 120)}",
                 field="$",
             )
         if state["plan_digest"] != self._keys.digest:

@@ -11,6 +11,7 @@ import pytest
 import readplan
 from readplan import DatasetInfo, Reader, ReadPlan
 from readplan.cli import main, planning
+from readplan.records.native import CORE_NAME
 from tests.cli_runs import TOY_ARG, run
 from tests.tfds_toy import TOY_INFO
 
@@ -19,7 +20,7 @@ def test_version_and_bare_call_print_and_succeed(capsys: pytest.CaptureFixture[s
     with pytest.raises(SystemExit) as exited:
         main(["--version"])
     assert exited.value.code == 0
-    assert capsys.readouterr().out.strip() == f"readplan {readplan.__version__}"
+    assert capsys.readouterr().out.strip() == f"readplan {readplan.__version__} ({CORE_NAME})"
     status, out, _ = run(capsys)
     assert status == 0
     assert out.startswith("usage: readplan")

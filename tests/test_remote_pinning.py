@@ -66,12 +66,19 @@ def _overwrite(store: Store, url: str, big: Path) -> None:
 
 
 @pytest.mark.usefixtures("no_prefetch")
+@pytest.mark.parametrize("on_corruption", ["raise", "skip"])
 def test_a_stream_over_an_object_replaced_mid_read(
-    s3_store: Store, big: Path, bucket: tuple[str, bool]
+    s3_store: Store, big: Path, bucket: tuple[str, bool], on_corruption: str
 ) -> None:
     url, versioned = bucket
     shard = f"{url}/{big_name(0, 2)}"
-    records = tfrecord.read(shard, storage_options=s3_store.storage_options)
+    report = tfrecord.CorruptionReport()
+    records = tfrecord.read(
+        shard,
+        storage_options=s3_store.storage_options,
+        on_corruption=on_corruption,  # type: ignore[arg-type]
+        report=report,
+    )
     assert next(records) == big_record(0, 0)
     _overwrite(s3_store, url, big)
     if versioned:
@@ -86,6 +93,7 @@ def test_a_stream_over_an_object_replaced_mid_read(
     assert caught.value.url == shard
     assert shard in str(caught.value)
     assert "If-Match" in str(caught.value)
+    assert list(report) == []  # a change, not damage: skip mode does not step over it
 
 
 def test_random_access_to_an_object_replaced_between_reads(

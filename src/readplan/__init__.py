@@ -57,6 +57,7 @@ from readplan.reading.ranks import merge_states
 from readplan.reading.reader import Reader
 from readplan.records.example import FixedLen, VarLen
 from readplan.records.index import build_index
+from readplan.records.native import NATIVE
 from readplan.records.tfrecord import (
     CorruptionEvent,
     CorruptionReport,
@@ -78,6 +79,7 @@ from readplan import tfrecord as tfrecord  # isort: skip
 __version__ = "0.2.0"
 
 __all__ = [
+    "NATIVE",
     "AllSplits",
     "Batch",
     "Checkpoint",
@@ -158,7 +160,11 @@ def _check_facade(names: list[str], namespace: dict[str, object]) -> None:
     other fails at import, not in a user's code."""
     from types import ModuleType  # imported here: a module-level name would be public
 
-    if names != sorted(set(names)):
+    def group(name: str) -> tuple[bool, bool, str]:
+        # ruff's isort-style order (RUF022): constants, then classes, then the rest.
+        return not name.isupper(), not name[:1].isupper(), name
+
+    if names != sorted(set(names), key=group):
         raise ImportError("readplan.__all__ must be sorted and free of repeats")
     missing = [name for name in names if name not in namespace]
     if missing:

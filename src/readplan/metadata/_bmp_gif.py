@@ -98,8 +98,11 @@ class _Reader:
         return b"".join(parts)
 
 
-def decode_gif(data: bytes, channels: int | None, refuse: Refuse) -> U8Array:
-    """``tf.io.decode_gif``: ``(frames, height, width, 3)``."""
+def decode_gif(
+    data: bytes, channels: int | None, refuse: Refuse, max_bytes: int | None = None
+) -> U8Array:
+    """``tf.io.decode_gif``: ``(frames, height, width, 3)``, refused once the frames pass
+    ``max_bytes`` (each frame is a whole canvas, whatever few bytes it is stored in)."""
     if channels not in (None, 3):
         raise refuse(f"TensorFlow decodes a GIF to 3 channels, not {channels}")
     reader = _Reader(data, refuse)
@@ -120,6 +123,11 @@ def decode_gif(data: bytes, channels: int | None, refuse: Refuse) -> U8Array:
             continue
         if kind != 0x2C:
             raise refuse(f"the GIF holds block type 0x{kind:02x} at byte {reader.at - 1}")
+        if max_bytes is not None and (len(frames) + 1) * width * height * 3 > max_bytes:
+            raise refuse(
+                f"the GIF's frame {len(frames) + 1} of {width} x {height} pixels would take the "
+                f"frames past max_value_bytes={max_bytes} (specs/features.md §6)"
+            )
         frames.append(_frame(reader, width, height, global_map, transparent, frames))
         transparent = None
     if not frames:

@@ -54,12 +54,15 @@ _LeafOf = Callable[[_Columns, int, _Stored], Leaf]
 
 
 def compile_batch_decoder(
-    features: Mapping[str, Feature], decoders: Mapping[str, Any] | None, unknown: Unknown
+    features: Mapping[str, Feature],
+    decoders: Mapping[str, Any] | None,
+    unknown: Unknown,
+    max_value_bytes: int | None = None,
 ) -> Callable[[Sequence[bytes]], list[Decoded]]:
     """The function decoding a batch of serialized records of ``features``: per record,
     exactly what :func:`~readplan.metadata._feature_decode.compile_decoder`'s function gives."""
-    one = compile_decoder(features, decoders, unknown)
-    leaves = compile_leaf_decoder(features, decoders, unknown)
+    one = compile_decoder(features, decoders, unknown, max_value_bytes)
+    leaves = compile_leaf_decoder(features, decoders, unknown, max_value_bytes)
 
     def decode(records: Sequence[bytes]) -> list[Decoded]:
         if not records:
@@ -73,12 +76,15 @@ def compile_batch_decoder(
 
 
 def compile_leaf_decoder(
-    features: Mapping[str, Feature], decoders: Mapping[str, Any] | None, unknown: Unknown
+    features: Mapping[str, Feature],
+    decoders: Mapping[str, Any] | None,
+    unknown: Unknown,
+    max_value_bytes: int | None = None,
 ) -> Callable[[Sequence[bytes]], LeafBatch]:
     """The function decoding a non-empty batch of records of ``features`` leaf by leaf; it
     raises ``ExampleError``, ``FeatureError`` or ``NotRegularError`` when some record would
     fail (the one-record decoder then says which, and how)."""
-    steps = compile_steps(features, decoders, unknown)
+    steps = compile_steps(features, decoders, unknown, max_value_bytes)
     tree = _tree([leaf.path for leaf, _ in steps])
     makers = [
         _plain_leaf(leaf, parser(leaf)) if is_plain(leaf) else _stepped_leaf(step)

@@ -32,10 +32,11 @@ from readplan.metadata._feature_types import (
     Tensor,
     Text,
     UnknownFeature,
-    default_value,
+    default_fill,
     stored_kind,
 )
 from readplan.metadata._images import decode_image
+from readplan.metadata._limits import RAISE_CAP, Budget, check_capacity, value_cap
 from readplan.records import example
 
 __all__ = [
@@ -78,6 +79,8 @@ class _Leaf:
     dtype: str
     rank: int
     skip: bool
+    cap: int
+    """The decoder's ``max_value_bytes``: no value it decodes may be larger."""
     unstacked: bool = False  # inside a Dataset: elements are decoded one by one, not stacked
     inner: tuple[_Leaf, ...] = ()  # a Dataset's own leaves
 
@@ -87,10 +90,16 @@ class _Leaf:
 
 
 def compile_decoder(
-    features: Mapping[str, Feature], decoders: Mapping[str, Any] | None, unknown: Unknown
+    features: Mapping[str, Feature],
+    decoders: Mapping[str, Any] | None,
+    unknown: Unknown,
+    max_value_bytes: int | None = None,
 ) -> Callable[[bytes], Decoded]:
     """The function decoding one serialized record of ``features``."""
-    steps = [(leaf.path, step) for leaf, step in compile_steps(features, decoders, unknown)]
+    steps = [
+        (leaf.path, step)
+        for leaf, step in compile_steps(features, decoders, unknown, max_value_bytes)
+    ]
 
     def decode(record: bytes) -> Decoded:
         stored = example.decode(record)
@@ -106,16 +115,21 @@ def compile_decoder(
 
 
 def compile_steps(
-    features: Mapping[str, Feature], decoders: Mapping[str, Any] | None, unknown: Unknown
+    features: Mapping[str, Feature],
+    decoders: Mapping[str, Any] | None,
+    unknown: Unknown,
+    max_value_bytes: int | None = None,
 ) -> list[tuple[_Leaf, Callable[[Mapping[str, Any]], Any]]]:
-    """Every leaf of ``features`` in the order its decoded example lists it, with its step."""
+    """Every leaf of ``features`` in the order its decoded example lists it, with its step
+    (``max_value_bytes``: see :func:`~readplan.metadata._limits.value_cap`)."""
+    cap = value_cap(max_value_bytes)
     if unknown not in ("error", "raw"):
         raise ConfigError(
             f"unknown must be 'error' or 'raw', got {unknown!r}", field="unknown", value=unknown
         )
     skipped = _skipped_paths(features, decoders or {}, ())
     leaves: list[_Leaf] = []
-    _collect(features, (), (), skipped, unknown, leaves)
+    _collect(features, (), (), skipped, unknown, cap, leaves)
     return [(leaf, _step(leaf)) for leaf in leaves]
 
 
@@ -198,6 +212,7 @@ def _collect(
     outer: Shape,
     skipped: frozenset[_Path],
     unknown: Unknown,
+    cap: int,
     out: list[_Leaf],
 ) -> None:
     for name, feature in features.items():
@@ -207,30 +222,38 @@ def _collect(
             dims = (*dims, feature.length)
             feature = feature.feature
         if isinstance(feature, Dataset):
-            out.append(_dataset_leaf(where, feature, dims, skipped, unknown))
+            out.append(_dataset_leaf(where, feature, dims, skipped, unknown, cap))
         elif isinstance(feature, Mapping):
-            _collect(feature, where, dims, skipped, unknown, out)
+            _collect(feature, where, dims, skipped, unknown, cap, out)
         else:
-            out.append(_leaf(where, feature, dims, where in skipped, unknown))
+            out.append(_leaf(where, feature, dims, where in skipped, unknown, cap))
 
 
 def _dataset_leaf(
-    path: _Path, dataset: Dataset, dims: Shape, skipped: frozenset[_Path], unknown: Unknown
+    path: _Path,
+    dataset: Dataset,
+    dims: Shape,
+    skipped: frozenset[_Path],
+    unknown: Unknown,
+    cap: int,
 ) -> _Leaf:
     if dims:
         raise _unsupported(path, dataset, "a Dataset inside a Sequence or another Dataset")
     inner: list[_Leaf] = []
     as_sequence = Sequence(dataset.feature, dataset.length)
-    _collect({path[-1]: as_sequence}, path[:-1], (), skipped, unknown, inner)
+    _collect({path[-1]: as_sequence}, path[:-1], (), skipped, unknown, cap, inner)
     if any(isinstance(leaf.feature, Dataset) for leaf in inner):
         raise _unsupported(path, dataset, "a Dataset inside a Dataset (TFDS cannot nest them)")
     flat = tuple(replace(leaf, unstacked=True) for leaf in inner)
-    return _Leaf(path, dataset, (), STRING, 0, False, inner=flat)
+    return _Leaf(path, dataset, (), STRING, 0, False, cap, inner=flat)
 
 
-def _leaf(path: _Path, feature: Feature, dims: Shape, skip: bool, unknown: Unknown) -> _Leaf:
+def _leaf(
+    path: _Path, feature: Feature, dims: Shape, skip: bool, unknown: Unknown, cap: int
+) -> _Leaf:
     if isinstance(feature, Image):
-        return _Leaf(path, feature, dims, STRING, len(dims), skip)
+        check_capacity("/".join(path), "Image", (*dims, *feature.shape), 1)
+        return _Leaf(path, feature, dims, STRING, len(dims), skip, cap)
     if isinstance(feature, UnknownFeature):
         if unknown == "error" and not skip:
             what = feature.reason or "a type readplan does not decode"
@@ -241,12 +264,14 @@ def _leaf(path: _Path, feature: Feature, dims: Shape, skip: bool, unknown: Unkno
                 feature="/".join(path),
                 feature_type=feature.python_class_name,
             )
-        return _Leaf(path, feature, dims, STRING, len(dims), skip)
+        return _Leaf(path, feature, dims, STRING, len(dims), skip, cap)
     tensor = feature if isinstance(feature, Tensor) else _tensor_of(feature)
+    itemsize = np.dtype(object if tensor.dtype == STRING else tensor.dtype).itemsize
+    check_capacity("/".join(path), tensor.tfds_class, (*dims, *tensor.shape), itemsize)
     if tensor.encoding != "none":
         # One buffer of raw values per element (per Sequence entry).
-        return _Leaf(path, tensor, dims, STRING, len(dims), skip)
-    return _Leaf(path, tensor, (*dims, *tensor.shape), tensor.dtype, len(dims), skip)
+        return _Leaf(path, tensor, dims, STRING, len(dims), skip, cap)
+    return _Leaf(path, tensor, (*dims, *tensor.shape), tensor.dtype, len(dims), skip, cap)
 
 
 def _tensor_of(feature: Feature) -> Tensor:
@@ -307,6 +332,7 @@ def parser(leaf: _Leaf) -> Callable[[_Stored], npt.NDArray[Any]]:
     target = tuple(-1 if dim is None else dim for dim in leaf.shape)
     optional = isinstance(leaf.feature, Tensor) and leaf.feature.optional
     numpy_dtype = np.dtype(object) if leaf.dtype == STRING else np.dtype(leaf.dtype)
+    default = _default(leaf, numpy_dtype)
 
     def parse(stored: _Stored) -> npt.NDArray[Any]:
         values = stored.get(leaf.key)
@@ -317,8 +343,7 @@ def parser(leaf: _Leaf) -> Callable[[_Stored], npt.NDArray[Any]]:
                     f"features.json declares it with shape {leaf.shape}, so TFDS requires it",
                     key=leaf.key,
                 )
-            values = default_value(leaf.dtype, leaf.shape)
-            array = np.asarray(values, dtype=numpy_dtype)
+            array = default(stored)
         else:
             array = _checked(leaf, kind, values)
         count = array.size
@@ -332,6 +357,27 @@ def parser(leaf: _Leaf) -> Callable[[_Stored], npt.NDArray[Any]]:
         return cast_like_tf(array.reshape(target), numpy_dtype)
 
     return parse
+
+
+def _default(leaf: _Leaf, numpy_dtype: np.dtype[Any]) -> Callable[[_Stored], npt.NDArray[Any]]:
+    """What an absent entry parses to: TFDS's default (empty for an unknown dimension), or
+    a FeatureError when that default is larger than ``leaf.cap``."""
+    shape = tuple(dim or 0 for dim in leaf.shape)
+    size = math.prod(shape) * numpy_dtype.itemsize
+    fill = default_fill(leaf.dtype)
+
+    def default(stored: _Stored) -> npt.NDArray[Any]:
+        if size > leaf.cap:
+            raise FeatureError(
+                f"feature {leaf.key}: the record does not hold this optional feature, and its "
+                f"default (shape {leaf.shape}, {size} bytes) is larger than "
+                f"max_value_bytes={leaf.cap}; {RAISE_CAP}",
+                feature=leaf.key,
+                feature_type=type(leaf.feature).tfds_class,
+            )
+        return np.full(shape, fill, dtype=numpy_dtype)
+
+    return default
 
 
 _TINY32 = np.finfo(np.float32).tiny
@@ -387,8 +433,15 @@ def _image_step(leaf: _Leaf, parse: Callable[[_Stored], npt.NDArray[Any]]) -> _S
     channels = image.shape[-1]
     where = leaf.key
 
-    def one(data: bytes) -> npt.NDArray[Any]:
-        pixels = decode_image(data, channels=channels, dtype=image.dtype, where=where)
+    def one(data: bytes, budget: int) -> npt.NDArray[Any]:
+        pixels = decode_image(
+            data,
+            channels=channels,
+            dtype=image.dtype,
+            where=where,
+            shape=image.shape,
+            max_bytes=budget,
+        )
         if pixels.ndim != len(image.shape) or any(
             want not in (None, got) for want, got in zip(image.shape, pixels.shape)
         ):
@@ -406,25 +459,27 @@ def _image_step(leaf: _Leaf, parse: Callable[[_Stored], npt.NDArray[Any]]) -> _S
 def _elementwise(
     leaf: _Leaf,
     parse: Callable[[_Stored], npt.NDArray[Any]],
-    one: Callable[[bytes], npt.NDArray[Any]],
+    one: Callable[[bytes, int], npt.NDArray[Any]],
     element_shape: Shape,
     dtype: str,
 ) -> _Step:
-    """Decode each stored bytes element with ``one``; a Sequence stacks the results."""
+    """Decode each stored bytes element with ``one``, given what is left of ``leaf.cap``
+    for it; a Sequence stacks the results (their sum is bounded by the cap)."""
 
     def step(stored: _Stored) -> Any:
         encoded = parse(stored)
         if leaf.rank == 0:
-            return one(bytes(encoded[()]))
+            return one(bytes(encoded[()]), leaf.cap)
+        budget = Budget(leaf.cap)
         if leaf.unstacked:
             # A Dataset decodes each element on its own: shapes may differ between them.
-            return [stacked(element) for element in encoded]
-        return stacked(encoded)
+            return [stacked(element, budget) for element in encoded]
+        return stacked(encoded, budget)
 
-    def stacked(encoded: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    def stacked(encoded: npt.NDArray[Any], budget: Budget) -> npt.NDArray[Any]:
         if encoded.ndim == 0:
-            return one(bytes(encoded[()]))
-        flat = [one(data) for data in encoded.reshape(-1)]
+            return budget.spend(one(bytes(encoded[()]), budget.left))
+        flat = [budget.spend(one(bytes(data), budget.left)) for data in encoded.reshape(-1)]
         if not flat:
             # TFDS's empty sequence: the element's unknown dimensions become 0.
             empty = (*encoded.shape, *(0 if dim is None else dim for dim in element_shape))
@@ -463,6 +518,7 @@ def _ragged_step(leaf: _Leaf) -> _Step:
                 "int64",
                 1,
                 False,
+                leaf.cap,
             )
         )
         for k in range(leaf.rank - 1)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from readplan import storage
+from readplan._internal.validate import INT64_MAX, INT64_MIN
 from readplan.errors import FeatureError
 from readplan.metadata._feature_types import (
     Audio,
@@ -31,12 +32,16 @@ from readplan.metadata._feature_types import (
     Text,
     UnknownFeature,
 )
+from readplan.metadata._limits import MAX_FEATURE_DEPTH
 
 __all__ = ["FEATURES_FILE", "MakeDict", "read_features"]
 
 FEATURES_FILE = "features.json"
 _PACKAGE = "tensorflow_datasets.core.features."
 _DECIMAL = re.compile(r"-?[0-9]+")
+# int64's extremes have 19 digits: longer numbers are refused before Python converts them
+# (which it refuses itself beyond 4,300 digits, with a bare ValueError).
+_MAX_DIGITS = 20
 _Path = tuple[str, ...]
 
 
@@ -53,6 +58,7 @@ class _Context:
         self.file = file
         self.labels = labels
         self.make_dict = make_dict
+        self.depth = 0  # of the declaration being read: dicts and Sequences nest
 
     def error(self, path: _Path, message: str, feature_type: str | None = None) -> FeatureError:
         where = "/".join(path) or "(top level)"
@@ -76,7 +82,13 @@ def read_features(
     except OSError as err:
         raise FeatureError(f"cannot read {file}: {err}", path=file) from err
     try:
-        declaration = json.loads(raw)
+        declaration = json.loads(raw, parse_int=_json_int)
+    except RecursionError:
+        raise FeatureError(
+            f"{file} nests JSON values too deeply to read; TFDS writes features nested a few "
+            f"levels deep (readplan reads at most {MAX_FEATURE_DEPTH})",
+            path=file,
+        ) from None
     except (ValueError, UnicodeDecodeError) as err:
         raise FeatureError(
             f"{file} is not valid JSON ({err}); TFDS writes it next to dataset_info.json",
@@ -91,7 +103,20 @@ def read_features(
         )
     if not isinstance(declaration, dict) or "featuresDict" not in declaration:
         raise context.error((), "the top-level feature must be a FeaturesDict")
-    return _feature(declaration, (), (), context)
+    try:
+        return _feature(declaration, (), (), context)
+    except RecursionError:  # JSON nested deeply inside a feature's other fields
+        raise context.error((), "nests JSON values too deeply to read") from None
+
+
+class _LongNumber(str):
+    """A JSON number too long for int64, kept as its text for :func:`_int` to refuse, located."""
+
+    __slots__ = ()
+
+
+def _json_int(text: str) -> int | str:
+    return _LongNumber(text) if len(text) > _MAX_DIGITS else int(text)
 
 
 def _read_labels(
@@ -110,6 +135,20 @@ def _read_labels(
 
 def _feature(value: Any, path: _Path, names: _Path, context: _Context) -> Feature:
     """One declaration; ``names`` is the dict-key chain that names its label file."""
+    if context.depth >= MAX_FEATURE_DEPTH:
+        raise context.error(
+            path,
+            f"features nest more than {MAX_FEATURE_DEPTH} levels deep (dicts and Sequences); "
+            "TFDS datasets nest a few",
+        )
+    context.depth += 1
+    try:
+        return _declared(value, path, names, context)
+    finally:
+        context.depth -= 1
+
+
+def _declared(value: Any, path: _Path, names: _Path, context: _Context) -> Feature:
     if not isinstance(value, dict):
         raise context.error(path, f"expected a JSON object, got {value!r:.80}")
     class_name = value.get("pythonClassName")
@@ -154,11 +193,15 @@ def _int(
     value = content.get(key)
     if value is None:
         return default
+    if isinstance(value, _LongNumber) or (isinstance(value, str) and len(value) > _MAX_DIGITS):
+        raise c.error(
+            path, f"{key} is a number of {len(value)} digits ({value[:24]}...), not an int64"
+        )
     if isinstance(value, str) and _DECIMAL.fullmatch(value):
-        return int(value)
-    if isinstance(value, int) and not isinstance(value, bool):
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and INT64_MIN <= value <= INT64_MAX:
         return value
-    raise c.error(path, f"{key} must be an integer (number or decimal string), got {value!r}")
+    raise c.error(path, f"{key} must be an int64 (a number or decimal string), got {value!r:.80}")
 
 
 def _str(content: Mapping[str, Any], key: str, path: _Path, c: _Context) -> str | None:
@@ -175,7 +218,7 @@ def _shape(content: Mapping[str, Any], path: _Path, c: _Context) -> tuple[int | 
         raise c.error(path, f"shape must be {{'dimensions': [...]}}, got {shape!r:.80}")
     out: list[int | None] = []
     for dim in dims:
-        number = _int({"d": dim}, "d", None, path, c)
+        number = _int({"shape dimension": dim}, "shape dimension", None, path, c)
         if number is None or number < -1:
             raise c.error(path, f"shape dimension {dim!r} must be -1 (unknown) or >= 0")
         out.append(None if number == -1 else number)

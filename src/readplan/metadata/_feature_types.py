@@ -8,10 +8,10 @@ dimensions to every leaf below it and :class:`FeaturesDict` nests names with ``/
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterable, Mapping
+from collections import abc
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias, overload
 
 import numpy as np
 
@@ -25,6 +25,7 @@ __all__ = [
     "BBoxFeature",
     "ClassLabel",
     "Dataset",
+    "DefaultNames",
     "Feature",
     "Image",
     "LabeledImage",
@@ -192,15 +193,21 @@ class ClassLabel(Feature):
     tfds_class: ClassVar[str] = "ClassLabel"
 
     num_classes: int
-    names: tuple[str, ...]
+    names: abc.Sequence[str]
+    """A tuple, or :class:`DefaultNames` without a labels file."""
 
     def __init__(self, num_classes: int | None = None, names: Iterable[str] | None = ()) -> None:
         # TFDS's spellings: ClassLabel(num_classes=3), ClassLabel(names=[...]) or both.
         names = tuple(names) if names is not None and not isinstance(names, str) else names
         if num_classes is None and isinstance(names, tuple) and names:
             num_classes = len(names)
-        if not names and is_int(num_classes) and num_classes >= 0:
-            names = tuple(map(str, range(num_classes)))
+        if (
+            is_int(num_classes)
+            and num_classes >= 0
+            and (not names or names == DefaultNames(num_classes))
+        ):
+            # Built on demand: numClasses may be 10**15 while only a few names are used.
+            names = DefaultNames(num_classes)
         init_fields(self, num_classes=num_classes, names=names)
         self.__post_init__()
 
@@ -212,6 +219,8 @@ class ClassLabel(Feature):
                 feature_type="ClassLabel",
             )
         names = self.names
+        if isinstance(names, DefaultNames) and len(names) == self.num_classes:
+            return
         if not isinstance(names, tuple) or not all(isinstance(name, str) for name in names):
             raise FeatureError(
                 f"ClassLabel names must be str, got {names!r:.120}", feature_type="ClassLabel"
@@ -243,7 +252,7 @@ class ClassLabel(Feature):
         if not is_int(value) or not 0 <= value < self.num_classes:
             raise FeatureError(
                 f"class index {index!r} is outside [0, {self.num_classes}); the names are "
-                f"{list(self.names)!r:.200}",
+                f"{_names_preview(self.names)}",
                 feature_type="ClassLabel",
             )
         return self.names[value]
@@ -254,9 +263,79 @@ class ClassLabel(Feature):
             return self.names.index(name)
         except ValueError:
             raise FeatureError(
-                f"{name!r} is not a class name; the names are {list(self.names)!r:.200}",
+                f"{name!r:.80} is not a class name; the names are {_names_preview(self.names)}",
                 feature_type="ClassLabel",
             ) from None
+
+
+class DefaultNames(abc.Sequence[str]):
+    """The names of a ClassLabel without a labels file, ``"0"``, ``"1"``, ..., built on demand.
+
+    Equal to the tuple of the same names; hashed by its length alone, so a 10**15-class
+    label hashes (as a decoder cache key) at once.
+    """
+
+    __slots__ = ("_count",)
+
+    def __init__(self, count: int) -> None:
+        self._count = count
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[str, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> str | tuple[str, ...]:
+        if isinstance(index, slice):
+            return tuple(map(str, range(self._count)[index]))
+        return str(range(self._count)[index])
+
+    def __iter__(self) -> Iterator[str]:
+        return map(str, range(self._count))
+
+    def __contains__(self, name: object) -> bool:
+        return self._position(name) is not None
+
+    def index(self, name: Any, start: int = 0, stop: int | None = None) -> int:
+        """The index of ``name`` (ValueError when it is not one of the names)."""
+        position = self._position(name)
+        if position is None or position not in range(self._count)[start:stop]:
+            raise ValueError(f"{name!r:.80} is not in the names")
+        return position
+
+    def count(self, name: Any) -> int:
+        """1 for a name, else 0 (the names are distinct)."""
+        return int(name in self)
+
+    def _position(self, name: object) -> int | None:
+        if not isinstance(name, str) or not name.isdecimal() or not name.isascii():
+            return None
+        if len(name) > len(str(self._count)) or (name != "0" and name.startswith("0")):
+            return None
+        position = int(name)
+        return position if position < self._count else None
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DefaultNames):
+            return self._count == other._count
+        if isinstance(other, tuple):
+            return len(other) == self._count and all(map(str.__eq__, self, other))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((DefaultNames, self._count))
+
+    def __repr__(self) -> str:
+        return f"DefaultNames({self._count})"
+
+
+def _names_preview(names: abc.Sequence[str]) -> str:
+    shown = [names[i] for i in range(min(len(names), 10))]
+    return f"{shown!r:.200}" + (f" ... ({len(names)} names)" if len(names) > len(shown) else "")
 
 
 @dataclass(frozen=True)
@@ -502,21 +581,17 @@ def stored_kind(dtype: str) -> Literal["int64", "float32", "bytes"]:
     return "int64"
 
 
-def default_value(dtype: str, shape: Shape) -> Any:
+def default_fill(dtype: str) -> Any:
     """TFDS's value for an absent optional tensor: the dtype's minimum, ``b""`` or ``False``.
 
     A float's minimum is parsed as a float32 (TFDS hands it to a float32 parse spec), so
     float64's overflows to ``-inf``.
     """
     if dtype == STRING:
-        fill: Any = b""
-    elif dtype == "bool":
-        fill = False
-    elif np.dtype(dtype).kind == "f":
+        return b""
+    if dtype == "bool":
+        return False
+    if np.dtype(dtype).kind == "f":
         with np.errstate(over="ignore"):
-            fill = np.float32(np.finfo(dtype).min)
-    else:
-        fill = np.iinfo(dtype).min
-    if not shape:
-        return fill
-    return [fill] * math.prod(dim or 0 for dim in shape)
+            return np.float32(np.finfo(dtype).min)
+    return np.iinfo(dtype).min

@@ -150,7 +150,9 @@ def _gamma_significant(header: _Header) -> bool:
 
 def _pil_pixels(data: bytes, header: _Header, refuse: Refuse, pil: Any) -> npt.NDArray[Any]:
     try:
-        with pil.open(io.BytesIO(data)) as image:
+        # Pillow's PNG class, not PIL.Image.open: decode_image bounded the size from the
+        # header (open's own MAX_IMAGE_PIXELS check would raise its own error type).
+        with pil.PngImageFile(io.BytesIO(data)) as image:
             image.load()
             if header.color == _PALETTE:
                 image = image.convert("RGBA" if header.has_trns else "RGB")

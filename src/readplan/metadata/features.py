@@ -28,6 +28,7 @@ from readplan.metadata._feature_types import (
     BBoxFeature,
     ClassLabel,
     Dataset,
+    DefaultNames,
     Feature,
     Image,
     LabeledImage,
@@ -39,6 +40,7 @@ from readplan.metadata._feature_types import (
     UnknownFeature,
     as_feature,
 )
+from readplan.metadata._limits import value_cap
 
 __all__ = [
     "DTYPES",
@@ -48,6 +50,7 @@ __all__ = [
     "ClassLabel",
     "Dataset",
     "Decoded",
+    "DefaultNames",
     "Feature",
     "FeaturesDict",
     "Image",
@@ -129,29 +132,43 @@ class FeaturesDict(Feature, Mapping[str, Feature]):
         *,
         decoders: Mapping[str, Any] | None = None,
         unknown: Unknown = "error",
+        max_value_bytes: int | None = None,
     ) -> Decoded:
         """One serialized record as ``tfds.as_numpy`` yields it (``specs/features.md`` §3).
 
         ``decoders`` is shaped like the features, with :class:`SkipDecoding` for features
         to yield as stored (an image's encoded bytes). ``unknown="raw"`` yields features of
         types readplan does not model as their undecoded ``tf.train.Example`` entries
-        instead of raising :class:`~readplan.errors.FeatureError`.
+        instead of raising :class:`~readplan.errors.FeatureError`. No decoded value (an
+        image, an inflated Tensor, an absent optional's default) may be larger than
+        ``max_value_bytes`` (None: ``$READPLAN_MAX_VALUE_BYTES``, else 256 MiB;
+        ``specs/features.md`` §6); a larger one is a FeatureError before it is allocated.
         """
-        return self.decoder(decoders=decoders, unknown=unknown)(record)
+        return self.decoder(decoders=decoders, unknown=unknown, max_value_bytes=max_value_bytes)(
+            record
+        )
 
     def decoder(
-        self, *, decoders: Mapping[str, Any] | None = None, unknown: Unknown = "error"
+        self,
+        *,
+        decoders: Mapping[str, Any] | None = None,
+        unknown: Unknown = "error",
+        max_value_bytes: int | None = None,
     ) -> Callable[[bytes], Decoded]:
         """The function ``decode`` applies, built once (reuse it for many records)."""
-        return _decoder(self, _freeze(decoders), unknown)
+        return _decoder(self, _freeze(decoders), unknown, value_cap(max_value_bytes))
 
     def batch_decoder(
-        self, *, decoders: Mapping[str, Any] | None = None, unknown: Unknown = "error"
+        self,
+        *,
+        decoders: Mapping[str, Any] | None = None,
+        unknown: Unknown = "error",
+        max_value_bytes: int | None = None,
     ) -> Callable[[Records[bytes]], list[Decoded]]:
         """A function decoding a batch of records: per record exactly what :meth:`decoder`'s
         function gives (or the first failing record's error), read through
         :func:`readplan.example.decode_batch`'s columns (``specs/features.md`` §3.10)."""
-        return _batch_decoder(self, _freeze(decoders), unknown)
+        return _batch_decoder(self, _freeze(decoders), unknown, value_cap(max_value_bytes))
 
 
 def _check_entry(name: object, feature: object) -> None:
@@ -220,15 +237,17 @@ def _thaw(frozen: Any) -> Any:
 
 
 @functools.lru_cache(maxsize=64)
-def _decoder(features: FeaturesDict, decoders: Any, unknown: Unknown) -> Callable[[bytes], Decoded]:
-    return compile_decoder(features, _thaw(decoders), unknown)
+def _decoder(
+    features: FeaturesDict, decoders: Any, unknown: Unknown, cap: int
+) -> Callable[[bytes], Decoded]:
+    return compile_decoder(features, _thaw(decoders), unknown, cap)
 
 
 @functools.lru_cache(maxsize=64)
 def _batch_decoder(
-    features: FeaturesDict, decoders: Any, unknown: Unknown
+    features: FeaturesDict, decoders: Any, unknown: Unknown, cap: int
 ) -> Callable[[Records[bytes]], list[Decoded]]:
-    return compile_batch_decoder(features, _thaw(decoders), unknown)
+    return compile_batch_decoder(features, _thaw(decoders), unknown, cap)
 
 
 def load_features(

@@ -34,6 +34,6 @@ NATIVE: bool = CORE is not None
 """Whether the compiled core is in use."""
 
 CORE_NAME: str = (
-    f"native (C, CRC32C by {CORE.CRC32C_ENGINE})" if CORE is not None else "pure Python"
+    f"compiled core, CRC32C by {CORE.CRC32C_ENGINE}" if CORE is not None else "pure-Python core"
 )
 """The core in use, as ``readplan --version`` names it."""

@@ -88,6 +88,48 @@ static PyObject *py_scan_frames(PyObject *self, PyObject *args) {
     return Py_BuildValue("(nni)", (Py_ssize_t)r.count, (Py_ssize_t)r.end, r.stop);
 }
 
+/* scan_frames() and cut() in one pass, frame by frame: each payload is copied out right after its
+ * CRC was computed over it, while it is still in the processor's cache.  The GIL is held
+ * throughout, since each frame makes a bytes object. */
+static PyObject *py_scan_records(PyObject *self, PyObject *args) {
+    PyObject *data_obj;
+    Py_ssize_t off, limit;
+    unsigned long long max_length;
+    int verify;
+    if (!PyArg_ParseTuple(args, "OnnKp:scan_records", &data_obj, &off, &limit, &max_length,
+                          &verify))
+        return NULL;
+    if (off < 0)
+        return PyErr_Format(PyExc_ValueError, "scan_records: off must be >= 0, got %zd", off);
+    Py_buffer data;
+    if (borrow_bytes(data_obj, &data, "scan_records: data") < 0)
+        return NULL;
+    PyObject *records = PyList_New(0);
+    const unsigned char *base = data.buf;
+    size_t size = (size_t)data.len, at = (size_t)off;
+    size_t most = limit < 0 ? SIZE_MAX : (size_t)limit;
+    int stop = SCAN_LIMIT;
+    while (records != NULL && (size_t)PyList_Size(records) < most) {
+        int64_t start, length;
+        scan_result r = scan_frames(base, size, at, 1, max_length, verify, &start, &length, 1);
+        if (r.count == 0) {
+            stop = r.stop;
+            break;
+        }
+        PyObject *piece = PyBytes_FromStringAndSize((const char *)base + start + 12, length);
+        if (piece == NULL || PyList_Append(records, piece) < 0)
+            Py_CLEAR(records);
+        Py_XDECREF(piece);
+        at = r.end;
+    }
+    PyBuffer_Release(&data);
+    if (records == NULL)
+        return NULL;
+    PyObject *result = Py_BuildValue("(Oni)", records, (Py_ssize_t)at, stop);
+    Py_DECREF(records);
+    return result;
+}
+
 /* The spans [starts[i] + skip, + lengths[i]) of the first n frames, checked against the data. */
 typedef struct {
     Py_buffer data, starts, lengths;
@@ -191,6 +233,8 @@ static PyMethodDef methods[] = {
      "crc32c_table(data, value=0, /): crc32c() by the table walk, whatever the processor."},
     {"scan_frames", py_scan_frames, METH_VARARGS,
      "scan_frames(data, off, limit, max_length, verify, starts, lengths, /) -> (count, end, stop)"},
+    {"scan_records", py_scan_records, METH_VARARGS,
+     "scan_records(data, off, limit, max_length, verify, /) -> (records, end, stop)"},
     {"cut", py_cut, METH_VARARGS, "cut(data, starts, lengths, /) -> list of bytes of the spans"},
     {"pack", py_pack, METH_VARARGS,
      "pack(data, starts, lengths, values, at, /) -> end: the spans copied into values from at"},

@@ -22,8 +22,9 @@ scan_result scan_frames(const unsigned char *data, size_t size, size_t off, size
     scan_result r = {0, off, SCAN_LIMIT};
     if (limit > capacity)
         limit = capacity;
-    /* The bound of an uncached run of equal lengths: their length CRCs are equal too. */
-    uint64_t known_length = UINT64_MAX;
+    /* Frames of equal length have equal length CRCs: the last one computed is kept. */
+    int known = 0;
+    uint64_t known_length = 0;
     uint32_t known_crc = 0;
     while (r.count < limit) {
         if (off > size || size - off < 16) {
@@ -33,12 +34,12 @@ scan_result scan_frames(const unsigned char *data, size_t size, size_t off, size
         const unsigned char *frame = data + off;
         uint64_t length = le64(frame);
         uint32_t stored = le32(frame + 8);
-        if (length != known_length) {
+        if (!known || length != known_length) {
             known_crc = crc32c_mask(crc32c_update(0, frame, 8));
             known_length = length;
+            known = 1;
         }
         if (stored != known_crc) {
-            known_length = UINT64_MAX;
             r.stop = SCAN_LENGTH_CRC;
             break;
         }

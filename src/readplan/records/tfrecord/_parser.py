@@ -2,9 +2,10 @@
 
 Two paths share one :class:`~readplan.records.tfrecord._stream.ByteStream`:
 
-* the fast path walks the frames that lie complete in the buffer with a tight loop over the
-  length fields, then checks the whole batch at once: header CRCs with numpy, data CRCs with
-  one ``crc32c`` call per record; the first bad frame stops the batch;
+* the fast path takes the frames that lie complete and sound in the buffer with one call of
+  the frame scan kernel (:mod:`readplan.records.tfrecord._scan`: both CRCs of every frame,
+  compiled or its pure twin) and cuts their payloads with another; the first frame that is
+  not sound stops the batch;
 * the careful path parses one frame at a time with every check in order, finds damage
   (which :mod:`readplan.records.tfrecord._frame_damage` words, raises or reports) and in ``skip``
   mode drops a frame or resynchronises.  It handles frames that straddle reads, large
@@ -28,14 +29,12 @@ from readplan.records.tfrecord._expected import ExpectedFrames
 from readplan.records.tfrecord._frame_damage import FrameDamage, Skipped
 from readplan.records.tfrecord._layout import CRC, HEADER
 from readplan.records.tfrecord._resync import resync
+from readplan.records.tfrecord._scan import scan_frames, scan_records, scratch
 from readplan.records.tfrecord._stream import AFTER_LARGE, LARGE, ByteStream, PlainStream
-from readplan.records.tfrecord._walk import complete_frames, good_frames
 from readplan.storage import positioned
 
 __all__ = ["FrameParser"]
 
-# Below this many complete frames in the buffer, numpy's fixed cost outweighs its gain.
-_MIN_BATCH = 8
 _LARGE_BATCH = 1 << 20
 _JUMP_BATCH = 4096
 
@@ -98,29 +97,39 @@ class FrameParser:
 
     def _fast_records(self, left: int) -> list[bytes]:
         stream = self._stream
-        data = stream.data
-        found = complete_frames(data, stream.off, left, _MIN_BATCH)
-        if found is None:
-            return []
-        begin, lengths, after = found
-        data_begin = begin + 12
-        batch = [
-            data[b:e]
-            for b, e in zip(data_begin.tolist(), (data_begin + lengths).tolist(), strict=True)
-        ]
-        computed = None
-        if self._verify:
-            computed = np.fromiter(map(crc32c, batch), dtype=np.uint32, count=len(batch))
-        good = min(good_frames(data, begin, lengths, computed), self._within_limit(lengths))
-        if good < len(batch):
-            del batch[good:]
-            after = int(begin[good])
-        if self._expected is not None and good:
-            self._expected.check(begin[:good] + stream.base, after + stream.base)
-        stream.suit((after - int(begin[0])) / len(begin))
+        begin = stream.off
+        batch, after, _ = scan_records(stream.data, begin, left, self._max, self._verify)
+        if not batch:
+            return batch
+        if self._expected is not None:
+            self._expected.check(
+                self._starts_between(begin, after, len(batch)), after + stream.base
+            )
+        stream.suit((after - begin) / len(batch))
         stream.off = after
-        self.index += good
+        self.index += len(batch)
         return batch
+
+    def _starts_between(self, begin: int, after: int, count: int) -> IntArray:
+        """File offsets of the ``count`` frames just taken from the buffer between ``begin``
+        and ``after`` (found again by their trusted lengths: they were all verified)."""
+        stream = self._stream
+        starts, lengths = scratch(after - begin)
+        found, _, _ = scan_frames(stream.data, begin, count, self._max, False, starts, lengths)
+        return starts[:found] + stream.base
+
+    def _scan(self, left: int, verify: bool) -> tuple[IntArray, IntArray, int] | None:
+        """``(starts, data lengths, end)`` of the sound frames that lie complete in the buffer,
+        ``left`` at most; ``None`` when there are none (the careful path then reads the next
+        frame, and reports it if it is damaged)."""
+        stream = self._stream
+        starts, lengths = scratch(len(stream.data) - stream.off)
+        count, after, _ = scan_frames(
+            stream.data, stream.off, left, self._max, verify, starts, lengths
+        )
+        if not count:
+            return None
+        return starts[:count], lengths[:count], after
 
     def _large_records(self, stream: PlainStream, left: int) -> list[bytes]:
         """Consecutive large frames of a plain file, each read straight into its own bytes.
@@ -164,12 +173,6 @@ class FrameParser:
             self.index += len(batch)
         return batch
 
-    def _within_limit(self, lengths: IntArray) -> int:
-        """Number of leading frames no longer than ``max_record_bytes``."""
-        if int(lengths.max()) <= self._max:
-            return len(lengths)
-        return int(np.flatnonzero(lengths > self._max)[0])
-
     def _careful_record(self) -> bytes | Skipped | None:
         stream = self._stream
         start = self._record_start = stream.pos
@@ -209,21 +212,16 @@ class FrameParser:
         yield from self._walk(limit, fast, bulk, careful, _one_frame, check_end_at_limit=False)
 
     def _fast_frames(self, left: int) -> IntArray | None:
-        stream = self._stream
-        found = complete_frames(stream.data, stream.off, left, _MIN_BATCH)
+        found = self._scan(left, False)
         if found is None:
             return None
-        begin, lengths, after = found
-        good = min(good_frames(stream.data, begin, lengths), self._within_limit(lengths))
-        if good == 0:
-            # The first frame is damaged or too long: the careful path must report it (an
-            # empty batch here would be yielded again and again).
-            return None
-        absolute: IntArray = begin[:good] + stream.base
-        stream.off = after if good == len(begin) else int(begin[good])
+        starts, _, after = found
+        stream = self._stream
+        absolute: IntArray = starts + stream.base
+        stream.off = after
         if self._expected is not None:
             self._expected.check(absolute, stream.pos)
-        self.index += good
+        self.index += len(absolute)
         return absolute
 
     def _jump_frames(self, stream: PlainStream, left: int) -> IntArray | None:

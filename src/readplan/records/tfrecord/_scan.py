@@ -31,6 +31,8 @@ __all__ = [
     "pack_pure",
     "scan_frames",
     "scan_frames_pure",
+    "scan_records",
+    "scan_records_pure",
     "scratch",
 ]
 
@@ -122,6 +124,18 @@ def _stop_at(view: memoryview, at: int, max_length: int, verify: bool) -> int:
     raise AssertionError(f"the frame at {at} is sound but was not taken")
 
 
+def scan_records_pure(
+    data: BytesLike, off: int, limit: int, max_length: int, verify: bool
+) -> tuple[list[bytes], int, int]:
+    """``(payloads, end, stop)``: :func:`scan_frames_pure` and :func:`cut_pure` in one call,
+    ``limit`` frames at most (``-1``: no limit)."""
+    starts, lengths = scratch(len(memoryview(data)) - min(off, len(memoryview(data))))
+    count, end, stop = scan_frames_pure(data, off, limit, max_length, verify, starts, lengths)
+    if limit >= 0 and count == len(starts) and count < limit:
+        raise AssertionError("scratch() holds every frame the bytes can hold")
+    return cut_pure(data, starts[:count] + 12, lengths[:count]), end, stop
+
+
 def _check_spans(name: str, size: int, starts: IntArray, lengths: IntArray) -> None:
     if len(starts) != len(lengths):
         raise ValueError(f"{name}: {len(starts)} starts but {len(lengths)} lengths")
@@ -165,3 +179,4 @@ def pack_pure(
 scan_frames = CORE.scan_frames if CORE is not None else scan_frames_pure
 cut = CORE.cut if CORE is not None else cut_pure
 pack = CORE.pack if CORE is not None else pack_pure
+scan_records = CORE.scan_records if CORE is not None else scan_records_pure

@@ -1,6 +1,6 @@
 """Frame walking over a buffer: where the complete frames in ``data[off:]`` start.
 
-Shared by the sequential reader, the header walk and the index checks
+Shared by the frame scan's pure twin, the header walk and the index checks
 (normative: specs/tfrecord.md, sections 4 and 7).  Lengths are trusted here; callers
 verify the CRCs of a whole batch afterwards with :func:`good_frames`.
 """
@@ -15,7 +15,7 @@ from readplan._internal.arrays import BytesLike, IntArray, U32Array
 from readplan.records._crc import crc32c, mask, mask_array, masked_length_crcs
 from readplan.records.tfrecord._layout import LENGTH
 
-__all__ = ["complete_frames", "gather_u32", "good_frames", "walk_frames"]
+__all__ = ["gather_u32", "good_frames", "walk_frames"]
 
 
 # A run of equal-length frames shorter than this is walked one frame at a time.
@@ -39,22 +39,6 @@ def walk_frames(data: BytesLike, off: int) -> IntArray:
         off += run * stride
     pieces.append(np.array(_walk_bounds(data, off), dtype=np.int64))
     return np.concatenate(pieces) if len(pieces) > 1 else pieces[0]
-
-
-def complete_frames(
-    data: bytes, off: int, left: int, minimum: int
-) -> tuple[IntArray, IntArray, int] | None:
-    """``(starts, lengths, end)`` of the frames that lie complete in ``data[off:]``, ``left``
-    at most (``-1``: no limit), unchecked; ``None`` when there are fewer than ``minimum``."""
-    if len(data) - off < minimum * 16:
-        return None
-    bounds = walk_frames(data, off)
-    if 0 <= left < len(bounds) - 1:
-        bounds = bounds[: left + 1]
-    if len(bounds) <= minimum:
-        return None
-    begin = bounds[:-1]
-    return begin, bounds[1:] - begin - 16, int(bounds[-1])
 
 
 def _walk_bounds(data: BytesLike, off: int) -> list[int]:

@@ -20,6 +20,7 @@ from readplan.errors import ConfigError, ConfigTypeError
 __all__ = [
     "INT64_MAX",
     "INT64_MIN",
+    "a_type",
     "check_bool",
     "check_int",
     "check_optional_int",
@@ -58,7 +59,7 @@ def check_int(
     """
     if not_int(value):
         raise ConfigTypeError(
-            f"{field}={preview(value)} is not {what} (it is a {type(value).__name__}); pass an int",
+            f"{field}={preview(value)} is not {what} (it is {a_type(value)}); pass an int",
             field=field,
             value=value,
         )
@@ -91,12 +92,17 @@ def check_bool(value: Any, field: str) -> bool:
     """``value`` as a ``bool``; ``0``, ``1``, ``""`` or ``None`` are refused, not coerced."""
     if not isinstance(value, (bool, np.bool_)):
         raise ConfigTypeError(
-            f"{field}={preview(value)} is not a flag: pass True or False (got a "
-            f"{type(value).__name__})",
+            f"{field}={preview(value)} is not a flag: pass True or False (got {a_type(value)})",
             field=field,
             value=value,
         )
     return bool(value)
+
+
+def a_type(value: object) -> str:
+    """The type of ``value`` with its article, for messages: ``"an int"``, ``"a str"``."""
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 class _Brief(reprlib.Repr):

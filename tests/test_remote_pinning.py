@@ -232,7 +232,7 @@ def _http_server(objects: _Objects) -> Any:
                 self.end_headers()
             return data
 
-        def do_HEAD(self) -> None:  # noqa: N802
+        def do_HEAD(self) -> None:
             data = self._object()
             if data is not None:
                 self.send_response(200)
@@ -241,7 +241,7 @@ def _http_server(objects: _Objects) -> Any:
                 self.send_header("Accept-Ranges", "bytes")
                 self.end_headers()
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             data = self._object()
             if data is None:
                 return

@@ -12,6 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from readplan._internal.validate import a_type
 from readplan.errors import FeatureError
 from readplan.metadata._feature_types import (
     Audio,
@@ -90,7 +91,7 @@ def _declare(feature: Any, where: str) -> dict[str, Any]:
     if isinstance(feature, Audio):
         return _typed("audio_feature.Audio", "audio", _audio(feature))
     raise FeatureError(
-        f"feature {where}: a {type(feature).__name__} cannot be written to features.json",
+        f"feature {where}: {a_type(feature)} cannot be written to features.json",
         feature=where,
     )
 

@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from readplan import storage
+from readplan._internal.validate import a_type
 from readplan.errors import FeatureError
 from readplan.metadata._feature_types import (
     STRING,
@@ -75,7 +76,7 @@ def _encode(feature: Feature, value: Any, where: str) -> _Entries:
         return _encode_sequence(feature, value, where)
     encoder = _LEAF_ENCODERS.get(type(feature))
     if encoder is None:
-        raise _error(where, f"cannot write a {type(feature).__name__} feature", feature)
+        raise _error(where, f"cannot write {a_type(feature)} feature", feature)
     return encoder(feature, value, where)
 
 

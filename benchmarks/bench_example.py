@@ -43,7 +43,7 @@ from _examples import tfds_like
 from readplan import tfrecord
 from readplan.example import FixedLen, VarLen, decode, decode_batch, encode, parse
 from readplan.metadata.features import SkipDecoding, load_features
-from readplan.records._example_pb import Example
+from readplan.records.example._pb import Example
 
 ROOT = Path(__file__).resolve().parents[1]
 REPEATS = 7

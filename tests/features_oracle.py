@@ -25,6 +25,7 @@ ORACLE_FILES = {
     "vectors": DATA / "vectors" / "features" / "readplan_feature_vectors_as_numpy.json",
     "encoded": DATA / "vectors" / "features" / "readplan_encoded_vectors_as_numpy.json",
     "video": DATA / "vectors" / "features" / "readplan_video_vectors_as_numpy.json",
+    "round3": DATA / "tfds_features3" / "readplan_features3_as_numpy.json",
 }
 
 
@@ -88,6 +89,43 @@ def _actual_dtype(value: Any) -> str:
     return "bytes" if isinstance(value, bytes) else str(np.asarray(value).dtype)
 
 
+_RAGGED_DTYPE = {"string": "object"}
+
+
+def _ragged_rows(value: Any, dtype: str, rank: int) -> Any:
+    """readplan's nested object arrays of rows as the recorded nested lists of values."""
+    assert isinstance(value, np.ndarray), value
+    assert value.ndim == 1, value
+    if rank == 0:
+        assert str(value.dtype) == _RAGGED_DTYPE.get(dtype, dtype), value.dtype
+        return _actual_values(value)
+    assert value.dtype == object
+    return [_ragged_rows(row, dtype, rank - 1) for row in value]
+
+
+def _expected_rows(values: list[Any], dtype: str, rank: int) -> Any:
+    if rank == 0:
+        return _expected_values({"dtype": _RAGGED_DTYPE.get(dtype, dtype), "values": values})
+    return [_expected_rows(row, dtype, rank - 1) for row in values]
+
+
+def _assert_special(value: Any, leaf: dict[str, Any], at: str) -> None:
+    """A ragged tensor (nested object arrays of rows) or a nested Dataset (a list)."""
+    if leaf["type"] == "_IterableDataset":
+        assert isinstance(value, list), at
+        assert len(value) == len(leaf["elements"]), at
+        for k, (element, expected) in enumerate(zip(value, leaf["elements"])):
+            assert_same_leaves(
+                element if isinstance(element, dict) else {"": element},
+                expected,
+                f"{at} element {k}",
+            )
+        return
+    rank = leaf["ragged_rank"]
+    expected = _expected_rows(leaf["values"], leaf["dtype"], rank)
+    assert _ragged_rows(value, leaf["dtype"], rank) == expected, at
+
+
 def assert_same_leaves(decoded: dict[str, Any], leaves: dict[str, Any], where: str) -> None:
     """``decoded`` has exactly the recorded leaf paths, each of the recorded type, dtype, shape
     and values (floats compared by their bits)."""
@@ -96,6 +134,9 @@ def assert_same_leaves(decoded: dict[str, Any], leaves: dict[str, Any], where: s
     for path, leaf in leaves.items():
         value = flat[path]
         at = f"{where} leaf {path}"
+        if leaf["type"] in ("tensorflow.RaggedTensor", "_IterableDataset"):
+            _assert_special(value, leaf, at)
+            continue
         assert _type_name(value) == leaf["type"], at
         assert _actual_dtype(value) == leaf["dtype"], at
         assert list(np.shape(value)) == leaf["shape"], at

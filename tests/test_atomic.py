@@ -15,8 +15,11 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from readplan import Checkpoint, DatasetInfo, ReadPlan, build_index, tfrecord
+from readplan import Checkpoint, DatasetInfo, Reader, ReadPlan, build_index, tfrecord
 from readplan._internal.atomic import atomic_output, atomic_write
+from readplan.cli import main
+from readplan.errors import StorageError
+from tests.tfds_toy import TOY_DIR
 
 
 def _dead_pid() -> int:
@@ -140,3 +143,112 @@ def test_the_file_holds_the_last_complete_write(contents: list[bytes], fail_at: 
         else:
             assert target.read_bytes() == last
         assert os.listdir(folder) == (["state.json"] if last is not None else [])
+
+
+# -- only regular files are replaced ----------------------------------------------------
+
+
+def _fifo(tmp_path: Path) -> Path:
+    path = tmp_path / "pipe"
+    os.mkfifo(path)
+    return path
+
+
+def _link_to(target: str, tmp_path: Path) -> Path:
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    return link
+
+
+SPECIAL = {
+    "fifo": _fifo,
+    "directory": lambda tmp: (tmp / "folder").mkdir() or tmp / "folder",
+    "link to a device": lambda tmp: _link_to(os.devnull, tmp),
+    "link to standard output": lambda tmp: _link_to("/dev/stdout", tmp),
+    "link to a descriptor": lambda tmp: _link_to("/proc/self/fd/1", tmp),
+    "dangling link": lambda tmp: _link_to(str(tmp / "nowhere" / "x"), tmp),
+    "link to a fifo": lambda tmp: _link_to(str(_fifo(tmp)), tmp),
+}
+
+
+def _shape(path: Path) -> tuple[int, str | None]:
+    """What is at ``path`` without following it: its file type, and a link's target."""
+    mode = os.lstat(path).st_mode
+    return stat.S_IFMT(mode), os.readlink(path) if stat.S_ISLNK(mode) else None
+
+
+@pytest.mark.parametrize("kind", sorted(SPECIAL))
+def test_special_files_are_refused_and_left_as_they_were(tmp_path: Path, kind: str) -> None:
+    target = SPECIAL[kind](tmp_path)
+    before = _shape(target)
+    with pytest.raises(StorageError) as caught:
+        atomic_write(target, b"{}")
+    assert caught.value.url == str(target)
+    assert "regular file" in str(caught.value)
+    assert _shape(target) == before
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")) == []
+
+
+def test_a_link_to_a_regular_file_replaces_that_file_and_stays_a_link(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    real = tmp_path / "real" / "state.json"
+    real.write_bytes(b"old")
+    link = _link_to(str(real), tmp_path)
+    atomic_write(link, b"new")
+    assert link.is_symlink()
+    assert os.readlink(link) == str(real)
+    assert real.read_bytes() == b"new"
+    assert sorted(p.name for p in (tmp_path / "real").iterdir()) == ["state.json"]
+
+
+def test_every_atomic_writer_refuses_a_fifo(tmp_path: Path) -> None:
+    """Reader states, checkpoints and sidecars share the write: none replaces a FIFO."""
+    plan = ReadPlan(DatasetInfo.load(TOY_DIR), "train")
+    data = tmp_path / "d.tfrecord"
+    tfrecord.write(data, [b"x"])
+    os.mkfifo(tmp_path / "d.tfrecord.index")
+    writers = {
+        "Reader.save": lambda: Reader(plan).save(_fifo_at(tmp_path / "state")),
+        "Checkpoint.save": lambda: plan.checkpoint(0, 3).save(_fifo_at(tmp_path / "ckpt")),
+        "build_index": lambda: build_index(data),
+    }
+    for name, write in writers.items():
+        with pytest.raises(StorageError, match="FIFO"):
+            write()
+        assert stat.S_ISFIFO(os.lstat(tmp_path / "d.tfrecord.index").st_mode), name
+
+
+def _fifo_at(path: Path) -> Path:
+    os.mkfifo(path)
+    return path
+
+
+def test_special_files_are_not_read_as_record_files(tmp_path: Path) -> None:
+    """A device has no size to read to: ``/dev/zero`` read as an empty file and got a
+    sidecar.  (Through a link here, so that nothing is ever written into ``/dev``.)"""
+    zero = _link_to("/dev/zero", tmp_path)
+    with pytest.raises(StorageError, match="not a regular file"):
+        build_index(zero)
+    with pytest.raises(StorageError, match="not a regular file"):
+        list(tfrecord.read(zero))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link"]
+
+
+def test_the_command_line_writes_only_regular_files_or_standard_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # where a file named "-" would appear
+    toy = str(TOY_DIR)
+    fifo = _fifo_at(tmp_path / "out")
+    status = main(["checkpoint", toy, "train", "--position", "5", "-o", str(fifo)])
+    captured = capsys.readouterr()
+    assert status == 2
+    assert f"{fifo}: refusing to write over it: it is a FIFO" in captured.err
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert main(["checkpoint", toy, "train", "--position", "5", "-o", "-"]) == 0
+    assert Checkpoint.from_json(capsys.readouterr().out).position == 5
+    assert not (tmp_path / "-").exists()
+    zero = _link_to("/dev/zero", tmp_path)
+    assert main(["index", str(zero)]) == 2
+    assert "not a regular file" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "out"]

@@ -55,10 +55,14 @@ def test_inspect_json_summary(capsys: pytest.CaptureFixture[str], name: str) -> 
 
 
 def test_inspect_limits_decoded_examples(capsys: pytest.CaptureFixture[str]) -> None:
-    _, (summary,) = inspect_json(capsys, "--examples", "2", str(FIXTURES / "examples.tfrecord"))
+    _, (summary,) = inspect_json(
+        capsys, "--summary-records", "2", str(FIXTURES / "examples.tfrecord")
+    )
     assert summary["records"] == 40
     assert summary["features"]["objects"]["examples"] == 2
-    _, (summary,) = inspect_json(capsys, "--examples", "0", str(FIXTURES / "examples.tfrecord"))
+    _, (summary,) = inspect_json(
+        capsys, "--summary-records", "0", str(FIXTURES / "examples.tfrecord")
+    )
     assert summary["features"] is None
 
 
@@ -191,7 +195,9 @@ def test_short_file_message_names_no_record_before_the_first(tmp_path: Path) -> 
 
 
 def test_inspect_counts_values_per_example(capsys: pytest.CaptureFixture[str]) -> None:
-    _, out, _ = run(capsys, "inspect", "--examples", "3", str(FIXTURES / "examples.tfrecord"))
+    _, out, _ = run(
+        capsys, "inspect", "--summary-records", "3", str(FIXTURES / "examples.tfrecord")
+    )
     assert "height         int64            3  1 value per example" in out
     assert "empty_bytes    bytes            3  0 values per example" in out
     assert "..1" not in out
@@ -205,7 +211,7 @@ def test_index_json_and_text_sidecars(capsys: pytest.CaptureFixture[str], tmp_pa
     (result,) = json.loads(out)["files"]
     assert result == {
         "path": str(copy),
-        "status": 0,
+        "status": "indexed",
         "records": 40,
         "written": [f"{copy}.index", f"{copy}.idx"],
     }

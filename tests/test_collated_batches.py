@@ -26,7 +26,7 @@ from readplan.example import decode, parse
 from readplan.metadata.features import FeaturesDict, Tensor
 from readplan.reading.collate import collate
 from readplan.reading.items import LazyRecords
-from readplan.records import _leaves
+from readplan.records.example import _leaves
 from tests.assertions import assert_same_nested, assert_same_value
 from tests.decoding_cases import decodable_skips, one_at_a_time, write_dataset
 from tests.reference_models import tfrecord_frames

@@ -39,9 +39,9 @@ from readplan.planning.instructions import file_instructions
 from readplan.reading import data_source as data_source_module
 from readplan.reading.data_source import RecordSource, data_source
 from readplan.reading.order_keys import OrderKeys
-from readplan.records import tfrecord as records_tfrecord
 from readplan.records.example import FixedLen
 from readplan.records.index import build_index
+from readplan.records.tfrecord import _file as records_tfrecord
 from readplan.testing import plans
 from tests.data_source_checks import (
     CASES,

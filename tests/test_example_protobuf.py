@@ -15,7 +15,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, te
 from hypothesis import given
 
 from readplan.example import encode
-from readplan.records import _example_pb
+from readplan.records.example import _pb as _example_pb
 from tests import example_wire as wire
 from tests.example_values import QUIET_PINNED_FEATURE_DICTS, with_pins
 from tests.strategies import feature_dicts

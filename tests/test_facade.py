@@ -78,3 +78,19 @@ def test_the_facade_check_fails_in_both_directions(
     with pytest.raises(ImportError, match=message):
         readplan._check_facade(names, namespace)
     readplan._check_facade(sorted(namespace), {**namespace, "_private": 0, "sub": types})
+
+
+def test_import_readplan_binds_the_documented_submodules() -> None:
+    """``import readplan`` alone reaches ``readplan.example.decode`` and its siblings (a fresh
+    interpreter: other tests import the submodules themselves)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import readplan; "
+        "print(readplan.example.decode.__name__, readplan.tfrecord.read.__name__, "
+        "readplan.index.build_index.__name__, readplan.tbl.TblFile.__name__, "
+        "readplan.features.Image.__name__)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["decode", "read", "build_index", "TblFile", "Image"]

@@ -25,7 +25,8 @@ from readplan.index import (
     index_path_for,
     load_index,
 )
-from readplan.records import index as records_index
+from readplan.records.index import _sidecar as records_index
+from readplan.records.tfrecord import _whole_file as whole_file
 from readplan.tfrecord import RecordFile
 from tests.tfrecord_fixtures import FILES, FIXTURES
 
@@ -91,7 +92,7 @@ def test_count_uses_the_sidecar_without_walking(
     def no_walk(*args: object, **kwargs: object) -> None:
         raise AssertionError("walked the headers although an index exists")
 
-    monkeypatch.setattr(records_index, "walk_offsets", no_walk)
+    monkeypatch.setattr(whole_file, "walk_offsets", no_walk)
     assert tfrecord.count(data_file) == 40
     with RecordFile(data_file) as rf:
         assert rf.indexed

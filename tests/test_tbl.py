@@ -27,7 +27,7 @@ from readplan.errors import (
     MissingExtraError,
     ReadplanError,
 )
-from readplan.records import _tbl_writer
+from readplan.records.tbl import _writer as _tbl_writer
 from readplan.tfrecord import CorruptionReport
 from tests.strategies import tbl_sample_specs
 from tests.tbl_samples import GOLDEN, GOLDEN_DIR, Spec, write_spec
@@ -232,7 +232,7 @@ def test_writer_streams_payloads_to_disk(tmp_path: Path) -> None:
 
 
 def test_missing_lz4_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from readplan.records import _tbl_layout
+    from readplan.records.tbl import _layout as _tbl_layout
 
     monkeypatch.setattr(_tbl_layout, "_lz4", None)
     monkeypatch.setitem(sys.modules, "lz4.block", None)

@@ -23,7 +23,7 @@ from readplan.errors import (
     ReadplanIndexError,
 )
 from readplan.index import build_index
-from readplan.records import tfrecord as records_module
+from readplan.records.tfrecord import _file as records_module
 from readplan.tfrecord import (
     KIND_DATA_CRC,
     KIND_HEADER_CRC,

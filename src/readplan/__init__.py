@@ -57,19 +57,30 @@ from readplan.reading.ranks import merge_states
 from readplan.reading.reader import Reader
 from readplan.records.example import FixedLen, VarLen
 from readplan.records.index import build_index
+from readplan.records.native import NATIVE
 from readplan.records.tfrecord import (
     CorruptionEvent,
     CorruptionReport,
     LostRecord,
+    PackedRecords,
     RecordFile,
     TFRecordWriter,
 )
 from readplan.state.checkpoint import Checkpoint
 from readplan.tbl import TblFile, TblWriter
+from readplan.writing import write_dataset, write_records
+
+# The documented submodules, reachable as attributes after ``import readplan``.
+from readplan import example as example  # isort: skip
+from readplan import features as features  # isort: skip
+from readplan import index as index  # isort: skip
+from readplan import tbl as tbl  # isort: skip
+from readplan import tfrecord as tfrecord  # isort: skip
 
 __version__ = "0.2.0"
 
 __all__ = [
+    "NATIVE",
     "AllSplits",
     "Batch",
     "Checkpoint",
@@ -101,6 +112,7 @@ __all__ = [
     "MissingExtraError",
     "ObjectChangedError",
     "ObjectNotFoundError",
+    "PackedRecords",
     "ReadConfig",
     "ReadInstruction",
     "ReadPlan",
@@ -139,6 +151,8 @@ __all__ = [
     "shard_lengths",
     "shuffle_order",
     "split_for_process",
+    "write_dataset",
+    "write_records",
 ]
 
 
@@ -148,7 +162,11 @@ def _check_facade(names: list[str], namespace: dict[str, object]) -> None:
     other fails at import, not in a user's code."""
     from types import ModuleType  # imported here: a module-level name would be public
 
-    if names != sorted(set(names)):
+    def group(name: str) -> tuple[bool, bool, str]:
+        # ruff's isort-style order (RUF022): constants, then classes, then the rest.
+        return not name.isupper(), not name[:1].isupper(), name
+
+    if names != sorted(set(names), key=group):
         raise ImportError("readplan.__all__ must be sorted and free of repeats")
     missing = [name for name in names if name not in namespace]
     if missing:

@@ -26,11 +26,13 @@ except ImportError as err:  # pragma: no cover - exercised without grain only
         "pip install 'readplan[grain]'"
     ) from err
 
+from readplan._internal.validate import preview
 from readplan.errors import CheckpointError
 from readplan.plan import ReadPlan
 from readplan.reading.items import Record
 from readplan.reading.order_keys import OrderKeys
 from readplan.reading.reader import Reader
+from readplan.state.codec import parse_json
 
 __all__ = ["OrderSampler", "PlanIterDataset"]
 
@@ -115,15 +117,15 @@ class _PlanIterator(grain.DatasetIterator):  # type: ignore[misc]
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
-        if not isinstance(state, Mapping) or sorted(state) != sorted(_STATE_FIELDS):
+        if not isinstance(state, Mapping) or set(state) != set(_STATE_FIELDS):
             raise CheckpointError(
                 f"a PlanIterDataset state is a mapping with keys {list(_STATE_FIELDS)} (from "
-                f"get_state()), got {state!r:.120}",
+                f"get_state()), got {preview(state, 120)}",
                 field="$",
             )
         try:
-            checkpoint = json.loads(state["checkpoint"])
-        except (TypeError, ValueError) as err:
+            checkpoint = parse_json(state["checkpoint"])
+        except CheckpointError as err:
             raise CheckpointError(
                 f"the state's 'checkpoint' must be the JSON text get_state() wrote: {err}",
                 field="checkpoint",

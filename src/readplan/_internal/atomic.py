@@ -7,6 +7,11 @@ would give (``0o666`` less the umask), not ``mkstemp``'s private ``0o600``: inde
 sidecars and checkpoints of a shared dataset must stay readable by its other users.
 Temporaries left behind by writers that were killed on this host are removed by the next
 write to the same target.  Every error names the user's path, never the temporary.
+
+Only a regular file (or nothing) is ever replaced: a symbolic link is followed to the
+regular file it names, whose folder then holds the temporary (the link stays a link); a
+FIFO, a device, a socket, a directory, a dangling link or a link to any of them is refused
+with :class:`~readplan.errors.StorageError` before anything is written, and left as it was.
 """
 
 from __future__ import annotations
@@ -14,12 +19,15 @@ from __future__ import annotations
 import os
 import secrets
 import socket
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["atomic_output", "atomic_write"]
+from readplan.errors import StorageError
+
+__all__ = ["atomic_output", "atomic_write", "replaceable_target"]
 
 _SUFFIX = ".tmp"
 
@@ -36,7 +44,7 @@ def atomic_output(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
 
     Leaving the block by an exception removes the temporary and leaves ``path`` as it was.
     """
-    target = Path(path)
+    target = replaceable_target(path)
     folder = target.parent
     _remove_stale_temporaries(folder, target.name)
     temporary = folder / f"{_prefix(target.name)}{os.getpid()}.{secrets.token_hex(4)}{_SUFFIX}"
@@ -56,6 +64,52 @@ def atomic_output(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
             raise _named(err, target) from None
         raise
     _fsync_folder(folder)
+
+
+def replaceable_target(path: str | os.PathLike[str]) -> Path:
+    """The regular file an atomic write of ``path`` replaces: ``path`` itself when it is one
+    or does not exist, the file a symbolic link resolves to; anything else is refused."""
+    target = Path(path)
+    try:
+        status = os.lstat(target)
+    except FileNotFoundError:
+        return target
+    except OSError as err:
+        raise _named(err, target) from None
+    if stat.S_ISREG(status.st_mode):
+        return target
+    if stat.S_ISLNK(status.st_mode):
+        try:
+            resolved = Path(os.path.realpath(target, strict=True))
+            status = os.stat(resolved)
+        except OSError as err:
+            what = f"a symbolic link that does not resolve ({err.strerror})"
+            raise _refused(target, what) from None
+        if stat.S_ISREG(status.st_mode):
+            return resolved
+        raise _refused(target, f"a symbolic link to {resolved}, {_kind(status.st_mode)}")
+    raise _refused(target, _kind(status.st_mode))
+
+
+def _kind(mode: int) -> str:
+    kinds = (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
+
+
+def _refused(target: Path, what: str) -> StorageError:
+    return StorageError(
+        f"{target}: refusing to write over it: it is {what}; a file is written only over a "
+        "regular file or where nothing exists (to write to standard output, give '-' where "
+        "the command accepts it)",
+        url=os.fspath(target),
+        operation="write",
+    )
 
 
 def _prefix(name: str) -> str:

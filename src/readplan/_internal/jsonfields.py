@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from readplan._internal.validate import is_int
+from readplan._internal.validate import is_int, preview
 
 __all__ = ["MISSING", "JsonFields"]
 
@@ -68,13 +68,13 @@ class JsonFields:
             return self.non_negative(name, value)
         if kind is bool and not isinstance(value, bool):
             raise self.fail(
-                name, f"field {self.field(name)!r} must be true or false, got {value!r}"
+                name, f"field {self.field(name)!r} must be true or false, got {preview(value)}"
             )
         if not isinstance(value, kind):
             raise self.fail(
                 name,
                 f"field {self.field(name)!r} must be a JSON {_KIND_NAMES.get(kind, kind.__name__)}"
-                f", got {value!r:.80}",
+                f", got {preview(value)}",
             )
         return value
 
@@ -83,7 +83,7 @@ class JsonFields:
         if not is_int(value) or value < 0:
             raise self.fail(
                 name,
-                f"field {self.field(name)!r} must be a non-negative integer, got {value!r:.80}",
+                f"field {self.field(name)!r} must be a non-negative integer, got {preview(value)}",
             )
         return value
 

@@ -10,6 +10,7 @@ are ``ConfigError`` unless the caller names another class.
 
 from __future__ import annotations
 
+import reprlib
 from typing import Any, TypeGuard
 
 import numpy as np
@@ -19,6 +20,7 @@ from readplan.errors import ConfigError, ConfigTypeError
 __all__ = [
     "INT64_MAX",
     "INT64_MIN",
+    "a_type",
     "check_bool",
     "check_int",
     "check_optional_int",
@@ -57,7 +59,7 @@ def check_int(
     """
     if not_int(value):
         raise ConfigTypeError(
-            f"{field}={value!r} is not {what} (it is a {type(value).__name__}); pass an int",
+            f"{field}={preview(value)} is not {what} (it is {a_type(value)}); pass an int",
             field=field,
             value=value,
         )
@@ -65,7 +67,7 @@ def check_int(
     if (minimum is not None and number < minimum) or (maximum is not None and number > maximum):
         shown = f"{'' if minimum is None else minimum}..{'' if maximum is None else maximum}"
         raise ConfigError(
-            f"{field}={number} is out of range: {field} must be {what} in {shown}",
+            f"{field}={preview(number)} is out of range: {field} must be {what} in {shown}",
             field=field,
             value=value,
         )
@@ -86,18 +88,67 @@ def check_optional_int(
     return check_int(value, field, minimum=minimum, maximum=maximum, what=f"{what} or None")
 
 
+def check_seed(value: Any, field: str) -> int | None:
+    """A shuffle or global seed as TF accepts it: any integer (numpy ones too) or bool
+    (``True`` is seed 1), of any size, or None; TF folds it (``specs/shuffle.md`` §1).
+    Floats, strings and other types are refused, as TF refuses them."""
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        return int(value)
+    if not_int(value):
+        raise ConfigTypeError(
+            f"{field}={value!r} is not a seed (it is a {type(value).__name__}); TensorFlow "
+            "takes an integer of any size (or a bool) and refuses floats and strings",
+            field=field,
+            value=value,
+        )
+    return int(value)
+
+
 def check_bool(value: Any, field: str) -> bool:
     """``value`` as a ``bool``; ``0``, ``1``, ``""`` or ``None`` are refused, not coerced."""
     if not isinstance(value, (bool, np.bool_)):
         raise ConfigTypeError(
-            f"{field}={value!r} is not a flag: pass True or False (got a {type(value).__name__})",
+            f"{field}={preview(value)} is not a flag: pass True or False (got {a_type(value)})",
             field=field,
             value=value,
         )
     return bool(value)
 
 
-def preview(value: object) -> str:
-    """The repr of a refused value, cut to a length an error message can quote."""
-    text = repr(value)
-    return text if len(text) <= _PREVIEW_CHARS else text[: _PREVIEW_CHARS - 3] + "..."
+def a_type(value: object) -> str:
+    """The type of ``value`` with its article, for messages: ``"an int"``, ``"a str"``."""
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
+class _Brief(reprlib.Repr):
+    """A repr that stops at a few levels and items, whatever the value's depth or size
+    (the built-in one recurses once per level and renders everything before a message
+    could cut it), and names an int too long to print instead of failing."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel = 3
+        self.maxdict = self.maxlist = self.maxtuple = self.maxset = self.maxfrozenset = 6
+        self.maxstring = self.maxother = _PREVIEW_CHARS
+        self.maxlong = 40
+
+    def repr_int(self, x: int, level: int) -> str:
+        if x.bit_length() > 128:
+            return f"<an int of {x.bit_length()} bits>"
+        return super().repr_int(x, level)
+
+
+_BRIEF = _Brief()
+
+
+def preview(value: object, width: int = _PREVIEW_CHARS) -> str:
+    """The repr of a refused value, cut to a length an error message can quote; bounded in
+    time and depth for any value (a state nested 100,000 levels deep, a 10^5-digit int)."""
+    try:
+        text = _BRIEF.repr(value)
+    except (RecursionError, ValueError):
+        text = f"<a {type(value).__name__} that cannot be shown>"
+    return text if len(text) <= width else text[: width - 3] + "..."

@@ -6,6 +6,7 @@ import argparse
 import tempfile
 from typing import Any
 
+from readplan.cli.numbers import INT64, NON_NEGATIVE, POSITIVE
 from readplan.demo import DemoConfig, main
 
 
@@ -26,16 +27,16 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         help="write the dataset and checkpoint here (an empty or new directory) and keep "
         "them; by default a temporary directory is used and removed",
     )
-    parser.add_argument("--seed", type=int, default=32, help="file shuffle seed (default 32)")
+    parser.add_argument("--seed", type=INT64, default=32, help="file shuffle seed (default 32)")
     parser.add_argument(
         "--stop-at",
-        type=int,
+        type=NON_NEGATIVE,
         default=None,
         help="records delivered before the preemption (default: 3/5 of the run)",
     )
-    parser.add_argument("--epochs", type=int, default=2, help="epochs to read (default 2)")
-    parser.add_argument("--cycle-length", type=int, default=4, help="interleave cycle length")
-    parser.add_argument("--block-length", type=int, default=8, help="interleave block length")
+    parser.add_argument("--epochs", type=POSITIVE, default=2, help="epochs to read (default 2)")
+    parser.add_argument("--cycle-length", type=POSITIVE, default=4, help="interleave cycle length")
+    parser.add_argument("--block-length", type=POSITIVE, default=8, help="interleave block length")
     parser.set_defaults(handler=_demo)
 
 

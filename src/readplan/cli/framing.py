@@ -14,14 +14,18 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import re
 import sys
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
 from readplan import storage
 from readplan._internal.progress import Progress
+from readplan.cli.examples import describe_examples, format_examples
+from readplan.cli.numbers import NON_NEGATIVE
 from readplan.cli.tbl import format_tbl_summary, inspect_tbl, is_tbl
 from readplan.errors import CorruptRecordError, ReadplanError
 from readplan.records import index as _index
@@ -30,6 +34,8 @@ from readplan.records import tfrecord
 _COMPRESSION_CHOICES = {"auto": "auto", "none": None, "GZIP": "GZIP", "ZLIB": "ZLIB"}
 _STATUS_DAMAGED = 1
 _STATUS_UNREADABLE = 2
+# ``index --json`` says what became of each file; the exit status is the worst of them.
+_EXIT_STATUS = {"indexed": 0, "damaged": _STATUS_DAMAGED, "unreadable": _STATUS_UNREADABLE}
 # Damage at offset 0 of a file that yields no record at all: not a TFRecord file.
 _FOREIGN_KINDS = frozenset(
     {tfrecord.KIND_HEADER_CRC, tfrecord.KIND_TRAILING_GARBAGE, tfrecord.KIND_TRUNCATED_HEADER}
@@ -67,11 +73,26 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         "and the compression ratio. Exit status 1 if any file is damaged, 2 if one cannot "
         "be read.",
     )
-    inspect.add_argument("files", nargs="+", metavar="FILE")
+    inspect.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="TFRecord (plain, GZIP or ZLIB) or TBL v2 files: local paths or URLs "
+        "(gs://, s3://, any fsspec protocol)",
+    )
     _add_json(inspect)
     inspect.add_argument(
         "--examples",
-        type=_non_negative,
+        type=NON_NEGATIVE,
+        default=0,
+        metavar="N",
+        help="print the first N records decoded: values, dtypes and shapes, images as their "
+        "format and size (as TFDS yields them when features.json is beside the file, else "
+        "as tf.train.Example entries); default 0",
+    )
+    inspect.add_argument(
+        "--summary-records",
+        type=NON_NEGATIVE,
         default=100,
         metavar="N",
         help="decode the first N records as tf.train.Example for the feature summary "
@@ -88,7 +109,12 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         "(readplan's binary sidecar, always written). Damaged files get no index (exit "
         "status 1).",
     )
-    build.add_argument("files", nargs="+", metavar="FILE")
+    build.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="TFRecord files to index: local paths or URLs (gs://, s3://, any fsspec protocol)",
+    )
     build.add_argument(
         "--index-dir",
         default=None,
@@ -124,19 +150,12 @@ def _add_json(parser: argparse.ArgumentParser) -> None:
 def _add_max_record_bytes(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-record-bytes",
-        type=_non_negative,
+        type=NON_NEGATIVE,
         default=None,
         metavar="N",
         help="refuse records longer than N bytes (default: 2**31-1, and 256 MiB in GZIP/ZLIB "
         "files, where a length cannot be checked against the file size)",
     )
-
-
-def _non_negative(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} is negative; pass 0 or more")
-    return value
 
 
 # ------------------------------------------------------------------------------ inspect
@@ -146,7 +165,13 @@ def run_inspect(args: argparse.Namespace) -> int:
     status = 0
     with Progress("inspecting", total=len(args.files), unit=" files") as bar:
         for path in args.files:
-            summary = _inspect_file(path, compression, args.examples, args.max_record_bytes)
+            summary = inspect_file(
+                path,
+                compression=compression,
+                examples=args.summary_records,
+                show=args.examples,
+                max_record_bytes=args.max_record_bytes,
+            )
             if "error" in summary and args.json:
                 # Text output shows the error in the file's summary; JSON keeps stdout parseable.
                 print(f"readplan inspect: {path}: {summary['error']}", file=sys.stderr)
@@ -163,14 +188,27 @@ def run_inspect(args: argparse.Namespace) -> int:
     return status
 
 
-def _inspect_file(
-    path: str, compression: object, examples: int, max_record_bytes: int | None
+def inspect_file(
+    path: str,
+    *,
+    compression: object = "auto",
+    examples: int = 100,
+    show: int = 0,
+    max_record_bytes: int | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
+    """``inspect``'s summary of one file (the JSON form's entry): the feature summary over
+    the first ``examples`` records and (``"examples"``) the first ``show`` records decoded;
+    ``progress(n)`` is called with the framed bytes of each record read (TFRecord files)."""
     report = tfrecord.CorruptionReport()
+    summarised, shown = examples, show
+    examples = max(summarised, shown)
     try:
         if is_tbl(path):
             tbl_summary, tbl_head = inspect_tbl(path, examples, report)
-            tbl_summary.update(_feature_summary(tbl_head))
+            tbl_summary.update(_feature_summary(tbl_head[:summarised]))
+            if shown:
+                tbl_summary["examples"] = describe_examples(path, tbl_head[:shown])
             tbl_summary["damage"] = [_event_json(event) for event in report]
             return tbl_summary
         records = tfrecord.read(
@@ -180,6 +218,8 @@ def _inspect_file(
             report=report,
             max_record_bytes=max_record_bytes,
         )
+        if progress is not None:
+            records = _counted(records, progress)
         head = list(itertools.islice(records, examples))
         tail = np.fromiter(map(len, records), dtype=np.int64)
         handle = storage.open_read(path)
@@ -205,9 +245,17 @@ def _inspect_file(
         "records": len(lengths),
         "record_bytes": _size_stats(lengths),
     }
-    summary.update(_feature_summary(head))
+    summary.update(_feature_summary(head[:summarised]))
+    if shown:
+        summary["examples"] = describe_examples(path, head[:shown])
     summary["damage"] = [_event_json(event) for event in report]
     return summary
+
+
+def _counted(records: Iterator[bytes], progress: Callable[[int], None]) -> Iterator[bytes]:
+    for record in records:
+        progress(len(record) + 16)
+        yield record
 
 
 def _foreign(event: tfrecord.CorruptionEvent) -> bool:
@@ -317,6 +365,7 @@ def _format_summary(summary: dict[str, Any]) -> str:
     if summary.get("container") == "tbl":
         lines = format_tbl_summary(summary)
         lines.extend(_format_features(summary["features"], summary["features_note"]))
+        lines.extend(format_examples(summary["examples"]) if "examples" in summary else [])
         lines.extend(_format_damage(summary["damage"]))
         return "\n".join(lines)
     lines = [
@@ -332,6 +381,7 @@ def _format_summary(summary: dict[str, Any]) -> str:
             f"{sizes['median']:,.0f} / max {sizes['max']:,} bytes"
         )
     lines.extend(_format_features(summary["features"], summary["features_note"]))
+    lines.extend(format_examples(summary["examples"]) if "examples" in summary else [])
     lines.extend(_format_damage(summary["damage"]))
     return "\n".join(lines)
 
@@ -380,7 +430,7 @@ def run_index(args: argparse.Namespace) -> int:
             bar.label = f"indexing file {number}/{len(args.files)}"
             result = _index_file(path, compression, args, bar)
             results.append(result)
-            status = max(status, result["status"])
+            status = max(status, _EXIT_STATUS[result["status"]])
             if "error" in result:
                 print(f"readplan index: {result['error']}", file=sys.stderr)
             elif not args.json:
@@ -393,6 +443,13 @@ def run_index(args: argparse.Namespace) -> int:
 def _index_file(
     path: str, compression: object, args: argparse.Namespace, bar: Progress
 ) -> dict[str, Any]:
+    local_dir = args.index_dir is not None and not storage.is_remote(args.index_dir)
+    if local_dir and not os.path.isdir(args.index_dir):
+        message = (
+            f"--index-dir {args.index_dir}: no such directory; create it first (the "
+            f"sidecar of {path} was not written)"
+        )
+        return {"path": path, "status": "unreadable", "error": message}
     try:
         written = _index.build_index(
             path,
@@ -403,16 +460,18 @@ def _index_file(
         )
     except CorruptRecordError as err:
         message = f"{as_flags(str(err))} (no index written)"
-        return {"path": path, "status": _STATUS_DAMAGED, "error": message}
+        return {"path": path, "status": "damaged", "error": message}
+    except ReadplanError as err:  # before OSError: a StorageError is both
+        return {"path": path, "status": "unreadable", "error": as_flags(str(err))}
     except OSError as err:
-        return {"path": path, "status": _STATUS_UNREADABLE, "error": f"{path}: {err.strerror}"}
-    except ReadplanError as err:
-        return {"path": path, "status": _STATUS_UNREADABLE, "error": as_flags(str(err))}
+        # The file at fault may be the sidecar being written, not the data file.
+        blamed = err.filename if isinstance(err.filename, str) else path
+        return {"path": path, "status": "unreadable", "error": f"{blamed}: {err.strerror}"}
     built = _index.load_index(path, compression=compression, index_path=written)
     outputs = [written]
     if args.text:
         outputs.append(_index.export_text(built, path + ".idx"))
-    return {"path": path, "status": 0, "records": len(built), "written": outputs}
+    return {"path": path, "status": "indexed", "records": len(built), "written": outputs}
 
 
 def _size_or_zero(path: str) -> int:

@@ -7,12 +7,12 @@ are (a converted TFDS dataset), by the same feature summary as TFRecord files us
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from typing import Any
 
 import numpy as np
 
+from readplan import storage
 from readplan.records import tbl
 from readplan.records.tfrecord import CorruptionReport
 
@@ -23,9 +23,9 @@ _TOP_DIMENSIONS = 5
 
 
 def is_tbl(path: str) -> bool:
-    """Whether ``path`` starts with the TBL v2 magic (its content decides, not its name)."""
-    with open(path, "rb") as handle:
-        return handle.read(len(_MAGIC)) == _MAGIC
+    """Whether ``path`` (a local path or a URL) starts with the TBL v2 magic (its content
+    decides, not its name)."""
+    return storage.read_prefix(path, len(_MAGIC)) == _MAGIC
 
 
 def inspect_tbl(
@@ -49,7 +49,7 @@ def inspect_tbl(
             "path": path,
             "container": "tbl",
             "compression": "lz4" if tf.compressed else None,
-            "file_bytes": os.path.getsize(path),
+            "file_bytes": storage.stat(path).size,
             "records": len(tf),
             "compressed_samples": int((entries["flags"][sound] & 1).sum()),
             "samples_with_metadata": with_metadata,

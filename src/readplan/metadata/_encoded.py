@@ -9,6 +9,7 @@ value, and, when more than one dimension is unknown, the shape next to it as
 from __future__ import annotations
 
 import dataclasses
+import math
 import zlib
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -48,7 +49,7 @@ def encoded_step(
     return elementwise(
         leaf,
         parse,
-        lambda data: _values(leaf.key, tensor, data, target),
+        lambda data, budget: _values(leaf, data, target, budget),
         tensor.shape,
         tensor.dtype,
     )
@@ -86,7 +87,7 @@ def _dynamic_step(leaf: _Leaf, tensor: Tensor, parser: Callable[[_Leaf], _Parse]
                 "(from features.json); the record does not match its dataset's features",
                 key=leaf.key,
             )
-        return _values(leaf.key, tensor, bytes(parse_value(stored)[()]), dims)
+        return _values(leaf, bytes(parse_value(stored)[()]), dims, leaf.cap)
 
     return step
 
@@ -95,17 +96,20 @@ def _stored_value(array: npt.NDArray[Any]) -> Any:
     return array[()] if array.ndim == 0 else array
 
 
-def _values(key: str, tensor: Tensor, data: bytes, shape: tuple[int, ...]) -> npt.NDArray[Any]:
-    if tensor.encoding == "zlib":
-        try:
-            data = zlib.decompress(data)
-        except zlib.error as err:
-            raise ExampleError(
-                f"feature {key!r} is declared zlib-encoded but does not decompress ({err})",
-                key=key,
-            ) from err
-    # decode_raw reads little-endian; uint64 goes through int64 and a bitcast.
+def _values(leaf: _Leaf, data: bytes, shape: tuple[int, ...], budget: int) -> npt.NDArray[Any]:
+    """The array of one buffer: ``shape`` (``-1``: any length) of the leaf's dtype, at most
+    ``budget`` bytes."""
+    tensor = leaf.feature
+    assert isinstance(tensor, Tensor)
+    key = leaf.key
     stored = np.dtype("int64" if tensor.dtype == "uint64" else tensor.dtype).newbyteorder("<")
+    holds = math.prod(shape) * stored.itemsize if -1 not in shape else None
+    if holds is not None and holds > budget:
+        raise _too_large(leaf, f"shape {shape} takes {holds} bytes", budget)
+    if tensor.encoding == "zlib":
+        data = _inflate(leaf, data, budget if holds is None else holds, by_cap=holds is None)
+    elif len(data) > budget:
+        raise _too_large(leaf, f"the buffer holds {len(data)} bytes", budget)
     if len(data) % stored.itemsize:
         raise ExampleError(
             f"feature {key!r} holds {len(data)} bytes, not a whole number of {tensor.dtype} values",
@@ -121,6 +125,49 @@ def _values(key: str, tensor: Tensor, data: bytes, shape: tuple[int, ...]) -> np
             key=key,
         ) from err
     return values
+
+
+def _inflate(leaf: _Leaf, data: bytes, limit: int, *, by_cap: bool) -> bytes:
+    """``data`` decompressed, refused once it passes ``limit`` bytes (one more is inflated
+    to tell "exactly full" from "too much"): a few compressed bytes can inflate to
+    gigabytes, so nothing beyond what the value may hold is produced."""
+    key = leaf.key
+    shape = leaf.feature.shape if isinstance(leaf.feature, Tensor) else ()
+    inflater = zlib.decompressobj()
+    try:
+        out = inflater.decompress(data, limit + 1)
+    except zlib.error as err:
+        raise ExampleError(
+            f"feature {key!r} is declared zlib-encoded but does not decompress ({err})", key=key
+        ) from err
+    if len(out) > limit:
+        if by_cap:
+            raise _too_large(leaf, f"the buffer inflates to over {limit} bytes", limit)
+        raise ExampleError(
+            f"feature {key!r} inflates to more than the {limit} bytes its shape holds "
+            f"(features.json declares {shape}); the record does not match its dataset's "
+            "features",
+            key=key,
+        )
+    if not inflater.eof:
+        raise ExampleError(
+            f"feature {key!r} is declared zlib-encoded but does not decompress (incomplete "
+            "or truncated stream)",
+            key=key,
+        )
+    return out
+
+
+def _too_large(leaf: _Leaf, what: str, budget: int) -> FeatureError:
+    return FeatureError(
+        f"feature {leaf.key}: {what}, more than the {budget} bytes the value may take "
+        f"(max_value_bytes={leaf.cap} bounds a decoded value, a Sequence's elements "
+        "together); nothing more was decoded. If the value is genuine, pass a larger "
+        "max_value_bytes to the decoder or set $READPLAN_MAX_VALUE_BYTES "
+        "(specs/features.md §6)",
+        feature=leaf.key,
+        feature_type="Tensor",
+    )
 
 
 def _refused(leaf: _Leaf, what: str) -> FeatureError:

@@ -3,7 +3,7 @@
 The records are decoded once to :func:`readplan.example.decode_batch` columns; each leaf
 that is only parsed (numbers, strings, class labels, boxes, skipped images) is checked, cast
 and shaped for the whole column at once into one array (a
-:class:`~readplan.records._leaves.Leaf`), from which come one value per record or a
+:class:`~readplan.records.example._leaves.Leaf`), from which come one value per record or a
 collated batch. Leaves decoded further (images, raw-buffer tensors, unknown features) take
 their usual step on each record's decoded features. Any record that would fail sends the
 whole batch through the one-record decoder, so results and errors are exactly its.
@@ -24,6 +24,7 @@ from readplan.errors import ExampleError, FeatureError
 from readplan.metadata._feature_decode import (
     Decoded,
     Unknown,
+    cast_like_tf,
     compile_decoder,
     compile_steps,
     is_plain,
@@ -31,9 +32,16 @@ from readplan.metadata._feature_decode import (
 )
 from readplan.metadata._feature_types import STRING, Feature, stored_kind
 from readplan.records import example
-from readplan.records._columns import Column
-from readplan.records._leaves import Computed, Fixed, Leaf, LeafBatch, Ragged, decoded_leaves
-from readplan.records._rows import NotRegularError, cut, object_array
+from readplan.records.example._columns import Column
+from readplan.records.example._leaves import (
+    Computed,
+    Fixed,
+    Leaf,
+    LeafBatch,
+    Ragged,
+    decoded_leaves,
+)
+from readplan.records.example._rows import NotRegularError, cut, object_array
 
 if TYPE_CHECKING:
     from readplan.metadata._feature_decode import _Leaf
@@ -46,12 +54,15 @@ _LeafOf = Callable[[_Columns, int, _Stored], Leaf]
 
 
 def compile_batch_decoder(
-    features: Mapping[str, Feature], decoders: Mapping[str, Any] | None, unknown: Unknown
+    features: Mapping[str, Feature],
+    decoders: Mapping[str, Any] | None,
+    unknown: Unknown,
+    max_value_bytes: int | None = None,
 ) -> Callable[[Sequence[bytes]], list[Decoded]]:
     """The function decoding a batch of serialized records of ``features``: per record,
     exactly what :func:`~readplan.metadata._feature_decode.compile_decoder`'s function gives."""
-    one = compile_decoder(features, decoders, unknown)
-    leaves = compile_leaf_decoder(features, decoders, unknown)
+    one = compile_decoder(features, decoders, unknown, max_value_bytes)
+    leaves = compile_leaf_decoder(features, decoders, unknown, max_value_bytes)
 
     def decode(records: Sequence[bytes]) -> list[Decoded]:
         if not records:
@@ -65,12 +76,15 @@ def compile_batch_decoder(
 
 
 def compile_leaf_decoder(
-    features: Mapping[str, Feature], decoders: Mapping[str, Any] | None, unknown: Unknown
+    features: Mapping[str, Feature],
+    decoders: Mapping[str, Any] | None,
+    unknown: Unknown,
+    max_value_bytes: int | None = None,
 ) -> Callable[[Sequence[bytes]], LeafBatch]:
     """The function decoding a non-empty batch of records of ``features`` leaf by leaf; it
     raises ``ExampleError``, ``FeatureError`` or ``NotRegularError`` when some record would
     fail (the one-record decoder then says which, and how)."""
-    steps = compile_steps(features, decoders, unknown)
+    steps = compile_steps(features, decoders, unknown, max_value_bytes)
     tree = _tree([leaf.path for leaf, _ in steps])
     makers = [
         _plain_leaf(leaf, parser(leaf)) if is_plain(leaf) else _stepped_leaf(step)
@@ -124,8 +138,7 @@ def _plain_leaf(leaf: _Leaf, parse: Callable[[Mapping[str, Any]], Any]) -> _Leaf
             if isinstance(column.values, list)
             else np.asarray(column.values)
         )
-        with np.errstate(over="ignore"):  # float32 -> float16 overflows to inf, as in TF
-            cast = values.astype(numpy_dtype, copy=False)
+        cast = cast_like_tf(values, numpy_dtype)
         if unknown_dims:
             # A record without the feature holds no values: its empty rows are the default.
             if target[0] == -1:

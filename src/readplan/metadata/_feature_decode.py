@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeAlias
 
 import numpy as np
@@ -24,6 +24,7 @@ from readplan.metadata._feature_types import (
     Audio,
     BBoxFeature,
     ClassLabel,
+    Dataset,
     Feature,
     Image,
     Sequence,
@@ -31,10 +32,11 @@ from readplan.metadata._feature_types import (
     Tensor,
     Text,
     UnknownFeature,
-    default_value,
+    default_fill,
     stored_kind,
 )
 from readplan.metadata._images import decode_image
+from readplan.metadata._limits import RAISE_CAP, Budget, check_capacity, value_cap
 from readplan.records import example
 
 __all__ = [
@@ -42,6 +44,7 @@ __all__ = [
     "SkipDecoding",
     "Unknown",
     "as_numpy",
+    "cast_like_tf",
     "compile_decoder",
     "compile_steps",
     "is_plain",
@@ -76,6 +79,10 @@ class _Leaf:
     dtype: str
     rank: int
     skip: bool
+    cap: int
+    """The decoder's ``max_value_bytes``: no value it decodes may be larger."""
+    unstacked: bool = False  # inside a Dataset: elements are decoded one by one, not stacked
+    inner: tuple[_Leaf, ...] = ()  # a Dataset's own leaves
 
     @property
     def key(self) -> str:
@@ -83,10 +90,16 @@ class _Leaf:
 
 
 def compile_decoder(
-    features: Mapping[str, Feature], decoders: Mapping[str, Any] | None, unknown: Unknown
+    features: Mapping[str, Feature],
+    decoders: Mapping[str, Any] | None,
+    unknown: Unknown,
+    max_value_bytes: int | None = None,
 ) -> Callable[[bytes], Decoded]:
     """The function decoding one serialized record of ``features``."""
-    steps = [(leaf.path, step) for leaf, step in compile_steps(features, decoders, unknown)]
+    steps = [
+        (leaf.path, step)
+        for leaf, step in compile_steps(features, decoders, unknown, max_value_bytes)
+    ]
 
     def decode(record: bytes) -> Decoded:
         stored = example.decode(record)
@@ -102,26 +115,41 @@ def compile_decoder(
 
 
 def compile_steps(
-    features: Mapping[str, Feature], decoders: Mapping[str, Any] | None, unknown: Unknown
+    features: Mapping[str, Feature],
+    decoders: Mapping[str, Any] | None,
+    unknown: Unknown,
+    max_value_bytes: int | None = None,
 ) -> list[tuple[_Leaf, Callable[[Mapping[str, Any]], Any]]]:
-    """Every leaf of ``features`` in the order its decoded example lists it, with its step."""
+    """Every leaf of ``features`` in the order its decoded example lists it, with its step
+    (``max_value_bytes``: see :func:`~readplan.metadata._limits.value_cap`)."""
+    cap = value_cap(max_value_bytes)
     if unknown not in ("error", "raw"):
         raise ConfigError(
             f"unknown must be 'error' or 'raw', got {unknown!r}", field="unknown", value=unknown
         )
     skipped = _skipped_paths(features, decoders or {}, ())
     leaves: list[_Leaf] = []
-    _collect(features, (), (), skipped, unknown, leaves)
+    _collect(features, (), (), skipped, unknown, cap, leaves)
     return [(leaf, _step(leaf)) for leaf in leaves]
 
 
 def is_plain(leaf: _Leaf) -> bool:
     """Whether the leaf's step is only its parse (no image, raw-buffer or unknown decoding)."""
-    if isinstance(leaf.feature, UnknownFeature):
+    if isinstance(leaf.feature, (UnknownFeature, Dataset)) or is_ragged(leaf):
         return False
     if isinstance(leaf.feature, Tensor) and leaf.feature.encoding != "none":
         return False
     return not (isinstance(leaf.feature, Image) and not leaf.skip)
+
+
+def is_ragged(leaf: _Leaf) -> bool:
+    """Whether TFDS stores the leaf as a ragged tensor (flat values and row lengths)."""
+    return (
+        isinstance(leaf.feature, Tensor)
+        and leaf.feature.encoding == "none"
+        and leaf.rank > 1
+        and leaf.shape.count(None) > 1
+    )
 
 
 # --- decoders -------------------------------------------------------------------------------
@@ -184,38 +212,66 @@ def _collect(
     outer: Shape,
     skipped: frozenset[_Path],
     unknown: Unknown,
+    cap: int,
     out: list[_Leaf],
 ) -> None:
     for name, feature in features.items():
         where = (*path, name)
         dims = outer
-        while isinstance(feature, Sequence):
+        while isinstance(feature, Sequence) and not isinstance(feature, Dataset):
             dims = (*dims, feature.length)
             feature = feature.feature
-        if isinstance(feature, Mapping):
-            _collect(feature, where, dims, skipped, unknown, out)
+        if isinstance(feature, Dataset):
+            out.append(_dataset_leaf(where, feature, dims, skipped, unknown, cap))
+        elif isinstance(feature, Mapping):
+            _collect(feature, where, dims, skipped, unknown, cap, out)
         else:
-            out.append(_leaf(where, feature, dims, where in skipped, unknown))
+            out.append(_leaf(where, feature, dims, where in skipped, unknown, cap))
 
 
-def _leaf(path: _Path, feature: Feature, dims: Shape, skip: bool, unknown: Unknown) -> _Leaf:
+def _dataset_leaf(
+    path: _Path,
+    dataset: Dataset,
+    dims: Shape,
+    skipped: frozenset[_Path],
+    unknown: Unknown,
+    cap: int,
+) -> _Leaf:
+    if dims:
+        raise _unsupported(path, dataset, "a Dataset inside a Sequence or another Dataset")
+    inner: list[_Leaf] = []
+    as_sequence = Sequence(dataset.feature, dataset.length)
+    _collect({path[-1]: as_sequence}, path[:-1], (), skipped, unknown, cap, inner)
+    if any(isinstance(leaf.feature, Dataset) for leaf in inner):
+        raise _unsupported(path, dataset, "a Dataset inside a Dataset (TFDS cannot nest them)")
+    flat = tuple(replace(leaf, unstacked=True) for leaf in inner)
+    return _Leaf(path, dataset, (), STRING, 0, False, cap, inner=flat)
+
+
+def _leaf(
+    path: _Path, feature: Feature, dims: Shape, skip: bool, unknown: Unknown, cap: int
+) -> _Leaf:
     if isinstance(feature, Image):
-        return _Leaf(path, feature, dims, STRING, len(dims), skip)
+        check_capacity("/".join(path), "Image", (*dims, *feature.shape), 1)
+        return _Leaf(path, feature, dims, STRING, len(dims), skip, cap)
     if isinstance(feature, UnknownFeature):
-        if unknown == "error":
+        if unknown == "error" and not skip:
+            what = feature.reason or "a type readplan does not decode"
             raise FeatureError(
-                f"feature {'/'.join(path)} is a {feature.python_class_name}, a type readplan "
-                "does not decode; pass unknown='raw' to receive its tf.train.Example entries "
-                "undecoded",
+                f"feature {'/'.join(path)} is a {feature.python_class_name}: {what}; pass "
+                "unknown='raw' (or decoders={...: SkipDecoding()} for this feature) to "
+                "receive its tf.train.Example entries undecoded",
                 feature="/".join(path),
                 feature_type=feature.python_class_name,
             )
-        return _Leaf(path, feature, dims, STRING, len(dims), skip)
+        return _Leaf(path, feature, dims, STRING, len(dims), skip, cap)
     tensor = feature if isinstance(feature, Tensor) else _tensor_of(feature)
+    itemsize = np.dtype(object if tensor.dtype == STRING else tensor.dtype).itemsize
+    check_capacity("/".join(path), tensor.tfds_class, (*dims, *tensor.shape), itemsize)
     if tensor.encoding != "none":
         # One buffer of raw values per element (per Sequence entry).
-        return _Leaf(path, tensor, dims, STRING, len(dims), skip)
-    return _Leaf(path, tensor, (*dims, *tensor.shape), tensor.dtype, len(dims), skip)
+        return _Leaf(path, tensor, dims, STRING, len(dims), skip, cap)
+    return _Leaf(path, tensor, (*dims, *tensor.shape), tensor.dtype, len(dims), skip, cap)
 
 
 def _tensor_of(feature: Feature) -> Tensor:
@@ -241,6 +297,10 @@ _Step = Callable[[_Stored], Any]
 
 
 def _step(leaf: _Leaf) -> _Step:
+    if isinstance(leaf.feature, Dataset):
+        return _dataset_step(leaf)
+    if is_ragged(leaf):
+        return _ragged_step(leaf)
     if isinstance(leaf.feature, UnknownFeature):
         prefix = leaf.key + "/"
         return lambda stored: {
@@ -262,8 +322,8 @@ def parser(leaf: _Leaf) -> Callable[[_Stored], npt.NDArray[Any]]:
         raise _unsupported(
             leaf.path,
             leaf.feature,
-            f"shape {leaf.shape} (more than one unknown dimension, as from a Sequence of "
-            "Sequences)",
+            f"shape {leaf.shape} (more than one unknown dimension, which TFDS stores only for "
+            "a Sequence of Sequences of a fixed-shape tensor, as a ragged tensor)",
         )
     inner = tuple(dim for dim in leaf.shape if dim is not None)
     size = math.prod(inner)
@@ -272,7 +332,7 @@ def parser(leaf: _Leaf) -> Callable[[_Stored], npt.NDArray[Any]]:
     target = tuple(-1 if dim is None else dim for dim in leaf.shape)
     optional = isinstance(leaf.feature, Tensor) and leaf.feature.optional
     numpy_dtype = np.dtype(object) if leaf.dtype == STRING else np.dtype(leaf.dtype)
-    narrowing_floats = leaf.dtype == "float16"
+    default = _default(leaf, numpy_dtype)
 
     def parse(stored: _Stored) -> npt.NDArray[Any]:
         values = stored.get(leaf.key)
@@ -283,8 +343,7 @@ def parser(leaf: _Leaf) -> Callable[[_Stored], npt.NDArray[Any]]:
                     f"features.json declares it with shape {leaf.shape}, so TFDS requires it",
                     key=leaf.key,
                 )
-            values = default_value(leaf.dtype, leaf.shape)
-            array = np.asarray(values, dtype=numpy_dtype)
+            array = default(stored)
         else:
             array = _checked(leaf, kind, values)
         count = array.size
@@ -295,14 +354,50 @@ def parser(leaf: _Leaf) -> Callable[[_Stored], npt.NDArray[Any]]:
                 "features",
                 key=leaf.key,
             )
-        shaped = array.reshape(target)
-        if narrowing_floats:
-            # float32 -> float16 overflows to inf, as TensorFlow's cast does, silently.
-            with np.errstate(over="ignore"):
-                return shaped.astype(numpy_dtype)
-        return shaped.astype(numpy_dtype, copy=False)
+        return cast_like_tf(array.reshape(target), numpy_dtype)
 
     return parse
+
+
+def _default(leaf: _Leaf, numpy_dtype: np.dtype[Any]) -> Callable[[_Stored], npt.NDArray[Any]]:
+    """What an absent entry parses to: TFDS's default (empty for an unknown dimension), or
+    a FeatureError when that default is larger than ``leaf.cap``."""
+    shape = tuple(dim or 0 for dim in leaf.shape)
+    size = math.prod(shape) * numpy_dtype.itemsize
+    fill = default_fill(leaf.dtype)
+
+    def default(stored: _Stored) -> npt.NDArray[Any]:
+        if size > leaf.cap:
+            raise FeatureError(
+                f"feature {leaf.key}: the record does not hold this optional feature, and its "
+                f"default (shape {leaf.shape}, {size} bytes) is larger than "
+                f"max_value_bytes={leaf.cap}; {RAISE_CAP}",
+                feature=leaf.key,
+                feature_type=type(leaf.feature).tfds_class,
+            )
+        return np.full(shape, fill, dtype=numpy_dtype)
+
+    return default
+
+
+_TINY32 = np.finfo(np.float32).tiny
+
+
+def cast_like_tf(values: npt.NDArray[Any], dtype: np.dtype[Any]) -> npt.NDArray[Any]:
+    """``values`` (as parsed: int64, float32 or bytes) cast to ``dtype`` as TensorFlow does.
+
+    float32 -> float16 overflows to inf silently; float32 -> float64 flushes float32
+    subnormals to zero of the same sign (TensorFlow's CPU kernels run with denormals
+    flushed).
+    """
+    if dtype == np.float64 and values.dtype == np.float32:
+        wide = values.astype(np.float64)
+        subnormal = (wide != 0) & (np.abs(wide) < _TINY32)
+        if subnormal.any():
+            wide[subnormal] = np.copysign(0.0, wide[subnormal])
+        return wide
+    with np.errstate(over="ignore"):
+        return values.astype(dtype, copy=False)
 
 
 _KIND_OF_LIST = {"i": "int64", "f": "float32"}
@@ -338,9 +433,18 @@ def _image_step(leaf: _Leaf, parse: Callable[[_Stored], npt.NDArray[Any]]) -> _S
     channels = image.shape[-1]
     where = leaf.key
 
-    def one(data: bytes) -> npt.NDArray[Any]:
-        pixels = decode_image(data, channels=channels, dtype=image.dtype, where=where)
-        if any(want not in (None, got) for want, got in zip(image.shape, pixels.shape)):
+    def one(data: bytes, budget: int) -> npt.NDArray[Any]:
+        pixels = decode_image(
+            data,
+            channels=channels,
+            dtype=image.dtype,
+            where=where,
+            shape=image.shape,
+            max_bytes=budget,
+        )
+        if pixels.ndim != len(image.shape) or any(
+            want not in (None, got) for want, got in zip(image.shape, pixels.shape)
+        ):
             raise FeatureError(
                 f"feature {where}: the image decodes to shape {pixels.shape}, but "
                 f"features.json declares {image.shape}",
@@ -355,17 +459,27 @@ def _image_step(leaf: _Leaf, parse: Callable[[_Stored], npt.NDArray[Any]]) -> _S
 def _elementwise(
     leaf: _Leaf,
     parse: Callable[[_Stored], npt.NDArray[Any]],
-    one: Callable[[bytes], npt.NDArray[Any]],
+    one: Callable[[bytes, int], npt.NDArray[Any]],
     element_shape: Shape,
     dtype: str,
 ) -> _Step:
-    """Decode each stored bytes element with ``one``; a Sequence stacks the results."""
+    """Decode each stored bytes element with ``one``, given what is left of ``leaf.cap``
+    for it; a Sequence stacks the results (their sum is bounded by the cap)."""
 
-    def step(stored: _Stored) -> npt.NDArray[Any]:
+    def step(stored: _Stored) -> Any:
         encoded = parse(stored)
         if leaf.rank == 0:
-            return one(bytes(encoded[()]))
-        flat = [one(data) for data in encoded.reshape(-1)]
+            return one(bytes(encoded[()]), leaf.cap)
+        budget = Budget(leaf.cap)
+        if leaf.unstacked:
+            # A Dataset decodes each element on its own: shapes may differ between them.
+            return [stacked(element, budget) for element in encoded]
+        return stacked(encoded, budget)
+
+    def stacked(encoded: npt.NDArray[Any], budget: Budget) -> npt.NDArray[Any]:
+        if encoded.ndim == 0:
+            return budget.spend(one(bytes(encoded[()]), budget.left))
+        flat = [budget.spend(one(bytes(data), budget.left)) for data in encoded.reshape(-1)]
         if not flat:
             # TFDS's empty sequence: the element's unknown dimensions become 0.
             empty = (*encoded.shape, *(0 if dim is None else dim for dim in element_shape))
@@ -379,5 +493,83 @@ def _elementwise(
                 feature_type=type(leaf.feature).tfds_class,
             )
         return np.stack(flat).reshape(*encoded.shape, *flat[0].shape)
+
+    return step
+
+
+# --- ragged tensors and nested datasets ------------------------------------------------------
+
+
+def _ragged_step(leaf: _Leaf) -> _Step:
+    """A Sequence of Sequences: TFDS's ``<key>/ragged_flat_values`` and
+    ``<key>/ragged_row_lengths_<k>`` entries, as nested object arrays of rows."""
+    inner = leaf.shape[leaf.rank :]
+    if None in inner:
+        raise _unsupported(
+            leaf.path, leaf.feature, f"shape {leaf.shape} (a ragged tensor of {inner} elements)"
+        )
+    flat = parser(replace(leaf, path=(*leaf.path, "ragged_flat_values"), shape=(None, *inner)))
+    lengths = [
+        parser(
+            _Leaf(
+                (*leaf.path, f"ragged_row_lengths_{k}"),
+                Tensor((None,), "int64"),
+                (None,),
+                "int64",
+                1,
+                False,
+                leaf.cap,
+            )
+        )
+        for k in range(leaf.rank - 1)
+    ]
+
+    def step(stored: _Stored) -> npt.NDArray[Any]:
+        rows: npt.NDArray[Any] = flat(stored)
+        for k in range(len(lengths) - 1, -1, -1):
+            counts = lengths[k](stored)
+            if counts.sum() != len(rows) or (counts < 0).any():
+                raise ExampleError(
+                    f"feature {leaf.key!r}: ragged_row_lengths_{k} sums to {int(counts.sum())} "
+                    f"but there are {len(rows)} values below it; the record does not match its "
+                    "dataset's features",
+                    key=f"{leaf.key}/ragged_row_lengths_{k}",
+                )
+            ends = np.cumsum(counts)
+            nested = np.empty(len(counts), dtype=object)
+            for i, (start, end) in enumerate(zip(ends - counts, ends)):
+                nested[i] = rows[start:end]
+            rows = nested
+        return rows
+
+    return step
+
+
+def _dataset_step(leaf: _Leaf) -> _Step:
+    """A nested Dataset: its leaves decoded as a Sequence, then cut into its elements."""
+    inner = [(child.path[len(leaf.path) :], _step(child)) for child in leaf.inner]
+
+    def step(stored: _Stored) -> list[Any]:
+        values = [(where, decode(stored)) for where, decode in inner]
+        counts = {len(value) for _, value in values}
+        if len(counts) > 1:
+            raise ExampleError(
+                f"feature {leaf.key!r}: the Dataset's features hold different numbers of "
+                f"elements {sorted(counts)}; TFDS cuts them into elements and fails too",
+                key=leaf.key,
+            )
+        elements: list[Any] = []
+        for i in range(counts.pop() if counts else 0):
+            if len(values) == 1 and not values[0][0]:
+                elements.append(values[0][1][i])
+                continue
+            element: Decoded = {}
+            for where, value in values:
+                node = element
+                for name in where[:-1]:
+                    node = node.setdefault(name, {})
+                node[where[-1]] = value[i]
+            elements.append(element)
+        return elements
 
     return step

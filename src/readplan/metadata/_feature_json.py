@@ -15,26 +15,33 @@ from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from readplan import storage
+from readplan._internal.validate import INT64_MAX, INT64_MIN
 from readplan.errors import FeatureError
 from readplan.metadata._feature_types import (
     Audio,
     BBoxFeature,
     ClassLabel,
+    Dataset,
     Feature,
     Image,
     ImageFormat,
+    LabeledImage,
     Scalar,
     Sequence,
     Tensor,
     Text,
     UnknownFeature,
 )
+from readplan.metadata._limits import MAX_FEATURE_DEPTH
 
 __all__ = ["FEATURES_FILE", "MakeDict", "read_features"]
 
 FEATURES_FILE = "features.json"
 _PACKAGE = "tensorflow_datasets.core.features."
 _DECIMAL = re.compile(r"-?[0-9]+")
+# int64's extremes have 19 digits: longer numbers are refused before Python converts them
+# (which it refuses itself beyond 4,300 digits, with a bare ValueError).
+_MAX_DIGITS = 20
 _Path = tuple[str, ...]
 
 
@@ -51,6 +58,7 @@ class _Context:
         self.file = file
         self.labels = labels
         self.make_dict = make_dict
+        self.depth = 0  # of the declaration being read: dicts and Sequences nest
 
     def error(self, path: _Path, message: str, feature_type: str | None = None) -> FeatureError:
         where = "/".join(path) or "(top level)"
@@ -74,7 +82,13 @@ def read_features(
     except OSError as err:
         raise FeatureError(f"cannot read {file}: {err}", path=file) from err
     try:
-        declaration = json.loads(raw)
+        declaration = json.loads(raw, parse_int=_json_int)
+    except RecursionError:
+        raise FeatureError(
+            f"{file} nests JSON values too deeply to read; TFDS writes features nested a few "
+            f"levels deep (readplan reads at most {MAX_FEATURE_DEPTH})",
+            path=file,
+        ) from None
     except (ValueError, UnicodeDecodeError) as err:
         raise FeatureError(
             f"{file} is not valid JSON ({err}); TFDS writes it next to dataset_info.json",
@@ -89,7 +103,20 @@ def read_features(
         )
     if not isinstance(declaration, dict) or "featuresDict" not in declaration:
         raise context.error((), "the top-level feature must be a FeaturesDict")
-    return _feature(declaration, (), (), context)
+    try:
+        return _feature(declaration, (), (), context)
+    except RecursionError:  # JSON nested deeply inside a feature's other fields
+        raise context.error((), "nests JSON values too deeply to read") from None
+
+
+class _LongNumber(str):
+    """A JSON number too long for int64, kept as its text for :func:`_int` to refuse, located."""
+
+    __slots__ = ()
+
+
+def _json_int(text: str) -> int | str:
+    return _LongNumber(text) if len(text) > _MAX_DIGITS else int(text)
 
 
 def _read_labels(
@@ -108,6 +135,20 @@ def _read_labels(
 
 def _feature(value: Any, path: _Path, names: _Path, context: _Context) -> Feature:
     """One declaration; ``names`` is the dict-key chain that names its label file."""
+    if context.depth >= MAX_FEATURE_DEPTH:
+        raise context.error(
+            path,
+            f"features nest more than {MAX_FEATURE_DEPTH} levels deep (dicts and Sequences); "
+            "TFDS datasets nest a few",
+        )
+    context.depth += 1
+    try:
+        return _declared(value, path, names, context)
+    finally:
+        context.depth -= 1
+
+
+def _declared(value: Any, path: _Path, names: _Path, context: _Context) -> Feature:
     if not isinstance(value, dict):
         raise context.error(path, f"expected a JSON object, got {value!r:.80}")
     class_name = value.get("pythonClassName")
@@ -115,11 +156,14 @@ def _feature(value: Any, path: _Path, names: _Path, context: _Context) -> Featur
         raise context.error(path, "has no pythonClassName")
     short = class_name.removeprefix(_PACKAGE).rsplit(".", 1)[-1]
     parser = _PARSERS.get(class_name.removeprefix(_PACKAGE))
+    kept = {k: v for k, v in value.items() if k not in ("description", "valueRange")}
+    declared = json.dumps(kept, sort_keys=True)
     if parser is None:
-        declared = {k: v for k, v in value.items() if k not in ("description", "valueRange")}
-        return UnknownFeature(class_name, json.dumps(declared, sort_keys=True))
+        return UnknownFeature(class_name, declared)
     field_name, parse = parser
     content = value.get(field_name)
+    if short == "Text" and isinstance(value.get("jsonFeature"), dict):
+        return UnknownFeature(class_name, declared, _encoded_text(value["jsonFeature"]))
     if not isinstance(content, dict):
         raise context.error(
             path, f"a {short} needs a {field_name!r} object, got {content!r:.80}", short
@@ -129,7 +173,18 @@ def _feature(value: Any, path: _Path, names: _Path, context: _Context) -> Featur
     except FeatureError as err:
         if err.path is not None:
             raise
-        raise context.error(path, str(err), short) from None
+        # A declaration TFDS accepts but readplan's model does not: it loads, and refuses
+        # when decoded, so the dataset's other features still decode.
+        return UnknownFeature(class_name, declared, str(err))
+
+
+def _encoded_text(content: dict[str, Any]) -> str:
+    return (
+        f"features.json declares a Text with a deprecated text encoder ({content.get('json')}): "
+        "its records hold the integer token ids of a tfds.deprecated.text encoder whose "
+        "vocabulary features.json does not hold, and TFDS 4.9.10 refuses to load it too "
+        "(\"Deprecated encoder not supported\"); read its ids with unknown='raw'"
+    )
 
 
 def _int(
@@ -138,11 +193,15 @@ def _int(
     value = content.get(key)
     if value is None:
         return default
+    if isinstance(value, _LongNumber) or (isinstance(value, str) and len(value) > _MAX_DIGITS):
+        raise c.error(
+            path, f"{key} is a number of {len(value)} digits ({value[:24]}...), not an int64"
+        )
     if isinstance(value, str) and _DECIMAL.fullmatch(value):
-        return int(value)
-    if isinstance(value, int) and not isinstance(value, bool):
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and INT64_MIN <= value <= INT64_MAX:
         return value
-    raise c.error(path, f"{key} must be an integer (number or decimal string), got {value!r}")
+    raise c.error(path, f"{key} must be an int64 (a number or decimal string), got {value!r:.80}")
 
 
 def _str(content: Mapping[str, Any], key: str, path: _Path, c: _Context) -> str | None:
@@ -159,7 +218,7 @@ def _shape(content: Mapping[str, Any], path: _Path, c: _Context) -> tuple[int | 
         raise c.error(path, f"shape must be {{'dimensions': [...]}}, got {shape!r:.80}")
     out: list[int | None] = []
     for dim in dims:
-        number = _int({"d": dim}, "d", None, path, c)
+        number = _int({"shape dimension": dim}, "shape dimension", None, path, c)
         if number is None or number < -1:
             raise c.error(path, f"shape dimension {dim!r} must be -1 (unknown) or >= 0")
         out.append(None if number == -1 else number)
@@ -212,6 +271,27 @@ def _image(content: dict[str, Any], path: _Path, names: _Path, c: _Context) -> F
     return _image_of(content, _shape(content, path, c), path, c)
 
 
+def _labeled_image(content: dict[str, Any], path: _Path, names: _Path, c: _Context) -> Feature:
+    image = _image_of(content, _shape(content, path, c) or (None, None, 1), path, c)
+    label = content.get("label")
+    num_classes = _int(label, "numClasses", 0, path, c) if isinstance(label, dict) else None
+    labels = c.labels("-".join(names))
+    if labels is not None and num_classes is not None and len(labels) != num_classes:
+        raise c.error(
+            path,
+            f"{'-'.join(names)}.labels.txt lists {len(labels)} names but features.json says "
+            f"numClasses={num_classes}; the two files disagree",
+            "LabeledImage",
+        )
+    return LabeledImage(
+        image.shape,
+        image.dtype,
+        image.encoding_format,
+        num_classes=num_classes,
+        names=labels or (),
+    )
+
+
 def _image_of(
     content: dict[str, Any], shape: tuple[int | None, ...], path: _Path, c: _Context
 ) -> Image:
@@ -257,6 +337,32 @@ def _sequence(content: dict[str, Any], path: _Path, names: _Path, c: _Context) -
     return Sequence(inner, None if length == -1 else length)
 
 
+def _dataset(content: dict[str, Any], path: _Path, names: _Path, c: _Context) -> Feature:
+    sequence = _sequence(content, path, names, c)
+    assert isinstance(sequence, Sequence)
+    return Dataset(sequence.feature, sequence.length)
+
+
+def _languages(content: dict[str, Any], path: _Path, c: _Context) -> list[str]:
+    languages = content.get("languages", [])
+    if not isinstance(languages, list) or not all(isinstance(x, str) for x in languages):
+        raise c.error(path, f"languages must be a list of strings, got {languages!r:.80}")
+    return languages
+
+
+def _translation(content: dict[str, Any], path: _Path, names: _Path, c: _Context) -> Feature:
+    # TFDS's Translation is a FeaturesDict of one Text per language.
+    return c.make_dict({language: Text() for language in _languages(content, path, c)})
+
+
+def _variable_translation(
+    content: dict[str, Any], path: _Path, names: _Path, c: _Context
+) -> Feature:
+    # TFDS's TranslationVariableLanguages is a Sequence of {language, translation} texts.
+    _languages(content, path, c)
+    return Sequence(c.make_dict({"language": Text(), "translation": Text()}))
+
+
 def _features_dict(content: dict[str, Any], path: _Path, names: _Path, c: _Context) -> Feature:
     entries = content.get("features", {})
     if not isinstance(entries, dict):
@@ -277,6 +383,10 @@ _PARSERS: dict[str, tuple[str, Callable[[dict[str, Any], _Path, _Path, _Context]
     "text_feature.Text": ("text", _text),
     "class_label_feature.ClassLabel": ("classLabel", _class_label),
     "image_feature.Image": ("image", _image),
+    "labeled_image.LabeledImage": ("image", _labeled_image),
+    "dataset_feature.Dataset": ("sequence", _dataset),
+    "translation_feature.Translation": ("translation", _translation),
+    "translation_feature.TranslationVariableLanguages": ("translation", _variable_translation),
     "bounding_boxes.BBoxFeature": ("boundingBox", _bbox),
     "audio_feature.Audio": ("audio", _audio),
     "sequence_feature.Sequence": ("sequence", _sequence),

@@ -8,10 +8,10 @@ dimensions to every leaf below it and :class:`FeaturesDict` nests names with ``/
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable
+from collections import abc
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias, overload
 
 import numpy as np
 
@@ -24,8 +24,11 @@ __all__ = [
     "Audio",
     "BBoxFeature",
     "ClassLabel",
+    "Dataset",
+    "DefaultNames",
     "Feature",
     "Image",
+    "LabeledImage",
     "Scalar",
     "Sequence",
     "Shape",
@@ -190,24 +193,35 @@ class ClassLabel(Feature):
     tfds_class: ClassVar[str] = "ClassLabel"
 
     num_classes: int
-    names: tuple[str, ...]
+    names: abc.Sequence[str]
+    """A tuple, or :class:`DefaultNames` without a labels file."""
 
-    def __init__(self, num_classes: int, names: Iterable[str] = ()) -> None:
-        if names:
-            names = tuple(names)
-        elif _is_count(num_classes):
-            names = tuple(map(str, range(num_classes)))
+    def __init__(self, num_classes: int | None = None, names: Iterable[str] | None = ()) -> None:
+        # TFDS's spellings: ClassLabel(num_classes=3), ClassLabel(names=[...]) or both.
+        names = tuple(names) if names is not None and not isinstance(names, str) else names
+        if num_classes is None and isinstance(names, tuple) and names:
+            num_classes = len(names)
+        if (
+            is_int(num_classes)
+            and num_classes >= 0
+            and (not names or names == DefaultNames(num_classes))
+        ):
+            # Built on demand: numClasses may be 10**15 while only a few names are used.
+            names = DefaultNames(num_classes)
         init_fields(self, num_classes=num_classes, names=names)
         self.__post_init__()
 
     def __post_init__(self) -> None:
         if not _is_count(self.num_classes):
             raise FeatureError(
-                f"ClassLabel num_classes must be a non-negative int, got {self.num_classes!r}",
+                f"ClassLabel num_classes must be a non-negative int, got {self.num_classes!r}; "
+                "give num_classes=<int> or names=[...]",
                 feature_type="ClassLabel",
             )
         names = self.names
-        if not all(isinstance(name, str) for name in names):
+        if isinstance(names, DefaultNames) and len(names) == self.num_classes:
+            return
+        if not isinstance(names, tuple) or not all(isinstance(name, str) for name in names):
             raise FeatureError(
                 f"ClassLabel names must be str, got {names!r:.120}", feature_type="ClassLabel"
             )
@@ -238,7 +252,7 @@ class ClassLabel(Feature):
         if not is_int(value) or not 0 <= value < self.num_classes:
             raise FeatureError(
                 f"class index {index!r} is outside [0, {self.num_classes}); the names are "
-                f"{list(self.names)!r:.200}",
+                f"{_names_preview(self.names)}",
                 feature_type="ClassLabel",
             )
         return self.names[value]
@@ -249,9 +263,79 @@ class ClassLabel(Feature):
             return self.names.index(name)
         except ValueError:
             raise FeatureError(
-                f"{name!r} is not a class name; the names are {list(self.names)!r:.200}",
+                f"{name!r:.80} is not a class name; the names are {_names_preview(self.names)}",
                 feature_type="ClassLabel",
             ) from None
+
+
+class DefaultNames(abc.Sequence[str]):
+    """The names of a ClassLabel without a labels file, ``"0"``, ``"1"``, ..., built on demand.
+
+    Equal to the tuple of the same names; hashed by its length alone, so a 10**15-class
+    label hashes (as a decoder cache key) at once.
+    """
+
+    __slots__ = ("_count",)
+
+    def __init__(self, count: int) -> None:
+        self._count = count
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[str, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> str | tuple[str, ...]:
+        if isinstance(index, slice):
+            return tuple(map(str, range(self._count)[index]))
+        return str(range(self._count)[index])
+
+    def __iter__(self) -> Iterator[str]:
+        return map(str, range(self._count))
+
+    def __contains__(self, name: object) -> bool:
+        return self._position(name) is not None
+
+    def index(self, name: Any, start: int = 0, stop: int | None = None) -> int:
+        """The index of ``name`` (ValueError when it is not one of the names)."""
+        position = self._position(name)
+        if position is None or position not in range(self._count)[start:stop]:
+            raise ValueError(f"{name!r:.80} is not in the names")
+        return position
+
+    def count(self, name: Any) -> int:
+        """1 for a name, else 0 (the names are distinct)."""
+        return int(name in self)
+
+    def _position(self, name: object) -> int | None:
+        if not isinstance(name, str) or not name.isdecimal() or not name.isascii():
+            return None
+        if len(name) > len(str(self._count)) or (name != "0" and name.startswith("0")):
+            return None
+        position = int(name)
+        return position if position < self._count else None
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DefaultNames):
+            return self._count == other._count
+        if isinstance(other, tuple):
+            return len(other) == self._count and all(map(str.__eq__, self, other))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((DefaultNames, self._count))
+
+    def __repr__(self) -> str:
+        return f"DefaultNames({self._count})"
+
+
+def _names_preview(names: abc.Sequence[str]) -> str:
+    shown = [names[i] for i in range(min(len(names), 10))]
+    return f"{shown!r:.200}" + (f" ... ({len(names)} names)" if len(names) > len(shown) else "")
 
 
 @dataclass(frozen=True)
@@ -315,11 +399,12 @@ class Audio(Feature):
 
 @dataclass(frozen=True, init=False)
 class Image(Feature):
-    """``tfds.features.Image``: one encoded PNG or JPEG, decoded to ``(h, w, c)``.
+    """``tfds.features.Image``: one encoded PNG, JPEG, BMP or GIF, decoded to ``(h, w, c)``.
 
     ``encoding_format`` is how TFDS encoded arrays when writing; decoding reads the format
     from the bytes, as TFDS does. ``float32`` images are single-channel and stored as
-    4-channel uint8 PNGs of the float's bytes.
+    4-channel uint8 PNGs of the float's bytes. A 4-D shape ``(frames, h, w, 3)`` holds
+    GIFs, decoded to all their frames.
     """
 
     tfds_class: ClassVar[str] = "Image"
@@ -349,9 +434,11 @@ class Image(Feature):
         shape = self.shape
         _check_shape(shape, "Image")
         _check_dtype(self.dtype, "Image", _IMAGE_DTYPES)
-        if len(shape) != 3:
+        if len(shape) not in (3, 4):
             raise FeatureError(
-                f"Image shape {shape} must be (height, width, channels)", feature_type="Image"
+                f"Image shape {shape} must be (height, width, channels), or (frames, height, "
+                "width, channels) for GIFs",
+                feature_type="Image",
             )
         if self.encoding_format not in (None, "png", "jpeg"):
             raise FeatureError(
@@ -365,18 +452,23 @@ class Image(Feature):
         _check_bool(self.use_colormap, "use_colormap", "Image")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Sequence(Feature):
     """``tfds.features.Sequence``: ``length`` (or any number of) elements of ``feature``.
 
     Every leaf below gains a leading dimension; a sequence of a dict yields a dict of stacked
-    arrays.
+    arrays. As in TFDS, ``feature`` may be a plain dict (a FeaturesDict) or a numpy type
+    (a scalar Tensor).
     """
 
     tfds_class: ClassVar[str] = "Sequence"
 
     feature: Feature
     length: int | None = None
+
+    def __init__(self, feature: Any, length: int | None = None) -> None:
+        init_fields(self, feature=as_feature(feature), length=length)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         if not isinstance(self.feature, Feature):
@@ -390,6 +482,57 @@ class Sequence(Feature):
                 f"Sequence length must be a non-negative int or None, got {self.length!r}",
                 feature_type="Sequence",
             )
+
+
+@dataclass(frozen=True, init=False)
+class LabeledImage(Image):
+    """``tfds.features.LabeledImage``: a one-channel :class:`Image` of class indices.
+
+    Decoded as its Image; ``num_classes`` and ``names`` (from ``<path>.labels.txt``) say
+    what the pixel values mean.
+    """
+
+    tfds_class: ClassVar[str] = "LabeledImage"
+
+    num_classes: int | None
+    names: tuple[str, ...]
+
+    def __init__(
+        self,
+        shape: Shape | list[int | None] = (None, None, 1),
+        dtype: str = "uint8",
+        encoding_format: ImageFormat | None = None,
+        *,
+        num_classes: int | None = None,
+        names: Iterable[str] = (),
+    ) -> None:
+        init_fields(self, num_classes=num_classes, names=tuple(names))
+        super().__init__(shape, dtype, encoding_format, use_colormap=True)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.shape[-1] != 1:
+            raise FeatureError(
+                f"LabeledImage has one channel, not shape {self.shape}",
+                feature_type="LabeledImage",
+            )
+        if self.num_classes is not None and not _is_count(self.num_classes):
+            raise FeatureError(
+                f"LabeledImage num_classes must be a non-negative int or None, got "
+                f"{self.num_classes!r}",
+                feature_type="LabeledImage",
+            )
+
+
+@dataclass(frozen=True)
+class Dataset(Sequence):
+    """``tfds.features.Dataset``: a nested dataset, stored as a :class:`Sequence`.
+
+    ``tfds.as_numpy`` yields it as an iterable of its elements; readplan yields the list of
+    them, each decoded like a record of ``feature``.
+    """
+
+    tfds_class: ClassVar[str] = "Dataset"
 
 
 @dataclass(frozen=True)
@@ -406,6 +549,23 @@ class UnknownFeature(Feature):
     python_class_name: str
     content: str = ""
     """The feature's JSON declaration, for inspection."""
+    reason: str = ""
+    """Why readplan does not decode it, when it is a type readplan knows (else empty)."""
+
+
+_DICT_TYPE: list[Callable[[Mapping[str, Any]], Feature]] = []
+"""The FeaturesDict type, registered by ``features`` (which defines it on top of this module)."""
+
+
+def as_feature(value: Any) -> Any:
+    """``value`` as TFDS reads a feature: a plain dict is a FeaturesDict, a numpy type
+    (``np.int64``, ``np.dtype("float32")``) a scalar Tensor; anything else is kept as given."""
+    if isinstance(value, Mapping) and not isinstance(value, Feature) and _DICT_TYPE:
+        return _DICT_TYPE[0](value)
+    if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
+        name = np.dtype(value).name
+        return Tensor((), STRING if np.dtype(value).kind in "SUO" else name)
+    return value
 
 
 def _is_count(value: object) -> bool:
@@ -421,16 +581,17 @@ def stored_kind(dtype: str) -> Literal["int64", "float32", "bytes"]:
     return "int64"
 
 
-def default_value(dtype: str, shape: Shape) -> Any:
-    """TFDS's value for an absent optional tensor: the dtype's minimum, ``b""`` or ``False``."""
+def default_fill(dtype: str) -> Any:
+    """TFDS's value for an absent optional tensor: the dtype's minimum, ``b""`` or ``False``.
+
+    A float's minimum is parsed as a float32 (TFDS hands it to a float32 parse spec), so
+    float64's overflows to ``-inf``.
+    """
     if dtype == STRING:
-        fill: Any = b""
-    elif dtype == "bool":
-        fill = False
-    elif np.dtype(dtype).kind == "f":
-        fill = np.finfo(dtype).min
-    else:
-        fill = np.iinfo(dtype).min
-    if not shape:
-        return fill
-    return [fill] * math.prod(dim or 0 for dim in shape)
+        return b""
+    if dtype == "bool":
+        return False
+    if np.dtype(dtype).kind == "f":
+        with np.errstate(over="ignore"):
+            return np.float32(np.finfo(dtype).min)
+    return np.iinfo(dtype).min

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import functools
 import importlib
-import io
+import struct
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -22,16 +23,17 @@ import numpy.typing as npt
 
 from readplan._internal.arrays import U8Array
 from readplan.errors import FeatureError, MissingExtraError
+from readplan.metadata._bmp_gif import decode_bmp, decode_gif
+from readplan.metadata._feature_types import Shape
+from readplan.metadata._png import decode_png
 
 __all__ = ["decode_image", "image_format"]
 
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 _JPEG_MAGIC = b"\xff\xd8\xff"
 _OTHER_MAGIC = ((b"GIF8", "GIF"), (b"BM", "BMP"), (b"RIFF", "WebP"))
-# PNG IHDR colour types -> channels as stored.
-_PNG_GRAY, _PNG_RGB, _PNG_PALETTE, _PNG_GRAY_ALPHA, _PNG_RGBA = 0, 2, 3, 4, 6
-_PNG_CHANNELS = {_PNG_GRAY: 1, _PNG_RGB: 3, _PNG_GRAY_ALPHA: 2, _PNG_RGBA: 4}
-_OPAQUE = 255
+# PNG IHDR colour type -> channels decoded (a palette expands to RGB or RGBA).
+_PNG_CHANNELS = {0: 1, 2: 3, 3: 4, 4: 2, 6: 4}
 
 
 @functools.cache
@@ -60,28 +62,56 @@ def image_format(data: bytes) -> str:
     return "unknown"
 
 
-def decode_image(data: bytes, *, channels: int | None, dtype: str, where: str) -> npt.NDArray[Any]:
+def decode_image(
+    data: bytes,
+    *,
+    channels: int | None,
+    dtype: str,
+    where: str,
+    shape: Shape = (None, None, None),
+    max_bytes: int | None = None,
+) -> npt.NDArray[Any]:
     """Decode one encoded image to ``(height, width, channels)`` of ``dtype``.
 
-    ``channels`` None keeps the image's own channel count. ``where`` names the feature in
-    error messages.
+    ``channels`` None keeps the image's own channel count. A GIF gives ``(frames, height,
+    width, 3)``. ``where`` names the feature in error messages. Before any pixel is
+    decoded, the header's height and width must agree with ``shape``'s known dimensions and
+    the decoded image must fit in ``max_bytes`` (None: no bound); otherwise it is refused
+    (``specs/features.md`` §6).
     """
     if dtype == "float32":
         # TFDS stores a float image as the 4 bytes of each float in an RGBA PNG.
-        rgba = decode_image(data, channels=4, dtype="uint8", where=where)
+        rgba = decode_image(
+            data, channels=4, dtype="uint8", where=where, shape=shape, max_bytes=max_bytes
+        )
         return np.ascontiguousarray(rgba).view("<f4").astype(np.float32)
     kind = image_format(data)
+
+    def refuse(why: str) -> FeatureError:
+        return _refuse(where, why)
+
+    sample_bytes = 2 if dtype == "uint16" else 1
+    if kind in _HEADERS:
+        height, width, stored = _HEADERS[kind](data, refuse)
+        pixel_bytes = max(stored, channels or 0) * sample_bytes
+        _check_size(height, width, pixel_bytes, shape, max_bytes, where)
     if kind == "png":
-        return _png(data, channels, dtype, where)
+        pil_png = _import("PIL.PngImagePlugin", "Pillow", "PNG")
+        return decode_png(data, channels, dtype, refuse, pil_png)
     if kind == "jpeg":
-        if dtype != "uint8":
-            raise _refuse(where, f"a JPEG decodes to uint8, but the feature's dtype is {dtype}")
-        return _jpeg(data, channels, where)
-    raise _refuse(
-        where,
-        f"the bytes are a {kind} image (first bytes {data[:8].hex()}); readplan decodes "
-        "PNG and JPEG",
-    )
+        pixels = _jpeg(data, channels, where)
+    elif kind == "BMP":
+        pixels = decode_bmp(data, channels, refuse)
+    elif kind == "GIF":
+        pixels = decode_gif(data, channels, refuse, max_bytes)
+    else:
+        raise _refuse(
+            where,
+            f"the bytes are a {kind} image (first bytes {data[:8].hex()}); TensorFlow decodes "
+            "PNG, JPEG, GIF and BMP",
+        )
+    # TensorFlow decodes these to 8 bits and shifts them to 16 (x * 256) when asked.
+    return pixels.astype(np.uint16) << np.uint16(8) if dtype == "uint16" else pixels
 
 
 def _refuse(where: str, why: str) -> FeatureError:
@@ -93,65 +123,71 @@ def _refuse(where: str, why: str) -> FeatureError:
     )
 
 
-# --- PNG ------------------------------------------------------------------------------------
+# --- sizes from headers -----------------------------------------------------------------------
 
 
-def _png(data: bytes, channels: int | None, dtype: str, where: str) -> npt.NDArray[Any]:
-    if len(data) < 33 or data[12:16] != b"IHDR":
-        raise _refuse(where, "the PNG has no IHDR header; it is truncated or damaged")
-    depth, color = data[24], data[25]
-    wanted_depth = 16 if dtype == "uint16" else 8
-    if color == _PNG_PALETTE:
-        if dtype != "uint8":
-            raise _refuse(where, f"a palette PNG decodes to uint8, not {dtype}")
-    elif depth != wanted_depth or color not in _PNG_CHANNELS:
-        raise _refuse(
-            where,
-            f"PNG bit depth {depth} colour type {color} is not decoded to {dtype} by readplan "
-            "(supported: 8-bit gray/gray+alpha/RGB/RGBA/palette to uint8, 16-bit gray to "
-            "uint16)",
+def _check_size(
+    height: int, width: int, pixel_bytes: int, shape: Shape, max_bytes: int | None, where: str
+) -> None:
+    """Refuse, from its header, an image ``shape`` cannot hold or ``max_bytes`` bounds."""
+    declared = tuple(shape[:2])
+    if any(want not in (None, got) for want, got in zip(declared, (height, width))):
+        raise FeatureError(
+            f"feature {where}: the image's header says {height} x {width} pixels (height x "
+            f"width), but features.json declares shape {tuple(shape)}; nothing was decoded",
+            feature=where,
+            feature_type="Image",
         )
-    pil = _import("PIL.Image", "Pillow", "PNG")
+    needed = height * width * pixel_bytes
+    if max_bytes is not None and needed > max_bytes:
+        raise FeatureError(
+            f"feature {where}: the image's header says {height} x {width} pixels, which "
+            f"decode to {needed} bytes, more than the {max_bytes} bytes it may take "
+            "(max_value_bytes bounds a decoded value, a Sequence's images together); nothing "
+            "was decoded. If the image is genuine, pass a larger max_value_bytes to the "
+            "decoder or set $READPLAN_MAX_VALUE_BYTES (specs/features.md §6)",
+            feature=where,
+            feature_type="Image",
+        )
+
+
+def _png_size(data: bytes, refuse: Callable[[str], FeatureError]) -> tuple[int, int, int]:
+    """Height, width and decoded channels (at most), from the PNG's IHDR chunk."""
+    if len(data) < 33 or data[12:16] != b"IHDR":
+        raise refuse("the PNG has no IHDR header; it is truncated or damaged")
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    return height, width, _PNG_CHANNELS.get(data[25], 4)
+
+
+def _jpeg_size(data: bytes, refuse: Callable[[str], FeatureError]) -> tuple[int, int, int]:
+    """Height, width and decoded channels (at most), from the JPEG's frame header."""
+    simplejpeg = _import("simplejpeg", "simplejpeg", "JPEG")
     try:
-        with pil.open(io.BytesIO(data)) as image:
-            image.load()
-            has_trns = "transparency" in image.info
-            if color == _PNG_PALETTE:
-                image = image.convert("RGBA" if has_trns else "RGB")
-            pixels = np.asarray(image)
-    except (OSError, ValueError, SyntaxError) as err:
-        raise _refuse(where, f"the PNG does not decode ({err})") from err
-    if wanted_depth == 16:
-        pixels = pixels.astype(np.uint16)
-    if pixels.ndim == 2:
-        pixels = pixels[:, :, None]
-    native = pixels.shape[2]
-    return _convert_channels(pixels, native if channels is None else channels, has_trns, where)
+        height, width, colorspace, _ = simplejpeg.decode_jpeg_header(data)
+    except ValueError as err:
+        raise refuse(f"the JPEG header does not decode ({err})") from err
+    return height, width, 1 if colorspace == "Gray" else 4 if colorspace in _FOUR else 3
 
 
-def _convert_channels(
-    pixels: npt.NDArray[Any], channels: int, has_trns: bool, where: str
-) -> npt.NDArray[Any]:
-    native = pixels.shape[2]
-    if channels == native:
-        return pixels
-    gray = native <= 2
-    color = pixels[:, :, :1].repeat(3, axis=2) if gray else pixels[:, :, :3]
-    has_alpha = native in (2, 4)
-    if channels in (1, 3):
-        if channels == 1 and not gray:
-            raise _refuse(where, "converting a colour PNG to one channel is not supported")
-        # TensorFlow strips alpha (and tRNS transparency) without compositing.
-        return np.ascontiguousarray(pixels[:, :, :1] if channels == 1 else color)
-    if channels in (2, 4):
-        if channels == 2 and not gray:
-            raise _refuse(where, "converting a colour PNG to gray+alpha is not supported")
-        if has_trns and not has_alpha:
-            raise _refuse(where, "turning PNG tRNS transparency into alpha is not supported")
-        alpha = pixels[:, :, -1:] if has_alpha else np.full_like(pixels[:, :, :1], _OPAQUE)
-        base = pixels[:, :, :1] if channels == 2 else color
-        return np.concatenate([base, alpha], axis=2)
-    raise _refuse(where, f"a PNG cannot be decoded to {channels} channels (1, 2, 3 or 4)")
+def _bmp_size(data: bytes, refuse: Callable[[str], FeatureError]) -> tuple[int, int, int]:
+    """Height and width (a negative height is a top-down BMP) and 4 channels at most."""
+    if len(data) < 26:
+        raise refuse(f"the BMP is {len(data)} bytes, shorter than its headers")
+    width, height = struct.unpack("<ii", data[18:26])
+    return abs(height), max(width, 0), 4
+
+
+def _gif_size(data: bytes, refuse: Callable[[str], FeatureError]) -> tuple[int, int, int]:
+    """The logical screen's height and width: one frame of 3 channels (more frames are
+    bounded as they are read)."""
+    if len(data) < 13:  # signature and logical screen descriptor
+        raise refuse("the GIF is truncated at byte 6")
+    width, height = struct.unpack("<HH", data[6:10])
+    return height, width, 3
+
+
+_HEADERS = {"png": _png_size, "jpeg": _jpeg_size, "BMP": _bmp_size, "GIF": _gif_size}
+_FOUR = ("CMYK", "YCCK")
 
 
 # --- JPEG -----------------------------------------------------------------------------------
@@ -163,20 +199,29 @@ def _jpeg(data: bytes, channels: int | None, where: str) -> U8Array:
         _, _, colorspace, _ = simplejpeg.decode_jpeg_header(data)
     except ValueError as err:
         raise _refuse(where, f"the JPEG header does not decode ({err})") from err
-    if colorspace not in ("Gray", "YCbCr", "RGB"):
+    four = colorspace in ("CMYK", "YCCK")
+    if colorspace not in ("Gray", "YCbCr", "RGB") and not four:
         raise _refuse(where, f"JPEG colour space {colorspace} is not supported")
     if channels is None:
         channels = 1 if colorspace == "Gray" else 3
-    if channels not in (1, 3):
-        raise _refuse(where, f"a JPEG decodes to 1 or 3 channels, not {channels}")
+    if channels not in (1, 3) or (four and channels == 1):
+        raise _refuse(
+            where,
+            f"TensorFlow does not decode a {colorspace} JPEG to {channels} channels (a JPEG "
+            "gives 1 or 3, a CMYK/YCCK JPEG 3)",
+        )
     try:
         # libjpeg's fast integer IDCT with fancy upsampling: what TensorFlow uses.
         pixels: U8Array = simplejpeg.decode_jpeg(
             data,
-            colorspace="GRAY" if channels == 1 else "RGB",
+            colorspace="CMYK" if four else "GRAY" if channels == 1 else "RGB",
             fastdct=True,
             fastupsample=False,
         )
     except ValueError as err:
         raise _refuse(where, f"the JPEG does not decode ({err})") from err
+    if four:
+        # TensorFlow's conversion of (Adobe, inverted) CMYK: each of C, M, Y times K / 255.
+        ink = pixels.astype(np.uint16)
+        return (ink[:, :, :3] * ink[:, :, 3:] // 255).astype(np.uint8)
     return pixels

@@ -19,21 +19,28 @@ from readplan._internal.frozen import init_fields
 from readplan.errors import ConfigError, FeatureError
 from readplan.metadata._feature_batch import compile_batch_decoder
 from readplan.metadata._feature_decode import Decoded, SkipDecoding, Unknown, compile_decoder
+from readplan.metadata._feature_encode import encode_example, example_entries
 from readplan.metadata._feature_json import FEATURES_FILE, read_features
 from readplan.metadata._feature_types import (
+    _DICT_TYPE,
     DTYPES,
     Audio,
     BBoxFeature,
     ClassLabel,
+    Dataset,
+    DefaultNames,
     Feature,
     Image,
+    LabeledImage,
     Scalar,
     Sequence,
     Shape,
     Tensor,
     Text,
     UnknownFeature,
+    as_feature,
 )
+from readplan.metadata._limits import value_cap
 
 __all__ = [
     "DTYPES",
@@ -41,10 +48,13 @@ __all__ = [
     "Audio",
     "BBoxFeature",
     "ClassLabel",
+    "Dataset",
     "Decoded",
+    "DefaultNames",
     "Feature",
     "FeaturesDict",
     "Image",
+    "LabeledImage",
     "Scalar",
     "Sequence",
     "Shape",
@@ -105,35 +115,60 @@ class FeaturesDict(Feature, Mapping[str, Feature]):
         inner = ", ".join(f"{name!r}: {feature!r}" for name, feature in self._entries)
         return f"FeaturesDict({{{inner}}})"
 
+    def serialize_example(self, example: Mapping[str, Any]) -> bytes:
+        """``example`` (a dict shaped like the features) as one serialized
+        ``tf.train.Example``, encoded as TFDS's ``serialize_example`` does
+        (``specs/features.md`` §5); a value that breaks its feature is a FeatureError naming it."""
+        return encode_example(self, example)
+
+    def encode_example(self, example: Mapping[str, Any]) -> dict[str, Any]:
+        """The ``{entry name: values}`` :meth:`serialize_example` serializes (with
+        :func:`readplan.example.encode`): one entry per leaf, named by its path."""
+        return example_entries(self, example)
+
     def decode(
         self,
         record: bytes,
         *,
         decoders: Mapping[str, Any] | None = None,
         unknown: Unknown = "error",
+        max_value_bytes: int | None = None,
     ) -> Decoded:
         """One serialized record as ``tfds.as_numpy`` yields it (``specs/features.md`` §3).
 
         ``decoders`` is shaped like the features, with :class:`SkipDecoding` for features
         to yield as stored (an image's encoded bytes). ``unknown="raw"`` yields features of
         types readplan does not model as their undecoded ``tf.train.Example`` entries
-        instead of raising :class:`~readplan.errors.FeatureError`.
+        instead of raising :class:`~readplan.errors.FeatureError`. No decoded value (an
+        image, an inflated Tensor, an absent optional's default) may be larger than
+        ``max_value_bytes`` (None: ``$READPLAN_MAX_VALUE_BYTES``, else 256 MiB;
+        ``specs/features.md`` §6); a larger one is a FeatureError before it is allocated.
         """
-        return self.decoder(decoders=decoders, unknown=unknown)(record)
+        return self.decoder(decoders=decoders, unknown=unknown, max_value_bytes=max_value_bytes)(
+            record
+        )
 
     def decoder(
-        self, *, decoders: Mapping[str, Any] | None = None, unknown: Unknown = "error"
+        self,
+        *,
+        decoders: Mapping[str, Any] | None = None,
+        unknown: Unknown = "error",
+        max_value_bytes: int | None = None,
     ) -> Callable[[bytes], Decoded]:
         """The function ``decode`` applies, built once (reuse it for many records)."""
-        return _decoder(self, _freeze(decoders), unknown)
+        return _decoder(self, _freeze(decoders), unknown, value_cap(max_value_bytes))
 
     def batch_decoder(
-        self, *, decoders: Mapping[str, Any] | None = None, unknown: Unknown = "error"
+        self,
+        *,
+        decoders: Mapping[str, Any] | None = None,
+        unknown: Unknown = "error",
+        max_value_bytes: int | None = None,
     ) -> Callable[[Records[bytes]], list[Decoded]]:
         """A function decoding a batch of records: per record exactly what :meth:`decoder`'s
         function gives (or the first failing record's error), read through
         :func:`readplan.example.decode_batch`'s columns (``specs/features.md`` §3.10)."""
-        return _batch_decoder(self, _freeze(decoders), unknown)
+        return _batch_decoder(self, _freeze(decoders), unknown, value_cap(max_value_bytes))
 
 
 def _check_entry(name: object, feature: object) -> None:
@@ -168,11 +203,14 @@ def _sorted_features(features: object) -> object:
     valid = True
     for name, feature in sorted(features.items(), key=lambda item: str(item[0])):
         valid = valid and _valid_name(name)
-        if valid and isinstance(feature, Mapping) and not isinstance(feature, FeaturesDict):
-            feature = FeaturesDict(feature)
+        if valid:
+            feature = as_feature(feature)
         valid = valid and isinstance(feature, Feature)
         converted[name] = feature
     return converted
+
+
+_DICT_TYPE.append(FeaturesDict)
 
 
 def _freeze(decoders: Mapping[str, Any] | None) -> Any:
@@ -199,15 +237,17 @@ def _thaw(frozen: Any) -> Any:
 
 
 @functools.lru_cache(maxsize=64)
-def _decoder(features: FeaturesDict, decoders: Any, unknown: Unknown) -> Callable[[bytes], Decoded]:
-    return compile_decoder(features, _thaw(decoders), unknown)
+def _decoder(
+    features: FeaturesDict, decoders: Any, unknown: Unknown, cap: int
+) -> Callable[[bytes], Decoded]:
+    return compile_decoder(features, _thaw(decoders), unknown, cap)
 
 
 @functools.lru_cache(maxsize=64)
 def _batch_decoder(
-    features: FeaturesDict, decoders: Any, unknown: Unknown
+    features: FeaturesDict, decoders: Any, unknown: Unknown, cap: int
 ) -> Callable[[Records[bytes]], list[Decoded]]:
-    return compile_batch_decoder(features, _thaw(decoders), unknown)
+    return compile_batch_decoder(features, _thaw(decoders), unknown, cap)
 
 
 def load_features(

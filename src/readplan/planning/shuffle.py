@@ -15,7 +15,7 @@ import numpy as np
 
 from readplan._internal.arrays import IntArray
 from readplan._internal.frozen import init_fields, plain_int
-from readplan._internal.validate import check_int
+from readplan._internal.validate import a_type, check_int
 from readplan.errors import ConfigError
 from readplan.planning.philox import Pair, check_pair, stream_words
 from readplan.planning.seeds import epoch_seed_pair, seed_pair
@@ -117,8 +117,7 @@ class ShuffleBufferState:
         )
         if not isinstance(self.buffer, tuple):
             raise ConfigError(
-                f"buffer={self.buffer!r} is a {type(self.buffer).__name__}; pass a tuple of "
-                "input ordinals",
+                f"buffer={self.buffer!r} is {a_type(self.buffer)}; pass a tuple of input ordinals",
                 field="buffer",
                 value=self.buffer,
             )

@@ -45,7 +45,7 @@ from readplan.reading import containers
 from readplan.reading.decoding import RecordDecoder, example_decoder
 from readplan.reading.items import Record
 from readplan.records import index as _index
-from readplan.records._rows import records_as_dicts
+from readplan.records.example._rows import records_as_dicts
 
 __all__ = ["RecordSource", "data_source"]
 

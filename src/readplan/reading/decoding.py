@@ -19,9 +19,10 @@ from readplan.metadata.features import load_features
 from readplan.plan import ReadPlan
 from readplan.reading.collate import Ragged, collate, collate_leaves
 from readplan.reading.items import LazyRecords
-from readplan.records import _many, example
-from readplan.records._leaves import LeafBatch
-from readplan.records._rows import NotRegularError
+from readplan.records import example
+from readplan.records.example import _many
+from readplan.records.example._leaves import LeafBatch
+from readplan.records.example._rows import NotRegularError
 from readplan.storage import StorageOptions
 
 __all__ = ["RecordDecoder", "example_decoder", "record_decoder"]

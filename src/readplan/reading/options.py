@@ -3,13 +3,13 @@ saved states read back from disk."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from readplan._internal.validate import is_int
 from readplan.errors import CheckpointError, ConfigError
-from readplan.storage import read_bytes
+from readplan.state.codec import parse_json
+from readplan.state.limits import check_bounds, read_state_file
 
 __all__ = [
     "check_batching",
@@ -60,12 +60,18 @@ def check_batching(batch_size: object, drop_remainder: object) -> None:
         )
 
 
-def read_state(path: str, storage_options: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
+def read_state(
+    path: str, storage_options: Mapping[str, Any] | None = None, *, max_bytes: int | None = None
+) -> Mapping[str, Any]:
     """A state written by :meth:`Reader.save` (or ``Checkpoint.save``), as a mapping; ``path``
-    may be a URL (``specs/storage.md``)."""
+    may be a URL (``specs/storage.md``).  At most ``max_bytes`` are read (default 16 MiB, or
+    ``READPLAN_MAX_STATE_BYTES``; ``readplan.state.limits``), and the JSON may nest only as
+    deep as a state does."""
+    data = read_state_file(path, storage_options=storage_options, max_bytes=max_bytes)
     try:
-        state = json.loads(read_bytes(path, storage_options=storage_options))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        state = parse_json(data)
+        check_bounds(state, "a saved reader state")
+    except CheckpointError as err:
         raise CheckpointError(
             f"{path}: not a saved reader state (Reader.save writes JSON): {err}", field="$"
         ) from err

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from readplan._internal.validate import is_int
+from readplan._internal.validate import is_int, preview
 from readplan.errors import CheckpointError
 from readplan.state.binding import FileBinding, bindings_from_json
 from readplan.state.binding import to_json as bindings_to_json
@@ -27,6 +27,16 @@ STATE_KEY = "reader"
 ``{"rank", "world_size", "files"}`` (``files``: the data binding, ``specs/checkpoint.md`` §4)."""
 
 
+def _mapping(state: object) -> dict[str, Any]:
+    if not isinstance(state, Mapping):
+        raise CheckpointError(
+            f"merge_states takes the states of every rank (mappings from state_dict()), got "
+            f"a {type(state).__name__}: {preview(state)}",
+            field="$",
+        )
+    return dict(state)
+
+
 def merge_states(states: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """One global state from the states of all ranks of a group (``specs/reader.md``).
 
@@ -36,7 +46,7 @@ def merge_states(states: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     otherwise the records some ranks delivered beyond that position would be delivered
     again, and :class:`~readplan.errors.CheckpointError` says which and how many.
     """
-    listed = [dict(state) for state in states]
+    listed = [_mapping(state) for state in states]
     if not listed:
         raise CheckpointError("merge_states needs the states of every rank, got none", field="$")
     checkpoints = [Checkpoint.from_dict(state) for state in listed]
@@ -162,7 +172,7 @@ def owner(reader: object) -> tuple[int, int] | None:
         return None
     if not isinstance(reader, Mapping):
         raise CheckpointError(
-            f"{STATE_KEY!r} must be an object {{rank, world_size}}, got {reader!r:.80}",
+            f"{STATE_KEY!r} must be an object {{rank, world_size}}, got {preview(reader)}",
             field=STATE_KEY,
         )
     rank, world_size = reader.get("rank"), reader.get("world_size")

@@ -19,12 +19,12 @@ import numpy as np
 from readplan._internal.arrays import IntArray
 from readplan.errors import ClosedError, DatasetInfoError
 from readplan.records._cap import DEFAULT_MAX_RECORD_BYTES
-from readplan.records._compression import pread
 from readplan.records._crc import crc32c, mask
 from readplan.records._damage import KIND_DATA_CRC, CorruptionEvent, CorruptionReport
-from readplan.records._framing import FrameParser
-from readplan.records._stream import PlainStream, open_handle
-from readplan.records._tfrecord_layout import CRC, HEADER
+from readplan.records.tfrecord._compression import pread
+from readplan.records.tfrecord._layout import CRC, HEADER
+from readplan.records.tfrecord._parser import FrameParser
+from readplan.records.tfrecord._stream import PlainStream, open_handle
 from readplan.storage import Handle, StorageOptions, size_of
 from readplan.storage import close as close_handle
 

@@ -21,8 +21,8 @@ import numpy as np
 from readplan._internal.arrays import IntArray
 from readplan.records._cap import DEFAULT_MAX_RECORD_BYTES
 from readplan.records._crc import crc32c, mask, mask_array, masked_length_crcs
-from readplan.records._tfrecord_layout import HEADER
-from readplan.records._walk import gather_u32, good_frames, walk_frames
+from readplan.records.tfrecord._layout import HEADER
+from readplan.records.tfrecord._walk import gather_u32, good_frames, walk_frames
 from readplan.storage import Handle, fetch_ahead, read_span, size_of
 
 __all__ = ["MAX_GAP", "FrameSpans", "walks_over_payloads"]

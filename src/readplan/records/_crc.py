@@ -1,6 +1,8 @@
 """CRC32C with TFRecord masking, scalar and vectorised (normative: specs/tfrecord.md, "Checksums").
 
-The scalar CRC comes from the ``crc32c`` package (hardware accelerated).  The vectorised form
+The scalar CRC is the compiled core's (``specs/native.md`` §2: the processor's CRC instruction
+where it has one, chosen at run time, else a table walk) or, on the pure path, the ``crc32c``
+package's, its reference twin.  The vectorised form
 computes the CRC32C of many 8-byte length fields at once with numpy table lookups
 (slicing-by-8), so verifying the headers of a batch of small records costs a handful of
 array operations instead of one Python call per record.
@@ -12,13 +14,15 @@ import functools
 
 import numpy as np
 import numpy.typing as npt
-from crc32c import crc32c
+from crc32c import crc32c as crc32c_pure
 
 from readplan._internal.arrays import IntArray, U8Array, U32Array
+from readplan.records.native import CORE
 
 __all__ = [
     "MASK_DELTA",
     "crc32c",
+    "crc32c_pure",
     "header_candidates",
     "length_crcs",
     "mask",
@@ -28,6 +32,8 @@ __all__ = [
 ]
 
 MASK_DELTA = 0xA282EAD8
+
+crc32c = CORE.crc32c if CORE is not None else crc32c_pure
 _POLY_REFLECTED = 0x82F63B78
 
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from readplan._internal.validate import INT64_MAX
+from readplan._internal.validate import INT64_MAX, preview
 from readplan.errors import CheckpointError, CheckpointMismatchError
 from readplan.records._binding import SPAN, binding_of
 from readplan.storage import StorageOptions, close, open_read
@@ -77,7 +77,7 @@ def bindings_from_json(entries: Any, field: str) -> dict[int, FileBinding]:
     """The bindings of a state's ``reader.files`` list, each entry checked."""
     if not isinstance(entries, list):
         raise CheckpointError(
-            f"{field} must be a list of [file_index, size, checksum], got {entries!r:.80}",
+            f"{field} must be a list of [file_index, size, checksum], got {preview(entries)}",
             field=field,
         )
     out: dict[int, FileBinding] = {}
@@ -90,7 +90,7 @@ def bindings_from_json(entries: Any, field: str) -> dict[int, FileBinding]:
         ):
             raise CheckpointError(
                 f"{field}[{k}] must be [file_index, size, checksum] (non-negative integers, "
-                f"the checksum a CRC32C), got {entry!r:.80}",
+                f"the checksum a CRC32C), got {preview(entry)}",
                 field=f"{field}[{k}]",
             )
         out[entry[0]] = FileBinding(*entry)

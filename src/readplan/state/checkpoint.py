@@ -16,14 +16,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from readplan._internal.validate import INT64_MAX
+from readplan._internal.validate import INT64_MAX, preview
 from readplan.errors import CheckpointError
 from readplan.planning.instructions import FileInstruction
 from readplan.planning.shuffle import ShuffleBufferState
 from readplan.state import codec
 from readplan.state.bridge import continuation, never_empty, saved_instructions, unread
 from readplan.state.fingerprint import digest
-from readplan.storage import StorageOptions, read_bytes, to_str, write_bytes
+from readplan.state.limits import read_state_file
+from readplan.storage import StorageOptions, to_str, write_bytes
 
 __all__ = ["Checkpoint", "ExpandedCheckpoint", "Expander"]
 
@@ -65,7 +66,7 @@ class Checkpoint:
             ):
                 raise CheckpointError(
                     f"checkpoint field {name!r} must be an integer in 0..{INT64_MAX}, got "
-                    f"{value!r:.80}",
+                    f"{preview(value)}",
                     field=name,
                 )
         if self.position > self.num_examples:
@@ -135,10 +136,18 @@ class Checkpoint:
 
     @classmethod
     def load(
-        cls, path: str | os.PathLike[str], *, storage_options: StorageOptions = None
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        storage_options: StorageOptions = None,
+        max_bytes: int | None = None,
     ) -> Checkpoint:
-        """The checkpoint saved at ``path`` (a local path or a URL)."""
-        data = read_bytes(path, storage_options=storage_options)
+        """The checkpoint saved at ``path`` (a local path or a URL).
+
+        At most ``max_bytes`` are read (default 16 MiB, or ``READPLAN_MAX_STATE_BYTES``): a
+        larger file is refused with :class:`CheckpointError` (``readplan.state.limits``).
+        """
+        data = read_state_file(path, storage_options=storage_options, max_bytes=max_bytes)
         try:
             return cls.from_json(data)
         except CheckpointError as err:

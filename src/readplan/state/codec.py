@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from readplan._internal.jsonfields import MISSING, JsonFields
-from readplan._internal.validate import INT64_MAX, INT64_MIN, check_int
+from readplan._internal.validate import INT64_MAX, check_int, preview
 from readplan.errors import CheckpointError
 from readplan.planning.shuffle import ShuffleBufferState
 from readplan.state.fingerprint import FORMAT_VERSION, digest, expanded_disagreement
+from readplan.state.limits import check_bounds
 
 if TYPE_CHECKING:
     from readplan.state.checkpoint import Checkpoint, ExpandedCheckpoint
@@ -162,12 +163,14 @@ def parse_json(text: str | bytes) -> Any:
 
 
 def parse_document(document: Any) -> Parsed:
-    """Check a document of either form: format, version, integrity, then every field."""
+    """Check a document of either form: nesting, format, version, integrity, then every
+    field."""
+    check_bounds(document)
     top = JsonFields(document, "", _error)
     fmt = top.get("format", str)
     if fmt != FORMAT:
         raise CheckpointError(
-            f"format is {fmt!r}, expected {FORMAT!r}: this is not a readplan checkpoint",
+            f"format is {preview(fmt)}, expected {FORMAT!r}: this is not a readplan checkpoint",
             field="format",
         )
     version = top.get("version", int)
@@ -184,7 +187,7 @@ def parse_document(document: Any) -> Parsed:
     form = top.get("form", str)
     if form not in ("compact", "expanded"):
         raise CheckpointError(
-            f"checkpoint field 'form' must be 'compact' or 'expanded', got {form!r:.80}",
+            f"checkpoint field 'form' must be 'compact' or 'expanded', got {preview(form)}",
             field="form",
         )
     plan = top.get("plan", dict)
@@ -298,7 +301,7 @@ def _string_or_null(fields: JsonFields, name: str) -> None:
     value = fields.raw(name)
     if value is MISSING or not (value is None or isinstance(value, str)):
         raise fields.fail(
-            name, f"field {fields.field(name)!r} must be a string or null, got {value!r:.80}"
+            name, f"field {fields.field(name)!r} must be a string or null, got {preview(value)}"
         )
 
 
@@ -309,7 +312,7 @@ def _config(fields: JsonFields) -> None:
     fields.get("shuffle_files", bool)
     fields.get("reshuffle_each_iteration", bool)
     for name in ("shuffle_seed", "global_seed"):
-        _int64_or_none(fields, name)
+        _seed_or_none(fields, name)
     context = fields.get("input_context", list, optional=True)
     if context is not None and (
         len(context) != 2
@@ -325,7 +328,7 @@ def _config(fields: JsonFields) -> None:
     if example is not None:
         if _count(example, "buffer_size") < 1:
             raise example.fail("buffer_size", "field 'example_shuffle.buffer_size' must be >= 1")
-        _int64_or_none(example, "seed", optional=False)
+        _seed_or_none(example, "seed", optional=False)
         example.get("reshuffle_each_iteration", bool)
     if fields.get("format_version", int) != VERSION:
         raise fields.fail(
@@ -339,14 +342,13 @@ def _hex(fields: JsonFields, name: str) -> None:
         raise fields.fail(name, f"field {fields.field(name)!r} must be 32 hex digits")
 
 
-def _int64_or_none(fields: JsonFields, name: str, *, optional: bool = True) -> None:
+def _seed_or_none(fields: JsonFields, name: str, *, optional: bool = True) -> None:
+    # Seeds are integers of any size, as TF takes them (specs/shuffle.md §1).
     value = fields.raw(name)
-    if (value is None and optional) or (
-        isinstance(value, int) and not isinstance(value, bool) and INT64_MIN <= value <= INT64_MAX
-    ):
+    if (value is None and optional) or (isinstance(value, int) and not isinstance(value, bool)):
         return
-    what = "an int64 integer or null" if optional else "an int64 integer"
-    raise fields.fail(name, f"field {fields.field(name)!r} must be {what}, got {value!r:.80}")
+    what = "an integer or null" if optional else "an integer"
+    raise fields.fail(name, f"field {fields.field(name)!r} must be {what}, got {preview(value)}")
 
 
 # -- the expanded state ------------------------------------------------------------------
@@ -399,7 +401,7 @@ def _check_expanded_plan(fields: JsonFields) -> None:
             raise fields.fail(
                 name,
                 f"field {fields.field(name)!r} must be [basename, skip, take, "
-                f"examples_in_shard], got {entry!r:.80}",
+                f"examples_in_shard], got {preview(entry)}",
             )
         for value in entry[1:]:
             _count(fields, name, value)
@@ -414,7 +416,7 @@ def _slot(fields: JsonFields, k: int, entry: Any) -> tuple[int, int] | None:
         raise fields.fail(
             name,
             f"field {fields.field(name)!r} must be null or [file_index, next_record], got "
-            f"{entry!r:.80}",
+            f"{preview(entry)}",
         )
     return _count(fields, name, entry[0]), _count(fields, name, entry[1])
 
@@ -425,7 +427,7 @@ def _file_entry(fields: JsonFields, k: int, entry: Any) -> tuple[int, int, int]:
         raise fields.fail(
             name,
             f"field {fields.field(name)!r} must be [file_index, consumed, remaining], got "
-            f"{entry!r:.80}",
+            f"{preview(entry)}",
         )
     first, consumed, remaining = (_count(fields, name, value) for value in entry)
     return first, consumed, remaining

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from readplan._internal.arrays import IntArray
-from readplan._internal.validate import check_int
+from readplan._internal.validate import check_int, preview
 from readplan.errors import CheckpointError, ConfigError
 from readplan.planning.instructions import FileInstruction
 from readplan.planning.schedule import EpochSchedule
@@ -368,7 +368,7 @@ def _v1_count(document: Mapping[str, Any], name: str) -> int:
     value = document.get(name)
     if not (isinstance(value, int) and not isinstance(value, bool)) or value < 0:
         raise CheckpointError(
-            f"version 1 field {name!r} must be a non-negative integer, got {value!r:.80}",
+            f"version 1 field {name!r} must be a non-negative integer, got {preview(value)}",
             field=name,
         )
     return value

@@ -24,6 +24,7 @@ from readplan.storage._ops import (
     open_read,
     positioned,
     read_bytes,
+    read_capped,
     read_prefix,
     read_span,
     size_of,
@@ -40,7 +41,14 @@ from readplan.storage._prefetch import (
     prefetcher,
     set_prefetch,
 )
-from readplan.storage._retry import DEFAULT_RETRY, RetryPolicy, classify, with_retries
+from readplan.storage._retry import (
+    DEFAULT_RETRY,
+    RetryPolicy,
+    classify,
+    configure_retries,
+    set_retry_reporter,
+    with_retries,
+)
 
 __all__ = [
     "DEFAULT_BLOCK",
@@ -60,6 +68,7 @@ __all__ = [
     "basename",
     "classify",
     "close",
+    "configure_retries",
     "dup",
     "exists",
     "fetch_ahead",
@@ -74,9 +83,11 @@ __all__ = [
     "prefetcher",
     "protocol",
     "read_bytes",
+    "read_capped",
     "read_prefix",
     "read_span",
     "set_prefetch",
+    "set_retry_reporter",
     "size_of",
     "stat",
     "to_str",

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import functools
 import os
+import stat as stat_module
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from readplan._internal.atomic import atomic_write
-from readplan.errors import ObjectNotFoundError
+from readplan.errors import ObjectNotFoundError, StorageError
 from readplan.storage._blob import DEFAULT_BLOCK, ObjectInfo, RemoteBlob, local_info, remote_info
 from readplan.storage._fs import filesystem
 from readplan.storage._paths import PathLike, is_remote, to_str
@@ -35,6 +36,7 @@ __all__ = [
     "open_read",
     "positioned",
     "read_bytes",
+    "read_capped",
     "read_prefix",
     "read_span",
     "size_of",
@@ -51,14 +53,36 @@ Handle = int | RemoteBlob
 def open_read(
     path: PathLike, *, storage_options: StorageOptions = None, retry: RetryPolicy = DEFAULT_RETRY
 ) -> Handle:
-    """Open ``path`` for positioned reads (a missing local file raises FileNotFoundError)."""
+    """Open ``path`` for positioned reads (a missing local file raises FileNotFoundError).
+
+    A local path must name a regular file (or a link to one): a FIFO or a device has no size
+    to read up to (``/dev/zero`` reports 0 bytes and never ends), so it is refused with
+    :class:`~readplan.errors.StorageError` before it is opened."""
     text = to_str(path)
     if not is_remote(text):
+        mode = os.stat(text).st_mode
+        if not stat_module.S_ISREG(mode) and not stat_module.S_ISDIR(mode):
+            raise StorageError(
+                f"{text}: not a regular file ({_kind(mode)}): records are read from files "
+                "whose size is known; copy the data into a file first",
+                url=text,
+                operation="open",
+            )
         return os.open(text, os.O_RDONLY | getattr(os, "O_BINARY", 0))
     warmed = _take_warm(text, storage_options)
     if warmed is not None:
         return warmed
     return RemoteBlob(text, storage_options=storage_options, retry=retry)
+
+
+def _kind(mode: int) -> str:
+    if stat_module.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat_module.S_ISCHR(mode) or stat_module.S_ISBLK(mode):
+        return "a device"
+    if stat_module.S_ISSOCK(mode):
+        return "a socket"
+    return "a special file"
 
 
 def size_of(handle: Handle) -> int:
@@ -215,6 +239,35 @@ def read_bytes(
             return handle.read()
     fs, inner = filesystem(text, storage_options)
     return bytes(with_retries("read", text, lambda: _prefix(fs, inner, None), retry))
+
+
+def read_capped(
+    path: PathLike,
+    cap: int,
+    *,
+    storage_options: StorageOptions = None,
+    retry: RetryPolicy = DEFAULT_RETRY,
+) -> bytes:
+    """The whole content of ``path`` when it holds at most ``cap`` bytes, else its first
+    ``cap + 1`` (so the caller sees it is longer): never more than that in memory, whatever
+    the file is (``/dev/zero``, a FIFO, a huge object)."""
+    text = to_str(path)
+    if is_remote(text):
+        return read_prefix(text, cap + 1, storage_options=storage_options, retry=retry)
+    pieces: list[bytes] = []
+    got = 0
+    with open(text, "rb", buffering=0) as handle:
+        while got <= cap:
+            piece = handle.read(min(cap + 1 - got, _CAPPED_CHUNK))
+            if not piece:
+                break
+            pieces.append(piece)
+            got += len(piece)
+    return b"".join(pieces)
+
+
+# A bounded read grows by this much at a time, not by its bound at once.
+_CAPPED_CHUNK = 1 << 20
 
 
 def read_prefix(

@@ -1,0 +1,325 @@
+"""PNG bytes to the pixels TensorFlow's PNG reader gives (libpng with TF's transformations).
+
+TensorFlow asks libpng for ``channels`` and 8 or 16 bits and lets it convert: palettes are
+expanded (``tRNS`` giving alpha), 1/2/4-bit gray is scaled to 8 bits, colour becomes gray
+by the fixed BT.601 weights (truncated at 8 bits, rounded at 16), gray is repeated to RGB,
+alpha (or a ``tRNS`` colour key) is dropped or an opaque one added, and 16-bit samples keep
+their high byte for 8-bit output (8-bit samples are multiplied by 257 for 16-bit output).
+The samples themselves come from Pillow where it reads them at full precision, and from the
+small decoder below where it does not (16-bit colour or alpha, colour keys).
+``specs/features.md`` §4 is normative.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from readplan.errors import FeatureError
+
+__all__ = ["decode_png"]
+
+_GRAY, _RGB, _PALETTE, _GRAY_ALPHA, _RGBA = 0, 2, 3, 4, 6
+_STORED_CHANNELS = {_GRAY: 1, _RGB: 3, _PALETTE: 1, _GRAY_ALPHA: 2, _RGBA: 4}
+_DEPTHS = {_GRAY: (1, 2, 4, 8, 16), _RGB: (8, 16), _PALETTE: (1, 2, 4, 8), _GRAY_ALPHA: (8, 16)}
+_DEPTHS[_RGBA] = (8, 16)
+# libpng's png_set_rgb_to_gray(0.299, 0.587) as 15-bit fixed point (it truncates).
+_GRAY_WEIGHTS = (9797, 19234, 32768 - 9797 - 19234)
+# libpng ignores a gamma within 5% of 1 (PNG_GAMMA_THRESHOLD), in units of 1e-5.
+_GAMMA_ONE, _GAMMA_THRESHOLD = 100000, 5000
+# Adam7's seven passes: (first row, first column, row step, column step).
+_ADAM7 = (
+    (0, 0, 8, 8),
+    (0, 4, 8, 8),
+    (4, 0, 8, 4),
+    (0, 2, 4, 4),
+    (2, 0, 4, 2),
+    (0, 1, 2, 2),
+    (1, 0, 2, 1),
+)
+
+Refuse = Callable[[str], FeatureError]
+
+
+@dataclass(frozen=True)
+class _Header:
+    width: int
+    height: int
+    depth: int
+    color: int
+    interlaced: bool
+    chunks: dict[bytes, bytes]
+    idat: bytes
+
+    @property
+    def has_trns(self) -> bool:
+        return b"tRNS" in self.chunks
+
+
+@dataclass(frozen=True)
+class _Samples:
+    """The image's samples as libpng expands them before TF's conversions."""
+
+    pixels: npt.NDArray[Any]  # (h, w, c): uint8, or uint16 for 16-bit images
+    keyed: npt.NDArray[np.bool_] | None  # pixels matching a gray/RGB tRNS colour key
+    is_color: bool
+    gamma: bool  # a gamma libpng would apply when turning colour into gray
+    filler: int  # the alpha TF adds: (1 << stored bit depth) - 1, not scaled to 8 bits
+
+
+def decode_png(
+    data: bytes, channels: int | None, dtype: str, refuse: Refuse, pil: Any
+) -> npt.NDArray[Any]:
+    """``tf.image.decode_png``'s result for ``channels`` (None: the image's own) and dtype."""
+    header = _read_header(data, refuse)
+    samples = _samples(data, header, refuse, pil)
+    return _convert(samples, channels, dtype, refuse)
+
+
+def _read_header(data: bytes, refuse: Refuse) -> _Header:
+    if len(data) < 33 or data[12:16] != b"IHDR":
+        raise refuse("the PNG has no IHDR header; it is truncated or damaged")
+    width, height, depth, color, _, _, interlace = struct.unpack(">IIBBBBB", data[16:29])
+    if color not in _DEPTHS or depth not in _DEPTHS[color]:
+        raise refuse(f"the PNG header's bit depth {depth} with colour type {color} is invalid")
+    chunks: dict[bytes, bytes] = {}
+    idat = []
+    offset = 8
+    while offset + 8 <= len(data):
+        (length,) = struct.unpack(">I", data[offset : offset + 4])
+        kind = data[offset + 4 : offset + 8]
+        body = data[offset + 8 : offset + 8 + length]
+        if len(body) != length:
+            raise refuse(f"the PNG's {kind!r} chunk at byte {offset} is truncated")
+        if kind == b"IDAT":
+            idat.append(body)
+        elif kind == b"IEND":
+            break
+        else:
+            chunks.setdefault(kind, body)
+        offset += 12 + length
+    return _Header(width, height, depth, color, interlace == 1, chunks, b"".join(idat))
+
+
+def _pil_reads_exactly(header: _Header) -> bool:
+    """Whether Pillow gives every sample at full precision (and colour keys are not needed)."""
+    if header.color == _PALETTE:
+        return True
+    if header.has_trns:
+        return False
+    return header.depth == 8 or (header.depth == 16 and header.color == _GRAY)
+
+
+def _samples(data: bytes, header: _Header, refuse: Refuse, pil: Any) -> _Samples:
+    is_color = header.color in (_RGB, _PALETTE, _RGBA)
+    gamma = _gamma_significant(header)
+    filler = (1 << header.depth) - 1
+    if _pil_reads_exactly(header):
+        return _Samples(_pil_pixels(data, header, refuse, pil), None, is_color, gamma, filler)
+    raw = _unpacked(header, refuse)
+    keyed = None
+    if header.has_trns:
+        key = np.frombuffer(header.chunks[b"tRNS"], dtype=">u2")
+        if key.size != raw.shape[2]:
+            raise refuse(
+                f"the PNG's tRNS chunk holds {key.size} values for {raw.shape[2]} channels"
+            )
+        keyed = np.all(raw == key.astype(raw.dtype), axis=2)
+    if header.depth < 8:
+        # libpng's expansion to 8 bits replicates the bits: value * 255 / (2**depth - 1).
+        raw = raw * np.uint8(255 // ((1 << header.depth) - 1))
+    return _Samples(raw, keyed, is_color, gamma, filler)
+
+
+def _gamma_significant(header: _Header) -> bool:
+    if b"sRGB" in header.chunks:
+        return True
+    gama = header.chunks.get(b"gAMA")
+    if gama is None or len(gama) != 4:
+        return False
+    gamma: int = struct.unpack(">I", gama)[0]
+    return abs(gamma - _GAMMA_ONE) > _GAMMA_THRESHOLD
+
+
+def _pil_pixels(data: bytes, header: _Header, refuse: Refuse, pil: Any) -> npt.NDArray[Any]:
+    try:
+        # Pillow's PNG class, not PIL.Image.open: decode_image bounded the size from the
+        # header (open's own MAX_IMAGE_PIXELS check would raise its own error type).
+        with pil.PngImageFile(io.BytesIO(data)) as image:
+            image.load()
+            if header.color == _PALETTE:
+                image = image.convert("RGBA" if header.has_trns else "RGB")
+            pixels = np.asarray(image)
+    except (OSError, ValueError, SyntaxError) as err:
+        raise refuse(f"the PNG does not decode ({err})") from err
+    if header.depth == 16:
+        pixels = pixels.astype(np.uint16)
+    return pixels[:, :, None] if pixels.ndim == 2 else pixels
+
+
+# --- the samples of images Pillow reduces ------------------------------------------------------
+
+
+def _unpacked(header: _Header, refuse: Refuse) -> npt.NDArray[Any]:
+    """The stored samples, ``(h, w, channels)`` at the stored depth (uint8 or uint16)."""
+    channels = _STORED_CHANNELS[header.color]
+    bits = channels * header.depth
+    bpp = max(1, bits // 8)
+    passes = _ADAM7 if header.interlaced else ((0, 0, 1, 1),)
+    sizes = []
+    for y0, x0, dy, dx in passes:
+        rows = -(-(header.height - y0) // dy) if header.height > y0 else 0
+        cols = -(-(header.width - x0) // dx) if header.width > x0 else 0
+        sizes.append((rows, cols, (cols * bits + 7) // 8))
+    expected = sum(rows * (1 + rowbytes) for rows, cols, rowbytes in sizes if rows and cols)
+    raw = _inflate(header.idat, expected, refuse)
+    dtype = np.dtype(">u2") if header.depth == 16 else np.dtype(np.uint8)
+    out = np.zeros((header.height, header.width, channels), dtype=dtype)
+    offset = 0
+    for (y0, x0, dy, dx), (rows, cols, rowbytes) in zip(passes, sizes):
+        if not rows or not cols:
+            continue
+        size = rows * (1 + rowbytes)
+        lines = _unfilter(raw[offset : offset + size], rows, rowbytes, bpp, refuse)
+        offset += size
+        out[y0::dy, x0::dx] = _samples_of(lines, cols, channels, header.depth, dtype)
+    return out.astype(np.uint16) if header.depth == 16 else out
+
+
+def _inflate(idat: bytes, expected: int, refuse: Refuse) -> bytes:
+    inflater = zlib.decompressobj()
+    try:
+        # Never more than the header's rows need: a longer stream is refused, not expanded.
+        raw = inflater.decompress(idat, expected + 1)
+    except zlib.error as err:
+        raise refuse(f"the PNG's image data does not decompress ({err})") from err
+    if len(raw) != expected:
+        raise refuse(
+            f"the PNG's image data holds {len(raw)} bytes where its header needs {expected}"
+        )
+    return raw
+
+
+def _unfilter(
+    data: bytes, rows: int, rowbytes: int, bpp: int, refuse: Refuse
+) -> npt.NDArray[np.uint8]:
+    lines = np.frombuffer(data, dtype=np.uint8).reshape(rows, rowbytes + 1)
+    out = np.empty((rows, rowbytes), dtype=np.uint8)
+    previous = np.zeros(rowbytes, dtype=np.uint8)
+    for y in range(rows):
+        kind, line = int(lines[y, 0]), lines[y, 1:]
+        if kind == 0:
+            out[y] = line
+        elif kind == 1:
+            out[y] = _sub(line, bpp)
+        elif kind == 2:
+            out[y] = line + previous
+        elif kind in (3, 4):
+            out[y] = np.frombuffer(_average_or_paeth(kind, line, previous, bpp), dtype=np.uint8)
+        else:
+            raise refuse(f"the PNG's row {y} has filter type {kind} (0-4 exist)")
+        previous = out[y]
+    return out
+
+
+def _sub(line: npt.NDArray[np.uint8], bpp: int) -> npt.NDArray[np.uint8]:
+    # Each byte adds the one bpp to its left: a running sum per byte lane, modulo 256.
+    padded = np.zeros(-(-line.size // bpp) * bpp, dtype=np.uint8)
+    padded[: line.size] = line
+    return np.cumsum(padded.reshape(-1, bpp), axis=0, dtype=np.uint8).reshape(-1)[: line.size]
+
+
+def _average_or_paeth(
+    kind: int, line: npt.NDArray[np.uint8], previous: npt.NDArray[np.uint8], bpp: int
+) -> bytes:
+    # Each byte depends on the one just decoded to its left: one pass, byte by byte.
+    raw, up = line.tolist(), previous.tolist()
+    out = bytearray(len(raw))
+    for i, value in enumerate(raw):
+        left = out[i - bpp] if i >= bpp else 0
+        if kind == 3:
+            out[i] = (value + ((left + up[i]) >> 1)) & 0xFF
+            continue
+        corner = up[i - bpp] if i >= bpp else 0
+        estimate = left + up[i] - corner
+        to_left, to_up, to_corner = (
+            abs(estimate - left),
+            abs(estimate - up[i]),
+            abs(estimate - corner),
+        )
+        if to_left <= to_up and to_left <= to_corner:
+            predicted = left
+        elif to_up <= to_corner:
+            predicted = up[i]
+        else:
+            predicted = corner
+        out[i] = (value + predicted) & 0xFF
+    return bytes(out)
+
+
+def _samples_of(
+    lines: npt.NDArray[np.uint8], cols: int, channels: int, depth: int, dtype: np.dtype[Any]
+) -> npt.NDArray[Any]:
+    rows = lines.shape[0]
+    if depth >= 8:
+        return lines.view(dtype).reshape(rows, cols, channels)
+    bits = np.unpackbits(lines, axis=1).reshape(rows, -1, depth)
+    weights = (1 << np.arange(depth - 1, -1, -1)).astype(np.uint8)
+    values: npt.NDArray[np.uint8] = (bits * weights).sum(axis=2, dtype=np.uint8)
+    return values[:, :cols, None]
+
+
+# --- TensorFlow's conversions ------------------------------------------------------------------
+
+
+def _convert(
+    samples: _Samples, channels: int | None, dtype: str, refuse: Refuse
+) -> npt.NDArray[Any]:
+    pixels = samples.pixels
+    native = pixels.shape[2]
+    wanted = native if channels is None else channels
+    if wanted not in (1, 2, 3, 4):
+        raise refuse(f"a PNG cannot be decoded to {wanted} channels (1, 2, 3 or 4)")
+    top = np.iinfo(pixels.dtype).max
+    color = pixels[:, :, :3] if samples.is_color else pixels[:, :, :1]
+    if wanted <= 2 and samples.is_color:
+        if samples.gamma:
+            raise refuse(
+                "turning a colour PNG with a gamma (gAMA or sRGB chunk) into gray is done by "
+                "libpng in linear light, which readplan does not reproduce"
+            )
+        color = _to_gray(color)
+    elif wanted >= 3 and not samples.is_color:
+        color = color.repeat(3, axis=2)
+    parts = [color]
+    if wanted in (2, 4):
+        if native in (2, 4):
+            alpha = pixels[:, :, -1:]
+        elif samples.keyed is not None:
+            alpha = np.where(samples.keyed, 0, top).astype(pixels.dtype)[:, :, None]
+        else:
+            # TF asks libpng for an alpha of (1 << bit depth) - 1: 1 for a 1-bit image.
+            alpha = np.full_like(pixels[:, :, :1], samples.filler)
+        parts.append(alpha)
+    out: npt.NDArray[Any] = (
+        np.concatenate(parts, axis=2) if len(parts) > 1 else np.ascontiguousarray(color)
+    )
+    if dtype == "uint8" and out.dtype == np.uint16:
+        out = (out >> 8).astype(np.uint8)  # libpng's png_set_strip_16: the high byte
+    elif dtype == "uint16" and out.dtype == np.uint8:
+        out = out.astype(np.uint16) * np.uint16(257)
+    return out
+
+
+def _to_gray(rgb: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    weighted = rgb.astype(np.int64) @ np.array(_GRAY_WEIGHTS, dtype=np.int64)
+    if rgb.dtype == np.uint16:
+        weighted += 1 << 14  # libpng rounds 16-bit gray and truncates 8-bit gray
+    return (weighted >> 15).astype(rgb.dtype)[:, :, None]

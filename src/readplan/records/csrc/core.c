@@ -1,0 +1,261 @@
+/* readplan.records._core: the compiled kernels behind readplan.records.native (specs/native.md).
+ *
+ * Each function here has a pure-Python twin with the same contract; the Python layer words every
+ * error a file's bytes cause, so these functions only report where and why they stopped.  Every
+ * offset and length taken from the caller or from the bytes is checked against the buffer before
+ * it is used, and the GIL is released around every loop over a buffer. */
+#include "buffers.h"
+#include "crc32c.h"
+#include "frames.h"
+
+#include <string.h>
+
+/* Below this many bytes, releasing and taking back the GIL costs more than the CRC. */
+#define GIL_FREE_BYTES (1 << 16)
+
+static PyObject *py_crc32c(PyObject *self, PyObject *args) {
+    PyObject *obj;
+    unsigned long value = 0;
+    if (!PyArg_ParseTuple(args, "O|k:crc32c", &obj, &value))
+        return NULL;
+    if (value > 0xFFFFFFFFul)
+        return PyErr_Format(PyExc_ValueError, "crc32c: value must be a uint32, got %lu", value);
+    Py_buffer view;
+    if (borrow_bytes(obj, &view, "crc32c: data") < 0)
+        return NULL;
+    uint32_t crc = (uint32_t)value;
+    if (view.len >= GIL_FREE_BYTES) {
+        Py_BEGIN_ALLOW_THREADS
+        crc = crc32c_update(crc, view.buf, (size_t)view.len);
+        Py_END_ALLOW_THREADS
+    } else {
+        crc = crc32c_update(crc, view.buf, (size_t)view.len);
+    }
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(crc);
+}
+
+static PyObject *py_crc32c_table(PyObject *self, PyObject *args) {
+    PyObject *obj;
+    unsigned long value = 0;
+    if (!PyArg_ParseTuple(args, "O|k:crc32c_table", &obj, &value))
+        return NULL;
+    if (value > 0xFFFFFFFFul)
+        return PyErr_Format(PyExc_ValueError, "crc32c_table: value must be a uint32, got %lu",
+                            value);
+    Py_buffer view;
+    if (borrow_bytes(obj, &view, "crc32c_table: data") < 0)
+        return NULL;
+    uint32_t crc = crc32c_table_update((uint32_t)value, view.buf, (size_t)view.len);
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(crc);
+}
+
+static PyObject *py_scan_frames(PyObject *self, PyObject *args) {
+    PyObject *data_obj, *starts_obj, *lengths_obj;
+    Py_ssize_t off, limit;
+    unsigned long long max_length;
+    int verify;
+    if (!PyArg_ParseTuple(args, "OnnKpOO:scan_frames", &data_obj, &off, &limit, &max_length,
+                          &verify, &starts_obj, &lengths_obj))
+        return NULL;
+    if (off < 0)
+        return PyErr_Format(PyExc_ValueError, "scan_frames: off must be >= 0, got %zd", off);
+    Py_buffer data, starts, lengths;
+    if (borrow_bytes(data_obj, &data, "scan_frames: data") < 0)
+        return NULL;
+    if (borrow_int64(starts_obj, &starts, 1, "scan_frames: starts") < 0) {
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    if (borrow_int64(lengths_obj, &lengths, 1, "scan_frames: lengths") < 0) {
+        PyBuffer_Release(&starts);
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    size_t capacity = (size_t)items_of(&starts);
+    if ((size_t)items_of(&lengths) < capacity)
+        capacity = (size_t)items_of(&lengths);
+    size_t most = limit < 0 ? capacity : (size_t)limit;
+    scan_result r;
+    Py_BEGIN_ALLOW_THREADS
+    r = scan_frames(data.buf, (size_t)data.len, (size_t)off, most, max_length, verify, starts.buf,
+                    lengths.buf, capacity);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&lengths);
+    PyBuffer_Release(&starts);
+    PyBuffer_Release(&data);
+    return Py_BuildValue("(nni)", (Py_ssize_t)r.count, (Py_ssize_t)r.end, r.stop);
+}
+
+/* scan_frames() and cut() in one pass, frame by frame: each payload is copied out right after its
+ * CRC was computed over it, while it is still in the processor's cache.  The GIL is held
+ * throughout, since each frame makes a bytes object. */
+static PyObject *py_scan_records(PyObject *self, PyObject *args) {
+    PyObject *data_obj;
+    Py_ssize_t off, limit;
+    unsigned long long max_length;
+    int verify;
+    if (!PyArg_ParseTuple(args, "OnnKp:scan_records", &data_obj, &off, &limit, &max_length,
+                          &verify))
+        return NULL;
+    if (off < 0)
+        return PyErr_Format(PyExc_ValueError, "scan_records: off must be >= 0, got %zd", off);
+    Py_buffer data;
+    if (borrow_bytes(data_obj, &data, "scan_records: data") < 0)
+        return NULL;
+    PyObject *records = PyList_New(0);
+    const unsigned char *base = data.buf;
+    size_t size = (size_t)data.len, at = (size_t)off;
+    size_t most = limit < 0 ? SIZE_MAX : (size_t)limit;
+    int stop = SCAN_LIMIT;
+    while (records != NULL && (size_t)PyList_Size(records) < most) {
+        int64_t start, length;
+        scan_result r = scan_frames(base, size, at, 1, max_length, verify, &start, &length, 1);
+        if (r.count == 0) {
+            stop = r.stop;
+            break;
+        }
+        PyObject *piece = PyBytes_FromStringAndSize((const char *)base + start + 12, length);
+        if (piece == NULL || PyList_Append(records, piece) < 0)
+            Py_CLEAR(records);
+        Py_XDECREF(piece);
+        at = r.end;
+    }
+    PyBuffer_Release(&data);
+    if (records == NULL)
+        return NULL;
+    PyObject *result = Py_BuildValue("(Oni)", records, (Py_ssize_t)at, stop);
+    Py_DECREF(records);
+    return result;
+}
+
+/* The spans [starts[i] + skip, + lengths[i]) of the first n frames, checked against the data. */
+typedef struct {
+    Py_buffer data, starts, lengths;
+    Py_ssize_t n;
+} spans;
+
+static void release_spans(spans *s) {
+    PyBuffer_Release(&s->lengths);
+    PyBuffer_Release(&s->starts);
+    PyBuffer_Release(&s->data);
+}
+
+static int borrow_spans(spans *s, PyObject *data, PyObject *starts, PyObject *lengths,
+                        const char *name) {
+    if (borrow_bytes(data, &s->data, name) < 0)
+        return -1;
+    if (borrow_int64(starts, &s->starts, 0, name) < 0) {
+        PyBuffer_Release(&s->data);
+        return -1;
+    }
+    if (borrow_int64(lengths, &s->lengths, 0, name) < 0) {
+        PyBuffer_Release(&s->starts);
+        PyBuffer_Release(&s->data);
+        return -1;
+    }
+    s->n = items_of(&s->starts);
+    if (items_of(&s->lengths) != s->n) {
+        PyErr_Format(PyExc_ValueError, "%s: %zd starts but %zd lengths", name, s->n,
+                     items_of(&s->lengths));
+        release_spans(s);
+        return -1;
+    }
+    if (check_spans(s->starts.buf, s->lengths.buf, s->n, s->data.len, name) < 0) {
+        release_spans(s);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *py_cut(PyObject *self, PyObject *args) {
+    PyObject *data_obj, *starts_obj, *lengths_obj;
+    if (!PyArg_ParseTuple(args, "OOO:cut", &data_obj, &starts_obj, &lengths_obj))
+        return NULL;
+    spans s;
+    if (borrow_spans(&s, data_obj, starts_obj, lengths_obj, "cut") < 0)
+        return NULL;
+    PyObject *out = PyList_New(s.n);
+    const char *base = s.data.buf;
+    const int64_t *st = s.starts.buf, *ln = s.lengths.buf;
+    for (Py_ssize_t i = 0; out != NULL && i < s.n; i++) {
+        PyObject *piece = PyBytes_FromStringAndSize(base + st[i], (Py_ssize_t)ln[i]);
+        if (piece == NULL || PyList_SetItem(out, i, piece) < 0)
+            Py_CLEAR(out);
+    }
+    release_spans(&s);
+    return out;
+}
+
+static PyObject *py_pack(PyObject *self, PyObject *args) {
+    PyObject *data_obj, *starts_obj, *lengths_obj, *values_obj;
+    Py_ssize_t at;
+    if (!PyArg_ParseTuple(args, "OOOOn:pack", &data_obj, &starts_obj, &lengths_obj, &values_obj,
+                          &at))
+        return NULL;
+    spans s;
+    if (borrow_spans(&s, data_obj, starts_obj, lengths_obj, "pack") < 0)
+        return NULL;
+    Py_buffer values;
+    if (PyObject_GetBuffer(values_obj, &values, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        release_spans(&s);
+        return NULL;
+    }
+    const int64_t *st = s.starts.buf, *ln = s.lengths.buf;
+    Py_ssize_t total = 0;
+    for (Py_ssize_t i = 0; i < s.n; i++)
+        total += (Py_ssize_t)ln[i]; /* each length is within the data: no overflow */
+    PyObject *result = NULL;
+    if (at < 0 || at > values.len || total > values.len - at) {
+        PyErr_Format(PyExc_ValueError, "pack: %zd bytes at %zd do not fit a buffer of %zd", total,
+                     at, values.len);
+    } else {
+        char *out = (char *)values.buf + at;
+        const char *base = s.data.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < s.n; i++) {
+            memcpy(out, base + st[i], (size_t)ln[i]);
+            out += ln[i];
+        }
+        Py_END_ALLOW_THREADS
+        result = PyLong_FromSsize_t(at + total);
+    }
+    PyBuffer_Release(&values);
+    release_spans(&s);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"crc32c", py_crc32c, METH_VARARGS,
+     "crc32c(data, value=0, /): the CRC32C of data, continuing from value."},
+    {"crc32c_table", py_crc32c_table, METH_VARARGS,
+     "crc32c_table(data, value=0, /): crc32c() by the table walk, whatever the processor."},
+    {"scan_frames", py_scan_frames, METH_VARARGS,
+     "scan_frames(data, off, limit, max_length, verify, starts, lengths, /) -> (count, end, stop)"},
+    {"scan_records", py_scan_records, METH_VARARGS,
+     "scan_records(data, off, limit, max_length, verify, /) -> (records, end, stop)"},
+    {"cut", py_cut, METH_VARARGS, "cut(data, starts, lengths, /) -> list of bytes of the spans"},
+    {"pack", py_pack, METH_VARARGS,
+     "pack(data, starts, lengths, values, at, /) -> end: the spans copied into values from at"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_core", "readplan's compiled kernels (specs/native.md).", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__core(void) {
+    const uint16_t probe = 1;
+    if (*(const unsigned char *)&probe != 1) {
+        PyErr_SetString(PyExc_ImportError,
+                        "readplan's compiled core reads little-endian words; this host is not");
+        return NULL;
+    }
+    crc32c_init();
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddStringConstant(m, "CRC32C_ENGINE", crc32c_engine()) < 0)
+        Py_CLEAR(m);
+    return m;
+}

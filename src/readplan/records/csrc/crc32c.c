@@ -1,0 +1,179 @@
+/* CRC32C: slicing-by-8 tables, and the processor's CRC instruction where it has one.
+ *
+ * The instruction has a latency of three cycles and a throughput of one, so a long buffer is cut
+ * into three interleaved streams whose CRCs are joined afterwards: the CRC of A followed by B is
+ * shift(crc(A), |B|) ^ crc0(B), where shift() is linear in the CRC and is done with four table
+ * lookups for the two block lengths used here. */
+#include "crc32c.h"
+
+#include <string.h>
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <nmmintrin.h>
+#define READPLAN_X86 1
+#elif defined(__aarch64__) && defined(__linux__)
+#include <arm_acle.h>
+#include <sys/auxv.h>
+#define READPLAN_ARM 1
+#endif
+
+#define POLY 0x82F63B78u
+#define LONG_BLOCK 8192
+#define SHORT_BLOCK 256
+
+static uint32_t table[8][256];
+static uint32_t shift_long[4][256];
+static uint32_t shift_short[4][256];
+static uint32_t (*engine)(uint32_t, const unsigned char *, size_t);
+static const char *engine_name = "table";
+
+static inline uint64_t load64(const unsigned char *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v; /* little-endian hosts only: see the check in core.c */
+}
+
+/* The raw state (no pre- or post-inversion) after `size` more bytes. */
+static uint32_t table_raw(uint32_t c, const unsigned char *p, size_t size) {
+    while (size && ((uintptr_t)p & 7)) {
+        c = table[0][(c ^ *p++) & 0xFF] ^ (c >> 8);
+        size--;
+    }
+    while (size >= 8) {
+        uint64_t w = load64(p) ^ c;
+        c = table[7][w & 0xFF] ^ table[6][(w >> 8) & 0xFF] ^ table[5][(w >> 16) & 0xFF] ^
+            table[4][(w >> 24) & 0xFF] ^ table[3][(w >> 32) & 0xFF] ^ table[2][(w >> 40) & 0xFF] ^
+            table[1][(w >> 48) & 0xFF] ^ table[0][w >> 56];
+        p += 8;
+        size -= 8;
+    }
+    while (size--)
+        c = table[0][(c ^ *p++) & 0xFF] ^ (c >> 8);
+    return c;
+}
+
+uint32_t crc32c_table_update(uint32_t crc, const unsigned char *data, size_t size) {
+    return ~table_raw(~crc, data, size);
+}
+
+static uint32_t shift(uint32_t t[4][256], uint32_t c) {
+    return t[0][c & 0xFF] ^ t[1][(c >> 8) & 0xFF] ^ t[2][(c >> 16) & 0xFF] ^ t[3][c >> 24];
+}
+
+/* The shift tables: the raw state after `zeros` zero bytes is linear in the state before. */
+static void build_shift(uint32_t t[4][256], size_t zeros) {
+    static const unsigned char nothing[LONG_BLOCK];
+    uint32_t basis[32];
+    for (int bit = 0; bit < 32; bit++)
+        basis[bit] = table_raw(1u << bit, nothing, zeros);
+    for (int k = 0; k < 4; k++)
+        for (int b = 0; b < 256; b++) {
+            uint32_t v = 0;
+            for (int bit = 0; bit < 8; bit++)
+                if (b & (1 << bit))
+                    v ^= basis[8 * k + bit];
+            t[k][b] = v;
+        }
+}
+
+#if defined(READPLAN_X86)
+#define TARGET __attribute__((target("sse4.2")))
+#define CRC8(c, b) _mm_crc32_u8((c), (b))
+#define CRC64(c, w) ((uint32_t)_mm_crc32_u64((c), (w)))
+#elif defined(READPLAN_ARM)
+#define TARGET __attribute__((target("+crc")))
+#define CRC8(c, b) __crc32cb((c), (b))
+#define CRC64(c, w) __crc32cd((c), (w))
+#endif
+
+#ifdef TARGET
+/* Three streams of `block` bytes side by side, joined into c; returns where they end. */
+TARGET static const unsigned char *triple(uint32_t *state, const unsigned char *p, size_t block,
+                                          uint32_t t[4][256]) {
+    uint32_t c0 = *state, c1 = 0, c2 = 0;
+    const unsigned char *end = p + block;
+    while (p < end) {
+        c0 = CRC64(c0, load64(p));
+        c1 = CRC64(c1, load64(p + block));
+        c2 = CRC64(c2, load64(p + 2 * block));
+        p += 8;
+    }
+    c0 = shift(t, c0) ^ c1;
+    *state = shift(t, c0) ^ c2;
+    return p + 2 * block;
+}
+
+TARGET static uint32_t instruction_raw(uint32_t c, const unsigned char *p, size_t size) {
+    while (size && ((uintptr_t)p & 7)) {
+        c = CRC8(c, *p++);
+        size--;
+    }
+    while (size >= 3 * LONG_BLOCK) {
+        p = triple(&c, p, LONG_BLOCK, shift_long);
+        size -= 3 * LONG_BLOCK;
+    }
+    while (size >= 3 * SHORT_BLOCK) {
+        p = triple(&c, p, SHORT_BLOCK, shift_short);
+        size -= 3 * SHORT_BLOCK;
+    }
+    while (size >= 8) {
+        c = CRC64(c, load64(p));
+        p += 8;
+        size -= 8;
+    }
+    while (size--)
+        c = CRC8(c, *p++);
+    return c;
+}
+
+static uint32_t instruction_update(uint32_t crc, const unsigned char *data, size_t size) {
+    return ~instruction_raw(~crc, data, size);
+}
+#endif
+
+static int has_instruction(void) {
+#if defined(READPLAN_X86)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("sse4.2");
+#elif defined(READPLAN_ARM)
+#ifndef HWCAP_CRC32
+#define HWCAP_CRC32 (1 << 7)
+#endif
+    return (getauxval(AT_HWCAP) & HWCAP_CRC32) != 0;
+#else
+    return 0;
+#endif
+}
+
+void crc32c_init(void) {
+    for (uint32_t b = 0; b < 256; b++) {
+        uint32_t c = b;
+        for (int k = 0; k < 8; k++)
+            c = (c >> 1) ^ (c & 1 ? POLY : 0);
+        table[0][b] = c;
+    }
+    for (int k = 1; k < 8; k++)
+        for (int b = 0; b < 256; b++)
+            table[k][b] = (table[k - 1][b] >> 8) ^ table[0][table[k - 1][b] & 0xFF];
+    build_shift(shift_long, LONG_BLOCK);
+    build_shift(shift_short, SHORT_BLOCK);
+    engine = crc32c_table_update;
+#ifdef TARGET
+    if (has_instruction()) {
+        engine = instruction_update;
+#if defined(READPLAN_X86)
+        engine_name = "sse4.2";
+#else
+        engine_name = "armv8-crc";
+#endif
+    }
+#else
+    (void)has_instruction;
+#endif
+}
+
+uint32_t crc32c_update(uint32_t crc, const unsigned char *data, size_t size) {
+    return engine(crc, data, size);
+}
+
+const char *crc32c_engine(void) { return engine_name; }

@@ -1,0 +1,23 @@
+/* CRC32C (Castagnoli), the checksum of TFRecord frames (specs/native.md, "crc32c").
+ *
+ * crc32c_update() continues a CRC over a buffer: crc32c_update(crc32c_update(0, a), b) is the CRC
+ * of a followed by b.  The implementation is chosen once, at crc32c_init(): the SSE4.2 instruction
+ * on x86-64, the CRC extension on ARMv8, or a table walk on any other processor. */
+#ifndef READPLAN_CRC32C_H
+#define READPLAN_CRC32C_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+void crc32c_init(void);
+uint32_t crc32c_update(uint32_t crc, const unsigned char *data, size_t size);
+/* "sse4.2", "armv8-crc" or "table": what crc32c_init() chose. */
+const char *crc32c_engine(void);
+/* The table walk whatever the processor: the reference the instruction paths are tested against. */
+uint32_t crc32c_table_update(uint32_t crc, const unsigned char *data, size_t size);
+
+static inline uint32_t crc32c_mask(uint32_t crc) {
+    return ((crc >> 15) | (crc << 17)) + 0xA282EAD8u;
+}
+
+#endif

@@ -1,0 +1,31 @@
+/* The TFRecord frame scan (specs/native.md, "scan_frames"): a frame is uint64 length, uint32
+ * masked CRC of the length, the data, uint32 masked CRC of the data, all little-endian. */
+#ifndef READPLAN_FRAMES_H
+#define READPLAN_FRAMES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Why a scan stopped.  The values are part of the Python contract (records/tfrecord/_scan.py). */
+enum scan_stop {
+    SCAN_INCOMPLETE = 0,  /* the next frame does not lie complete in the buffer */
+    SCAN_LIMIT = 1,       /* `limit` frames were found, or the output arrays are full */
+    SCAN_LENGTH_CRC = 2,  /* the next frame's length CRC does not verify */
+    SCAN_TOO_LONG = 3,    /* the next frame's length is over `max_length` */
+    SCAN_DATA_CRC = 4,    /* the next frame's data CRC does not verify */
+};
+
+typedef struct {
+    size_t count; /* frames found */
+    size_t end;   /* offset after the last frame found: where the next one starts */
+    int stop;     /* enum scan_stop */
+} scan_result;
+
+/* Frames from `off` in data[0:size], at most `limit` (and at most `capacity`): their starts and
+ * data lengths go to starts[] and lengths[].  Every length is compared with the bytes left
+ * before it is used; nothing is read outside data[0:size]. */
+scan_result scan_frames(const unsigned char *data, size_t size, size_t off, size_t limit,
+                        uint64_t max_length, int verify, int64_t *starts, int64_t *lengths,
+                        size_t capacity);
+
+#endif

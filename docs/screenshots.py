@@ -19,6 +19,8 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 from PIL import Image
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.viewer_harness import (
     FEATURES_DIR,
     FEATURES_PATH,

@@ -143,7 +143,8 @@ def _response(err: BaseException) -> Mapping[str, object]:
 
 
 def _status(err: BaseException) -> int | None:
-    for name in ("code", "status", "status_code"):
+    # ``status`` first: aiohttp's ClientResponseError warns when its ``code`` is read.
+    for name in ("status", "status_code", "code"):
         value = getattr(err, name, None)
         if isinstance(value, int) and 100 <= value <= 599:
             return value

@@ -367,13 +367,16 @@ def test_sample_damage_kinds_and_skip_mode(tmp_path: Path) -> None:
     path = tmp_path / "x.tbl"
     path.write_bytes(raw)
     # A moved entry's neighbours are damage too (index_order): either side of a broken
-    # boundary may be the entry that moved.
+    # boundary may be the entry that moved, and so may the entry whose payload it points
+    # into (6, holding 3's claim) and an empty one beside that.
     expected = {
         0: "index_order",
         1: "index_bounds",
         2: "index_field",
         3: "index_overlap",
         4: "index_order",
+        6: "index_overlap",
+        7: "index_order",
         8: "index_order",
         9: "truncated_data",
         10: "index_order",
@@ -382,7 +385,7 @@ def test_sample_damage_kinds_and_skip_mode(tmp_path: Path) -> None:
     report = CorruptionReport()
     with tbl.TblFile(path, on_corruption="skip", report=report) as tf:
         got = list(tf)
-        assert tf.damaged.tolist() == [0, 1, 2, 3, 4, 8, 9, 10]
+        assert tf.damaged.tolist() == [0, 1, 2, 3, 4, 6, 7, 8, 9, 10]
         for i, kind in expected.items():
             with pytest.raises(CorruptTblError) as err:
                 tf[i]

@@ -271,6 +271,8 @@ def entry_kinds(layout: Layout, index: bytes) -> U8Array:
     ]
     for code, failed in reversed(list(enumerate(tests, start=1))):
         kinds[failed] = code
+    order_code = ENTRY_KINDS.index(TBL_KIND_INDEX_ORDER)
+    kinds[(kinds == 0) & _disputed(offset, end, kinds == order_code)] = order_code
     # A misplaced entry that names bytes of another sample's payload is an overlap.
     misplaced = kinds == ENTRY_KINDS.index(TBL_KIND_INDEX_ORDER)
     placed = misplaced | (kinds == 0) | (kinds == ENTRY_KINDS.index(TBL_KIND_INDEX_FIELD))
@@ -297,6 +299,29 @@ def _out_of_order(
     right = np.concatenate([left[1:], [True]])
     blamed: npt.NDArray[np.bool_] = ~left | ~right
     return blamed
+
+
+def _disputed(
+    start: npt.NDArray[np.uint64], end: npt.NDArray[np.uint64], misplaced: npt.NDArray[np.bool_]
+) -> npt.NDArray[np.bool_]:
+    """The entries whose payload a misplaced entry's payload touches: either may hold the
+    other's place (entries of empty samples chain at one offset, so a swap among them can
+    look right on both sides of a sound-looking entry). Empty payloads count as the point
+    where they sit: coordinates are doubled, ``[s, e)`` is ``[2s, 2e)`` and ``[s, s)`` is
+    ``[2s, 2s + 1)``."""
+    low = start.astype(np.float64) * 2  # float: 2 * a u64 offset may not fit in u64
+    high = np.where(end > start, end.astype(np.float64) * 2, low + 1)
+    chosen = np.flatnonzero(misplaced)
+    if len(chosen) == 0:
+        return np.zeros(len(start), dtype=bool)
+    order = chosen[np.argsort(low[chosen], kind="stable")]
+    starts, reach = low[order], np.maximum.accumulate(high[order])
+    # The misplaced payloads starting before each one's end: does one reach past its start?
+    before = np.searchsorted(starts, high, side="left")
+    found = np.zeros(len(start), dtype=bool)
+    some = before > 0
+    found[some] = reach[before[some] - 1] > low[some]
+    return found
 
 
 def _overlapping(

@@ -96,7 +96,7 @@ def test_order_without_count_runs_to_the_end_of_the_epoch(
     ("argv", "message"),
     [
         (("order", "imagenet2012", "train", "--start", "2000000"), "out of range"),
-        (("order", "imagenet2012", "train", "--shuffle-files"), "shuffle_seed"),
+        (("order", "imagenet2012", "train", "--shuffle-files"), "Pass --seed <int>"),
         (("order", "imagenet2012", "train", "--input-context", "x"), "ID/N"),
         (("order", "nosuch", "train"), "neither an existing dataset directory"),
         (("order", "imagenet2012", "train[200%:]"), "percent slice boundaries"),

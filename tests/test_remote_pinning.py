@@ -66,12 +66,19 @@ def _overwrite(store: Store, url: str, big: Path) -> None:
 
 
 @pytest.mark.usefixtures("no_prefetch")
+@pytest.mark.parametrize("on_corruption", ["raise", "skip"])
 def test_a_stream_over_an_object_replaced_mid_read(
-    s3_store: Store, big: Path, bucket: tuple[str, bool]
+    s3_store: Store, big: Path, bucket: tuple[str, bool], on_corruption: str
 ) -> None:
     url, versioned = bucket
     shard = f"{url}/{big_name(0, 2)}"
-    records = tfrecord.read(shard, storage_options=s3_store.storage_options)
+    report = tfrecord.CorruptionReport()
+    records = tfrecord.read(
+        shard,
+        storage_options=s3_store.storage_options,
+        on_corruption=on_corruption,  # type: ignore[arg-type]
+        report=report,
+    )
     assert next(records) == big_record(0, 0)
     _overwrite(s3_store, url, big)
     if versioned:
@@ -86,6 +93,7 @@ def test_a_stream_over_an_object_replaced_mid_read(
     assert caught.value.url == shard
     assert shard in str(caught.value)
     assert "If-Match" in str(caught.value)
+    assert list(report) == []  # a change, not damage: skip mode does not step over it
 
 
 def test_random_access_to_an_object_replaced_between_reads(
@@ -188,3 +196,101 @@ def test_s3_failures_after_botocores_attempts_are_retried(
     assert caught.value.url == url
     assert "3 attempts failed with transient errors" in message
     assert "client library's own retries" in message
+
+
+# -- HTTP(S): If-Match on the ETag -----------------------------------------------------------
+
+
+class _Objects:
+    """Bytes served by :func:`_http_server`, replaceable while served."""
+
+    def __init__(self) -> None:
+        self.content: dict[str, bytes] = {}
+
+
+def _etag(data: bytes) -> str:
+    import hashlib
+
+    return '"' + hashlib.md5(data).hexdigest() + '"'
+
+
+def _http_server(objects: _Objects) -> Any:
+    """A loopback HTTP server that answers HEAD and ranged GETs with a strong ETag and
+    honours If-Match (412 when the object's ETag differs), as object stores' HTTP APIs do."""
+    import http.server
+    import re as _re
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def _object(self) -> bytes | None:
+            data = objects.content.get(self.path)
+            if data is None:
+                self.send_response(404)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            return data
+
+        def do_HEAD(self) -> None:
+            data = self._object()
+            if data is not None:
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(data)))
+                self.send_header("ETag", _etag(data))
+                self.send_header("Accept-Ranges", "bytes")
+                self.end_headers()
+
+        def do_GET(self) -> None:
+            data = self._object()
+            if data is None:
+                return
+            wanted = self.headers.get("If-Match")
+            if wanted is not None and wanted != _etag(data):
+                self.send_response(412)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            match = _re.fullmatch(r"bytes=(\d+)-(\d*)", self.headers.get("Range", ""))
+            start, stop = 0, len(data)
+            if match:
+                start = int(match.group(1))
+                stop = int(match.group(2)) + 1 if match.group(2) else len(data)
+            body = data[start:stop]
+            self.send_response(206 if match else 200)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("ETag", _etag(data))
+            if match:
+                self.send_header("Content-Range", f"bytes {start}-{stop - 1}/{len(data)}")
+            self.end_headers()
+            self.wfile.write(body)
+
+    from tests.remote_stores import free_port
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+    server.daemon_threads = True
+    return server
+
+
+@pytest.mark.usefixtures("no_prefetch")
+def test_an_http_object_replaced_mid_read_fails_its_if_match(big: Path) -> None:
+    import threading
+
+    objects = _Objects()
+    objects.content["/shard"] = (big / big_name(0, 2)).read_bytes()
+    server = _http_server(objects)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/shard"
+    try:
+        records = tfrecord.read(url, storage_options={"skip_instance_cache": True})
+        assert next(records) == big_record(0, 0)
+        objects.content["/shard"] = (big / big_name(1, 2)).read_bytes()
+        delivered = []
+        with pytest.raises(ObjectChangedError) as caught:
+            delivered.extend(records)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert delivered == [big_record(0, k) for k in range(1, len(delivered) + 1)]
+    assert caught.value.url == url
+    assert "If-Match" in str(caught.value)

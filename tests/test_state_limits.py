@@ -306,3 +306,17 @@ def test_mutated_state_files_raise_only_readplan_errors(
     status = main(["order", TOY_ARG, "train", "--shuffle-files", "--seed", "3",
                    "--cycle-length", "4", "--from", str(path), "--count", "1"])  # fmt: skip
     assert status in (0, 2)
+
+
+def test_the_viewer_takes_states_with_the_same_bounds(tmp_path: Path) -> None:
+    from readplan.viewer import orders, roots
+
+    deep = ('{"k":' + "[" * 50_000 + "]" * 50_000 + "}").encode()
+    with pytest.raises(CheckpointError, match="not a saved state"):
+        orders.parse_state(deep)
+    path = tmp_path / "deep.json"
+    path.write_bytes(deep)
+    assert roots._is_state(str(path)) is False
+    saved = tmp_path / "state.json"
+    Reader(PLAN, start=STATE).save(saved)
+    assert roots._is_state(str(saved)) is True

@@ -83,6 +83,7 @@ def chromium() -> Any:
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
         options.add_argument(flag)
     options.add_argument("--window-size=1280,900")
+    options.add_argument("--enable-precise-memory-info")  # performance.memory, unrounded
     options.binary_location = binary
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     return webdriver.Chrome(options=options, service=Service(driver))

@@ -20,6 +20,7 @@ from readplan.errors import ConfigError, ConfigTypeError
 __all__ = [
     "INT64_MAX",
     "INT64_MIN",
+    "a_type",
     "check_bool",
     "check_int",
     "check_optional_int",
@@ -58,7 +59,7 @@ def check_int(
     """
     if not_int(value):
         raise ConfigTypeError(
-            f"{field}={preview(value)} is not {what} (it is a {type(value).__name__}); pass an int",
+            f"{field}={preview(value)} is not {what} (it is {a_type(value)}); pass an int",
             field=field,
             value=value,
         )
@@ -87,16 +88,39 @@ def check_optional_int(
     return check_int(value, field, minimum=minimum, maximum=maximum, what=f"{what} or None")
 
 
+def check_seed(value: Any, field: str) -> int | None:
+    """A shuffle or global seed as TF accepts it: any integer (numpy ones too) or bool
+    (``True`` is seed 1), of any size, or None; TF folds it (``specs/shuffle.md`` §1).
+    Floats, strings and other types are refused, as TF refuses them."""
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        return int(value)
+    if not_int(value):
+        raise ConfigTypeError(
+            f"{field}={value!r} is not a seed (it is a {type(value).__name__}); TensorFlow "
+            "takes an integer of any size (or a bool) and refuses floats and strings",
+            field=field,
+            value=value,
+        )
+    return int(value)
+
+
 def check_bool(value: Any, field: str) -> bool:
     """``value`` as a ``bool``; ``0``, ``1``, ``""`` or ``None`` are refused, not coerced."""
     if not isinstance(value, (bool, np.bool_)):
         raise ConfigTypeError(
-            f"{field}={preview(value)} is not a flag: pass True or False (got a "
-            f"{type(value).__name__})",
+            f"{field}={preview(value)} is not a flag: pass True or False (got {a_type(value)})",
             field=field,
             value=value,
         )
     return bool(value)
+
+
+def a_type(value: object) -> str:
+    """The type of ``value`` with its article, for messages: ``"an int"``, ``"a str"``."""
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 class _Brief(reprlib.Repr):

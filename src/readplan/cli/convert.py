@@ -21,9 +21,25 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         "dataset_info.json naming the new fileFormat; plans, readers and checkpoints treat "
         "both alike. Converting back to tfrecord gives the original files byte for byte.",
     )
-    parser.add_argument("src_dir", metavar="SRC_DIR")
-    parser.add_argument("dst_dir", metavar="DST_DIR")
-    parser.add_argument("--format", choices=["tbl", "tfrecord"], required=True)
+    parser.add_argument(
+        "src_dir",
+        metavar="SRC_DIR",
+        help="the dataset to convert: the folder holding its dataset_info.json and shards (a "
+        "local path or a URL)",
+    )
+    parser.add_argument(
+        "dst_dir",
+        metavar="DST_DIR",
+        help="where to write the converted dataset: a new or empty folder or a URL (one holding "
+        "a dataset_info.json is refused)",
+    )
+    parser.add_argument(
+        "--format",
+        choices=["tbl", "tfrecord"],
+        required=True,
+        help="the container of the new shards: tbl (TBL v2) or tfrecord (back from TBL, byte "
+        "for byte)",
+    )
     parser.add_argument(
         "--compression", action="store_true", help="LZ4 per sample (TBL output only)"
     )

@@ -73,7 +73,13 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         "and the compression ratio. Exit status 1 if any file is damaged, 2 if one cannot "
         "be read.",
     )
-    inspect.add_argument("files", nargs="+", metavar="FILE")
+    inspect.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="TFRecord (plain, GZIP or ZLIB) or TBL v2 files: local paths or URLs "
+        "(gs://, s3://, any fsspec protocol)",
+    )
     _add_json(inspect)
     inspect.add_argument(
         "--examples",
@@ -103,7 +109,12 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         "(readplan's binary sidecar, always written). Damaged files get no index (exit "
         "status 1).",
     )
-    build.add_argument("files", nargs="+", metavar="FILE")
+    build.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="TFRecord files to index: local paths or URLs (gs://, s3://, any fsspec protocol)",
+    )
     build.add_argument(
         "--index-dir",
         default=None,

@@ -12,10 +12,15 @@ import os
 import sys
 from collections.abc import Sequence
 
-from readplan import __version__
+from readplan import __version__, storage
 from readplan.cli import convert, demo, framing, planning, view
+from readplan.cli.numbers import POSITIVE
 from readplan.errors import ReadplanError
 from readplan.records.native import CORE_NAME
+from readplan.storage import DEFAULT_RETRY, RetryPolicy
+
+DEFAULT_RETRY_TIMEOUT = 30.0
+"""Seconds after a request's first try past which the command line starts no retry."""
 
 __all__ = ["build_parser", "main"]
 
@@ -27,6 +32,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     version = f"readplan {__version__} ({CORE_NAME})"
     parser.add_argument("--version", action="version", version=version)
+    parser.add_argument(
+        "--retries",
+        type=POSITIVE,
+        default=DEFAULT_RETRY.attempts,
+        metavar="N",
+        help="tries of each object-store request that fails transiently (default "
+        f"{DEFAULT_RETRY.attempts}); each retry is reported on stderr",
+    )
+    parser.add_argument(
+        "--retry-timeout",
+        type=float,
+        default=DEFAULT_RETRY_TIMEOUT,
+        metavar="SECONDS",
+        help="start no retry later than this after a request's first try (default "
+        f"{DEFAULT_RETRY_TIMEOUT:g} s; a try in flight is not cut short)",
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in (demo, planning, framing, convert, view):
         module.register(subparsers)
@@ -41,6 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
+        _configure_retries(args)
         status: int = args.handler(args)
         sys.stdout.flush()
     except KeyboardInterrupt:
@@ -55,7 +77,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ReadplanError, OSError) as err:
         print(f"readplan {args.command}: error: {err}", file=sys.stderr)
         return 2
+    finally:
+        storage.configure_retries(None)
+        storage.set_retry_reporter(None)
     return status
+
+
+def _configure_retries(args: argparse.Namespace) -> None:
+    """Bound every store request's retries by the flags, and say on stderr what is retried
+    (a wrong endpoint would otherwise be a long silence before the error)."""
+    policy = RetryPolicy(
+        attempts=args.retries,
+        first_delay=DEFAULT_RETRY.first_delay,
+        max_delay=DEFAULT_RETRY.max_delay,
+        deadline=args.retry_timeout,
+    )
+    storage.configure_retries(policy)
+    command = args.command
+
+    def report(message: str) -> None:
+        print(f"readplan {command}: {message}", file=sys.stderr, flush=True)
+
+    storage.set_retry_reporter(report)
 
 
 if __name__ == "__main__":  # pragma: no cover

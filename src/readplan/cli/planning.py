@@ -17,8 +17,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from readplan._internal.atomic import atomic_write
-from readplan.cli.numbers import INT64, NON_NEGATIVE, POSITION, POSITIVE
+from readplan import storage
+from readplan.cli.numbers import NON_NEGATIVE, POSITION, POSITIVE
+from readplan.cli.steps import Step, add_step_arguments, config_from_state, steps_of
 from readplan.errors import ConfigError, DatasetInfoError, EmptySplitError
 from readplan.metadata.dataset_info import DatasetInfo, catalog_names
 from readplan.plan import EpochOrder, ReadPlan
@@ -177,9 +178,20 @@ def _plan_table(info: DatasetInfo, spec: str, instructions: Sequence[FileInstruc
 # order and checkpoint
 
 
-def _add_read_config_arguments(parser: argparse.ArgumentParser) -> None:
+def _add_read_config_arguments(
+    parser: argparse.ArgumentParser, *, from_state: bool = False
+) -> None:
     add_dataset_argument(parser)
-    parser.add_argument("spec", metavar="SPEC", help="a TFDS split string, e.g. 'train[:10%%]'")
+    if from_state:
+        parser.add_argument(
+            "spec",
+            metavar="SPEC",
+            nargs="?",
+            default=None,
+            help="a TFDS split string, e.g. 'train[:10%%]' (with --from: the state's, by default)",
+        )
+    else:
+        parser.add_argument("spec", metavar="SPEC", help="a TFDS split string, e.g. 'train[:10%%]'")
     group = parser.add_argument_group("read configuration (TFDS's ReadConfig)")
     group.add_argument(
         "--cycle-length",
@@ -188,11 +200,14 @@ def _add_read_config_arguments(parser: argparse.ArgumentParser) -> None:
         help="interleave_cycle_length (default: TFDS's, 16, or 1 for ordered datasets)",
     )
     group.add_argument(
-        "--block-length", type=POSITIVE, default=16, help="interleave_block_length (default 16)"
+        "--block-length",
+        type=POSITIVE,
+        default=None,
+        help="interleave_block_length (default 16)",
     )
     group.add_argument("--shuffle-files", action="store_true", help="shuffle_files=True")
     group.add_argument(
-        "--seed", type=INT64, default=None, help="shuffle_seed of the file shuffle (an int64)"
+        "--seed", type=_seed, default=None, help="shuffle_seed of the file shuffle (an integer)"
     )
     group.add_argument(
         "--no-reshuffle",
@@ -206,8 +221,26 @@ def _add_read_config_arguments(parser: argparse.ArgumentParser) -> None:
         help="input_context: read the files of pipeline ID out of N (e.g. 0/4)",
     )
     parser.add_argument(
-        "--epoch", type=NON_NEGATIVE, default=0, help="epoch, counted from 0 (default 0)"
+        "--epoch", type=NON_NEGATIVE, default=None, help="epoch, counted from 0 (default 0)"
     )
+
+
+def _seed(text: str) -> int:
+    """An argparse type: a seed, an integer of any size (TensorFlow folds it)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+
+
+_CONFIG_FLAGS = (
+    ("cycle_length", "--cycle-length"),
+    ("block_length", "--block-length"),
+    ("shuffle_files", "--shuffle-files"),
+    ("seed", "--seed"),
+    ("no_reshuffle", "--no-reshuffle"),
+    ("input_context", "--input-context"),
+)
 
 
 def _plan_from_args(args: argparse.Namespace) -> ReadPlan:
@@ -218,16 +251,47 @@ def _plan_from_args(args: argparse.Namespace) -> ReadPlan:
             file=sys.stderr,
         )
     info = load_dataset(args.dataset, args.file_format)
+    typed = [flag for name, flag in _CONFIG_FLAGS if getattr(args, name) not in (None, False)]
+    if getattr(args, "state", None) is not None and not typed:
+        # The state was saved with a read configuration: take it, and its split by default.
+        spec, config = config_from_state(read_state(args.state), args.state)
+        return ReadPlan(info, args.spec or spec, config)
+    if args.spec is None:
+        raise ConfigError(
+            "SPEC is missing: give the split string (it is optional only with --from STATE)",
+            field="spec",
+            value=None,
+        )
     cycle = {} if args.cycle_length is None else {"interleave_cycle_length": args.cycle_length}
-    config = ReadConfig(
-        **cycle,
-        interleave_block_length=args.block_length,
-        shuffle_files=args.shuffle_files,
-        shuffle_seed=args.seed,
-        shuffle_reshuffle_each_iteration=False if args.no_reshuffle else None,
-        input_context=_input_context(args.input_context),
-    )
+    try:
+        config = ReadConfig(
+            **cycle,
+            interleave_block_length=16 if args.block_length is None else args.block_length,
+            shuffle_files=args.shuffle_files,
+            shuffle_seed=args.seed,
+            shuffle_reshuffle_each_iteration=False if args.no_reshuffle else None,
+            input_context=_input_context(args.input_context),
+        )
+    except ConfigError as err:
+        raise _as_flag_error(err) from None
     return ReadPlan(info, args.spec, config)
+
+
+_FLAG_OF_FIELD = {
+    "shuffle_seed": "--seed",
+    "interleave_cycle_length": "--cycle-length",
+    "interleave_block_length": "--block-length",
+}
+
+
+def _as_flag_error(err: ConfigError) -> ConfigError:
+    """``err`` with ReadConfig's keyword arguments written as this command's flags."""
+    message = str(err)
+    message = message.replace("Pass shuffle_seed=<int>", "Pass --seed <int>")
+    message = message.replace("shuffle_files=True", "--shuffle-files")
+    for keyword, flag in _FLAG_OF_FIELD.items():
+        message = re.sub(rf"\b{keyword}\b", flag, message)
+    return type(err)(message, field=err.field, value=err.value)
 
 
 def _input_context(text: str | None) -> InputContext | None:
@@ -250,7 +314,7 @@ def register_order(subparsers: argparse._SubParsersAction[Any]) -> None:
         description="Print which record comes at each position of an epoch, exactly as TFDS "
         "reads it (interleave, seeded per-epoch file shuffle), without reading any record.",
     )
-    _add_read_config_arguments(parser)
+    _add_read_config_arguments(parser, from_state=True)
     parser.add_argument(
         "--start",
         type=POSITION,
@@ -263,7 +327,8 @@ def register_order(subparsers: argparse._SubParsersAction[Any]) -> None:
         metavar="STATE",
         default=None,
         help="continue from a saved state (Reader.save, checkpoint -o): print where it stands "
-        "and what comes next; sets --epoch and --start",
+        "and what comes next; sets --epoch and --start, and the read configuration and SPEC "
+        "unless they are given (then they must be the state's)",
     )
     parser.add_argument(
         "--count", type=NON_NEGATIVE, default=None, help="number of positions (default: to the end)"
@@ -276,13 +341,19 @@ def register_order(subparsers: argparse._SubParsersAction[Any]) -> None:
         "per line with every field",
     )
     parser.add_argument("--json", action="store_true", help="the same as --format json")
+    add_step_arguments(parser)
     parser.set_defaults(handler=run_order)
 
 
 def run_order(args: argparse.Namespace) -> int:
     plan = _plan_from_args(args)
     fmt = "json" if args.json else args.format
-    epoch, start = args.epoch, 0 if args.start is None else args.start
+    steps = steps_of(args, plan.num_examples)
+    if steps is not None:
+        for step in steps:
+            _print_step(plan, step, fmt)
+        return 0
+    epoch, start = args.epoch or 0, 0 if args.start is None else args.start
     if args.state is not None:
         if args.start is not None:
             raise ConfigError(
@@ -302,6 +373,19 @@ def run_order(args: argparse.Namespace) -> int:
         if remaining == 0:
             break
     return 0
+
+
+def _print_step(plan: ReadPlan, step: Step, fmt: str) -> None:
+    """The examples of one training step, after a header line (a field of each JSON line)."""
+    size = step.stop - step.start
+    chunk = next(plan.iter_epoch(step.epoch, chunk_size=size, start=step.start))
+    lines = _format_chunk(plan, chunk, size, fmt)
+    if fmt == "json":
+        where = {"step": step.number, "epoch": step.epoch}
+        lines = [json.dumps({**where, **json.loads(line)}) for line in lines]
+    else:
+        print(f"# step {step.number}: epoch {step.epoch}, positions {step.start}..{step.stop - 1}")
+    print("\n".join(lines))
 
 
 def _check_position(flag: str, position: int, size: int) -> None:
@@ -370,6 +454,10 @@ def _format_chunk(plan: ReadPlan, chunk: EpochOrder, take: int, fmt: str) -> lis
     return lines
 
 
+def form_name(form: Checkpoint | ExpandedCheckpoint) -> str:
+    return "an expanded" if isinstance(form, ExpandedCheckpoint) else "a compact"
+
+
 def register_checkpoint(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser = subparsers.add_parser(
         "checkpoint",
@@ -423,7 +511,7 @@ def run_checkpoint(args: argparse.Namespace) -> int:
         checkpoint = plan.upgrade_checkpoint(parse_json(read_state_file(args.upgrade)))
     else:
         _check_position("--position", args.position, plan.num_examples)
-        checkpoint = plan.checkpoint(args.epoch, args.position)
+        checkpoint = plan.checkpoint(args.epoch or 0, args.position)
     form: Checkpoint | ExpandedCheckpoint = checkpoint.expanded() if args.expand else checkpoint
     if args.output == "-" and args.instructions is not None:
         raise ConfigError(
@@ -435,7 +523,15 @@ def run_checkpoint(args: argparse.Namespace) -> int:
     if args.output == "-":
         print(form.to_json())
     elif args.output is not None:
-        atomic_write(args.output, form.to_json().encode("utf-8"))
+        data = form.to_json().encode("utf-8")
+        storage.write_bytes(args.output, data)  # atomic, locally and in a store
+        # On stdout unless the instructions go there.
+        print(
+            f"wrote {args.output} ({len(data):,} bytes): {form_name(form)} checkpoint at "
+            f"epoch {checkpoint.epoch}, position {checkpoint.position} of "
+            f"{checkpoint.num_examples}",
+            file=sys.stdout if args.instructions is None else sys.stderr,
+        )
     if args.instructions is not None:
         state = checkpoint.expanded()
         instructions = (
@@ -443,7 +539,7 @@ def run_checkpoint(args: argparse.Namespace) -> int:
             if args.instructions == "remaining"
             else state.resume_instructions()
         )
-        where = f"{args.spec} @ epoch {args.epoch}, position {args.position}"
+        where = f"{args.spec} @ epoch {checkpoint.epoch}, position {checkpoint.position}"
         if args.json:
             print(json.dumps(_plan_json(plan.info, where, False, instructions), indent=2))
         else:

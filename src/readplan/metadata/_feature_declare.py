@@ -12,11 +12,13 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from readplan._internal.validate import a_type
 from readplan.errors import FeatureError
 from readplan.metadata._feature_types import (
     Audio,
     BBoxFeature,
     ClassLabel,
+    DefaultNames,
     Feature,
     Image,
     Scalar,
@@ -49,12 +51,8 @@ def _collect_labels(feature: Any, stem: tuple[str, ...], out: dict[str, str]) ->
             _collect_labels(inner, (*stem, name), out)
     elif isinstance(feature, Sequence):
         _collect_labels(feature.feature, stem, out)
-    elif isinstance(feature, ClassLabel) and feature.names != _default_names(feature):
+    elif isinstance(feature, ClassLabel) and not isinstance(feature.names, DefaultNames):
         out[f"{'-'.join(stem)}.labels.txt"] = "".join(f"{name}\n" for name in feature.names)
-
-
-def _default_names(label: ClassLabel) -> tuple[str, ...]:
-    return tuple(map(str, range(label.num_classes)))
 
 
 def _shape(shape: Shape) -> dict[str, Any]:
@@ -90,7 +88,7 @@ def _declare(feature: Any, where: str) -> dict[str, Any]:
     if isinstance(feature, Audio):
         return _typed("audio_feature.Audio", "audio", _audio(feature))
     raise FeatureError(
-        f"feature {where}: a {type(feature).__name__} cannot be written to features.json",
+        f"feature {where}: {a_type(feature)} cannot be written to features.json",
         feature=where,
     )
 

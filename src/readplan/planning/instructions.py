@@ -21,7 +21,14 @@ from readplan._internal.validate import INT64_MAX, is_int
 from readplan.errors import ConfigError, EmptySplitError, ReadplanTypeError, SplitError
 from readplan.metadata.dataset_info import DatasetInfo, SplitInfo
 from readplan.planning.file_instruction import FileInstruction
-from readplan.planning.splits import AllSplits, ReadInstruction, SplitArg, SplitSpec
+from readplan.planning.splits import (
+    AllSplits,
+    ReadInstruction,
+    SplitArg,
+    SplitSpec,
+    mixed_units,
+    parse_split,
+)
 
 __all__ = [
     "FileInstruction",
@@ -286,6 +293,16 @@ def _strict_error(
 
 
 def _check_strict(ranges: Sequence[_Range], spec: SplitArg) -> None:
+    if isinstance(spec, str):
+        for part, unit in mixed_units(spec):
+            shown = "%" if unit == "%" else "shard" if unit == "shard" else "records"
+            raise SplitError(
+                f"strict mode: part {part!r} of {spec!r} mixes units: TFDS reads both bounds "
+                f"in the unit given ({shown}), so a bare number there is not a record index; "
+                "write the unit on both bounds, e.g. 'train[10%:60%]'",
+                spec=spec,
+                part=part,
+            )
     for entry in ranges:
         _check_shard_bounds(entry, spec)
         if entry.start > entry.stop:
@@ -474,6 +491,9 @@ def _lazy_parts(other: object) -> tuple[str | _EvenPiece, ...]:
     if isinstance(other, LazySplit):
         return other.parts
     if isinstance(other, str):
+        # TFDS parses a string operand when `+` is called (ReadInstruction.from_spec), so a
+        # bad one fails there, with the parse error, whatever the even split names.
+        parse_split(other)
         return (other,)
     if isinstance(other, (ReadInstruction, SplitSpec)):
         return (str(other),)

@@ -28,6 +28,7 @@ __all__ = [
     "SplitArg",
     "SplitSpec",
     "Unit",
+    "mixed_units",
     "parse_split",
 ]
 
@@ -254,6 +255,28 @@ def parse_split(spec: str) -> SplitSpec:
             f"a split string must be a str, got {spec!r}", field="spec", value=spec
         )
     return SplitSpec(tuple(_parse_part(spec, part) for part in _PLUS.split(spec)))
+
+
+def mixed_units(spec: str) -> list[tuple[str, str]]:
+    """The parts of ``spec`` whose two bounds carry different units (``train[10%:60]``),
+    each with the unit TFDS reads both bounds in (the first bound's, else the second's).
+
+    TFDS applies one unit to a whole slice, so ``train[10%:60]`` reads records 10% to
+    60%, not to record 60; strict mode refuses such parts.
+    """
+    mixed = []
+    for part in _PLUS.split(spec):
+        match = _PART.fullmatch(part.strip())
+        bounds = (match["selector"] or "").split(":") if match else []
+        if len(bounds) != 2:
+            continue
+        units = [_BOUND.fullmatch(bound) for bound in bounds]
+        if not all(units):
+            continue
+        given = [(u["unit"] or "abs") for u in units if u is not None and u["number"]]
+        if len(set(given)) > 1:
+            mixed.append((part.strip(), given[0] if given[0] != "abs" else given[1]))
+    return mixed
 
 
 def _prefix(spec: str) -> str:

@@ -22,6 +22,7 @@ from typing import Any, Literal, TypeAlias, get_args
 import numpy as np
 import numpy.typing as npt
 
+from readplan._internal.validate import a_type
 from readplan.errors import ConfigError, ExampleError
 from readplan.records.example import _leaves
 from readplan.records.example._leaves import Computed, Fixed, Leaf, LeafBatch
@@ -147,7 +148,7 @@ def _common_keys(examples: Sequence[Any], prefix: str) -> list[str]:
     for k, example in enumerate(examples):
         if not isinstance(example, Mapping):
             raise ExampleError(
-                f"example {k} of the batch holds a {type(example).__name__} at {where!r} where "
+                f"example {k} of the batch holds {a_type(example)} at {where!r} where "
                 "example 0 holds a dict: examples of one batch must share one structure",
                 key=prefix.rstrip("/") or None,
             )

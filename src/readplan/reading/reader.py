@@ -146,6 +146,7 @@ class Reader(Closing):
         check_damage_options(on_corruption, report)
         self.plan = plan
         self.data_dir = None if data_dir is None else to_str(data_dir)
+        _check_files_reachable(plan, self.data_dir)
         self.index_dir, self.storage_options = index_dir, storage_options
         self.epochs = epochs
         self.rank = rank
@@ -561,3 +562,20 @@ class Reader(Closing):
         shared = self.data_dir is not None or not sorted_by_user
         files = range(1 if shared else len(self.plan.instructions))
         return any(is_remote(self._path(k)) for k in files)
+
+
+def _check_files_reachable(plan: ReadPlan, data_dir: str | None) -> None:
+    """A plan whose files are bare names (a catalog layout) needs the folder they are in."""
+    table = plan.instructions
+    if data_dir is not None or plan.info.data_dir is not None or not len(table):
+        return
+    first = table.filename(0)
+    if "/" not in first and "\\" not in first:
+        raise ConfigError(
+            f"the plan of {plan.info.name!r} names its shard files without a folder ({first}): "
+            "its layout has no data_dir (a catalog layout, DatasetInfo.from_catalog). Pass "
+            "Reader(plan, data_dir=<the folder holding the shard files>), or plan with "
+            "DatasetInfo.load(<that folder>)",
+            field="data_dir",
+            value=None,
+        )

@@ -41,7 +41,14 @@ from readplan.storage._prefetch import (
     prefetcher,
     set_prefetch,
 )
-from readplan.storage._retry import DEFAULT_RETRY, RetryPolicy, classify, with_retries
+from readplan.storage._retry import (
+    DEFAULT_RETRY,
+    RetryPolicy,
+    classify,
+    configure_retries,
+    set_retry_reporter,
+    with_retries,
+)
 
 __all__ = [
     "DEFAULT_BLOCK",
@@ -61,6 +68,7 @@ __all__ = [
     "basename",
     "classify",
     "close",
+    "configure_retries",
     "dup",
     "exists",
     "fetch_ahead",
@@ -79,6 +87,7 @@ __all__ = [
     "read_prefix",
     "read_span",
     "set_prefetch",
+    "set_retry_reporter",
     "size_of",
     "stat",
     "to_str",

@@ -29,7 +29,14 @@ from readplan.errors import (
     StoragePermissionError,
 )
 
-__all__ = ["DEFAULT_RETRY", "RetryPolicy", "classify", "with_retries"]
+__all__ = [
+    "DEFAULT_RETRY",
+    "RetryPolicy",
+    "classify",
+    "configure_retries",
+    "set_retry_reporter",
+    "with_retries",
+]
 
 Kind = Literal["transient", "missing", "denied", "fatal"]
 _T = TypeVar("_T")
@@ -85,15 +92,18 @@ _TRANSIENT_NAMES = (
 class RetryPolicy:
     """``attempts`` tries in all; the wait after try ``k`` (from 0) is drawn uniformly from
     ``[d/2, d]`` with ``d = min(max_delay, first_delay * 2**k)``, so that many readers that
-    failed together do not retry together."""
+    failed together do not retry together.  With ``deadline`` (seconds), no try starts
+    later than that after the first one began (None: no limit beyond ``attempts``)."""
 
     attempts: int = 5
     first_delay: float = 0.2
     max_delay: float = 5.0
+    deadline: float | None = None
 
     def __post_init__(self) -> None:
         check_int(self.attempts, "attempts", minimum=1, what="a number of tries >= 1")
-        for name in ("first_delay", "max_delay"):
+        names = ("first_delay", "max_delay") + (() if self.deadline is None else ("deadline",))
+        for name in names:
             value = getattr(self, name)
             if not isinstance(value, int | float) or isinstance(value, bool) or not value >= 0:
                 raise ConfigError(
@@ -110,6 +120,22 @@ class RetryPolicy:
 
 DEFAULT_RETRY = RetryPolicy()
 
+# What ``DEFAULT_RETRY`` stands for (set by :func:`configure_retries`), and who is told of
+# each retry (:func:`set_retry_reporter`); one element each, or none.
+_CONFIGURED: list[RetryPolicy] = []
+_REPORTER: list[Callable[[str], None]] = []
+
+
+def configure_retries(policy: RetryPolicy | None) -> None:
+    """Use ``policy`` wherever the default policy is asked for (None: the default again)."""
+    _CONFIGURED[:] = [] if policy is None else [policy]
+
+
+def set_retry_reporter(report: Callable[[str], None] | None) -> None:
+    """Call ``report(message)`` before each retry: the URL, the operation, ``attempt k of
+    n`` and the failure (None: report nothing, the default)."""
+    _REPORTER[:] = [] if report is None else [report]
+
 
 def _response(err: BaseException) -> Mapping[str, object]:
     response = getattr(err, "response", None)
@@ -117,7 +143,8 @@ def _response(err: BaseException) -> Mapping[str, object]:
 
 
 def _status(err: BaseException) -> int | None:
-    for name in ("code", "status", "status_code"):
+    # ``status`` first: aiohttp's ClientResponseError warns when its ``code`` is read.
+    for name in ("status", "status_code", "code"):
         value = getattr(err, name, None)
         if isinstance(value, int) and 100 <= value <= 599:
             return value
@@ -181,7 +208,10 @@ def with_retries(
     operation: str, url: str, call: Callable[[], _T], policy: RetryPolicy = DEFAULT_RETRY
 ) -> _T:
     """``call()``, retried per ``policy`` on transient failures; errors name ``url``."""
+    if policy is DEFAULT_RETRY and _CONFIGURED:
+        policy = _CONFIGURED[0]
     waited = 0.0
+    began = time.monotonic()
     for attempt in range(policy.attempts):
         try:
             return call()
@@ -189,13 +219,30 @@ def with_retries(
             raise
         except Exception as err:
             kind = classify(err)
-            if kind == "transient" and attempt + 1 < policy.attempts:
-                pause = policy.delay(attempt)
+            pause = policy.delay(attempt)
+            if kind == "transient" and _may_retry(policy, attempt, began, pause):
+                _report(operation, url, attempt, policy, err, pause)
                 time.sleep(pause)
                 waited += pause
                 continue
             raise _translated(err, kind, operation, url, attempt + 1, waited) from err
     raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
+
+
+def _may_retry(policy: RetryPolicy, attempt: int, began: float, pause: float) -> bool:
+    if attempt + 1 >= policy.attempts:
+        return False
+    return policy.deadline is None or time.monotonic() - began + pause <= policy.deadline
+
+
+def _report(
+    operation: str, url: str, attempt: int, policy: RetryPolicy, err: Exception, pause: float
+) -> None:
+    if _REPORTER:
+        _REPORTER[0](
+            f"{url}: attempt {attempt + 1} of {policy.attempts} to {operation} it failed "
+            f"({type(err).__name__}: {err}); retrying in {pause:.1f} s"
+        )
 
 
 def _translated(

@@ -24,6 +24,7 @@ from readplan.metadata.features import Sequence as SequenceF
 from readplan.plan import ReadPlan
 from readplan.planning.config import ReadConfig
 from readplan.planning.instructions import file_instructions
+from readplan.state.limits import read_state_file
 from readplan.viewer import orders
 from readplan.viewer.examples import example_json, read_examples
 from readplan.viewer.params import ApiError, Params
@@ -199,7 +200,7 @@ class Api:
             root, path = self.target(params)
             if root.kind != "state":
                 raise ApiError(f"{root.path} is not a saved state; upload one with POST")
-            body = storage.read_bytes(path)
+            body = read_state_file(path)
         document = orders.parse_state(body)
         info = self._dataset_for(params, document)
         return orders.state_json(info, document, self.plan, params)

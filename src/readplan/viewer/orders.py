@@ -10,7 +10,6 @@ position, the interleave's slots and per-file progress, and what comes next.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -22,6 +21,8 @@ from readplan.plan import ReadPlan
 from readplan.planning.config import ExampleShuffle, InputContext, ReadConfig
 from readplan.reading.ranks import STATE_KEY
 from readplan.state.checkpoint import Checkpoint
+from readplan.state.codec import parse_json
+from readplan.state.limits import check_bounds
 from readplan.storage import basename
 from readplan.viewer.examples import example_json, read_examples
 from readplan.viewer.params import ApiError, Params
@@ -110,8 +111,9 @@ def order_json(plan: ReadPlan, params: Params) -> dict[str, Any]:
 
 def parse_state(body: bytes) -> dict[str, Any]:
     try:
-        document = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as err:
+        document = parse_json(body)
+        check_bounds(document, "the saved state")
+    except CheckpointError as err:
         raise CheckpointError(f"not a saved state (JSON expected): {err}", field="$") from err
     if not isinstance(document, dict):
         raise CheckpointError("not a saved state: the JSON is not an object", field="$")

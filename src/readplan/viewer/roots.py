@@ -11,14 +11,15 @@ TFRecord or TBL file, or a saved reader state / checkpoint (JSON).
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from typing import Literal
 
 from readplan import storage
-from readplan.errors import ConfigError
+from readplan.errors import CheckpointError, ConfigError
 from readplan.metadata.loader import INFO_FILE
+from readplan.state.codec import parse_json
+from readplan.state.limits import read_state_file
 
 __all__ = ["ForbiddenPathError", "Kind", "Root", "classify", "safe_parts"]
 
@@ -110,8 +111,8 @@ def _is_state(path: str) -> bool:
     if not head.lstrip().startswith(b"{"):
         return False
     try:
-        document = json.loads(storage.read_bytes(path))
-    except (ValueError, UnicodeDecodeError):
+        document = parse_json(read_state_file(path))
+    except CheckpointError:  # not JSON, nested past a state's depth, or too large for one
         return False
     return isinstance(document, dict) and document.get("format") == "readplan-checkpoint"
 

@@ -23,10 +23,10 @@ import numpy.typing as npt
 from google.protobuf.message import DecodeError
 
 from readplan._internal.arrays import IntArray
-from readplan._internal.validate import INT64_MAX, INT64_MIN, preview
+from readplan._internal.validate import INT64_MAX, INT64_MIN, a_type, preview
 from readplan.errors import ConfigError, ExampleError
 from readplan.records.example._columns import Column
-from readplan.records.example._columns import decode_columns_pure as decode_columns
+from readplan.records.example._kernel import decode_columns
 from readplan.records.example._kinds import BYTES, FLOAT32, INT64
 from readplan.records.example._pb import Example, Features
 from readplan.records.example._rows import shaped
@@ -191,7 +191,7 @@ def _kind_and_values(key: str, value: object) -> _Found:
     if isinstance(value, Sequence):
         return _from_sequence(key, value)
     raise ExampleError(
-        f"feature {key!r}: cannot encode a {type(value).__name__} ({preview(value)}); "
+        f"feature {key!r}: cannot encode {a_type(value)} ({preview(value)}); "
         "give a numpy array, a list of ints, floats or bytes/str, or a single such value",
         key=key,
     )

@@ -54,6 +54,7 @@
 
   function card(result, seconds) {
     const s = summary(result);
+    s.seconds = seconds;
     RP.results[result.name] = s;
     const sizes = s.record_bytes;
     const facts = [

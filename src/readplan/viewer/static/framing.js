@@ -97,6 +97,15 @@
       return Math.min(n, this.have);
     }
     take(n) {
+      const first = this.chunks[0];
+      if (first && first.length >= n) {
+        // Within one chunk: a view, no copy (chunks are never written again).
+        this.chunks[0] = first.subarray(n);
+        if (!this.chunks[0].length) this.chunks.shift();
+        this.have -= n;
+        this.pos += n;
+        return first.subarray(0, n);
+      }
       const out = new Uint8Array(n);
       let filled = 0;
       while (filled < n) {

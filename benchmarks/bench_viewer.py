@@ -19,11 +19,13 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.viewer_harness import chromium, wait_for
 
 from readplan import tfrecord

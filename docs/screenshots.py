@@ -10,6 +10,7 @@ its data, saves a palette PNG, and prints the median load time of 3 loads per vi
 from __future__ import annotations
 
 import io
+import shutil
 import statistics
 import sys
 import tempfile
@@ -18,6 +19,8 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 from PIL import Image
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.viewer_harness import (
     FEATURES_DIR,
     FEATURES_PATH,
@@ -69,9 +72,13 @@ def small_png(png: bytes, path: Path) -> None:
 def main(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as folder:
+        # Copies, so that the pictures show short paths of no particular machine.
+        datasets = Path(folder) / "tensorflow_datasets"
+        shutil.copytree(FEATURES_ROOT, datasets)
         state = saved_state(Path(folder))
-        damaged = TFRECORD_DIR / "damaged_flip_length_bit.tfrecord"
-        with running([str(FEATURES_ROOT), str(state), str(damaged)]) as server:
+        damaged = Path(folder) / "damaged.tfrecord"
+        shutil.copyfile(TFRECORD_DIR / "damaged_flip_length_bit.tfrecord", damaged)
+        with running([str(datasets), str(state), str(damaged)]) as server:
             browser = chromium()
             browser.set_window_size(1100, 820)
             try:

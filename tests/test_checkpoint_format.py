@@ -168,7 +168,7 @@ EDITS: list[tuple[Any, str]] = [
     (lambda p, e: e["files"][0].__setitem__(1, "3"), "state.plan.files[0]"),
     (lambda p, e: e["files"][0].__setitem__(2, e["files"][0][2] + 1), "state.plan.files"),
     (lambda p, e: p.update(shuffle_seed="32"), "plan.shuffle_seed"),
-    (lambda p, e: p.update(shuffle_seed=1 << 64), "plan.shuffle_seed"),
+    (lambda p, e: p.update(shuffle_seed=True), "plan.shuffle_seed"),
     (lambda p, e: p.update(input_context=[1]), "plan.input_context"),
     (lambda p, e: p["files"].update(digest="x"), "plan.files.digest"),
     (

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from readplan.errors import ConfigError, ExampleError
 from readplan.example import Column, decode, decode_batch, encode
-from readplan.records.example._columns import decode_columns_pure as decode_columns
+from readplan.records.example._kernel import decode_columns
 from tests import example_wire as wire
 from tests.conftest import DATA
 from tests.strategies import any_batches, canonical_batches, feature_names, unusual_records

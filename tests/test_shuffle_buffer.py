@@ -195,7 +195,16 @@ def test_state_must_be_a_state() -> None:
 def forward_swaps(draw: st.DrawFn) -> tuple[list[int], int]:
     length = draw(st.integers(0, 60))
     steps = draw(st.integers(0, length))
-    partners = [draw(st.integers(i, length - 1)) for i in range(steps)]
+    # Partners crowded onto a few positions as well, for many steps into one position.
+    crowd = draw(st.integers(0, 3))
+    partners = [
+        draw(
+            st.integers(i, length - 1)
+            if crowd == 0
+            else st.integers(max(i, length - crowd), length - 1)
+        )
+        for i in range(steps)
+    ]
     return partners, length
 
 
@@ -203,6 +212,9 @@ def forward_swaps(draw: st.DrawFn) -> tuple[list[int], int]:
 @example(([1, 2, 3, 3], 4))  # a chain: every step moves the previous step's item on
 @example(([3, 3, 3, 3], 4))  # every step into one position
 @example(([0, 1, 2], 5))  # no swap at all
+@example(([99] * 99, 100))  # more steps into one position than rounds of peeling
+@example(([24] * 25, 25))  # as many as the rounds: nothing left to sort
+@example(([40] * 30 + [60] * 10 + [99] * 40, 100))
 def test_swapped_equals_swapping_in_turn(case: tuple[list[int], int]) -> None:
     partners, length = case
     items = list(range(length))

@@ -379,3 +379,24 @@ def test_the_case_module_is_deterministic() -> None:
     assert [e["payload"].tolist() for e in first["train"]] == [
         e["payload"].tolist() for e in second["train"]
     ]
+
+
+def test_names_file_pil_images_and_what_tfds_refuses(tmp_path: Path) -> None:
+    names = tmp_path / "names.txt"
+    names.write_text("cat\n\n dog \n")
+    assert features.ClassLabel(names_file=names).names == ("cat", "dog")
+    image = pytest.importorskip("PIL.Image").fromarray(np.full((3, 5, 3), 7, np.uint8))
+    declared = features.FeaturesDict(
+        {"image": features.Image(), "label": features.ClassLabel(names_file=names)}
+    )
+    record = declared.serialize_example({"image": image, "label": "dog"})
+    decoded = declared.decode(record)
+    assert decoded["image"].shape == (3, 5, 3)
+    assert int(decoded["label"]) == 1
+    with pytest.raises(FeatureError, match="needs encoding='zlib' or 'bytes'"):
+        features.FeaturesDict({"t": features.Tensor((None, None), "int64")}).serialize_example(
+            {"t": np.zeros((2, 2), np.int64)}
+        )
+    ragged = features.FeaturesDict({"s": features.Sequence(features.Tensor((None,), "int64"))})
+    with pytest.raises(FeatureError, match="ragged tensor"):
+        ragged.serialize_example({"s": [[1, 2], [3]]})

@@ -62,6 +62,7 @@ from readplan.records.tfrecord import (
     CorruptionEvent,
     CorruptionReport,
     LostRecord,
+    PackedRecords,
     RecordFile,
     TFRecordWriter,
 )
@@ -111,6 +112,7 @@ __all__ = [
     "MissingExtraError",
     "ObjectChangedError",
     "ObjectNotFoundError",
+    "PackedRecords",
     "ReadConfig",
     "ReadInstruction",
     "ReadPlan",

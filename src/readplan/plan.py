@@ -22,6 +22,7 @@ from readplan._internal.arrays import IntArray
 from readplan._internal.validate import check_int, check_optional_int, not_int
 from readplan.errors import ConfigError
 from readplan.metadata.dataset_info import DatasetInfo
+from readplan.planning.autocache import tfds_autocaches
 from readplan.planning.config import ReadConfig
 from readplan.planning.guards import (
     MAX_MATERIALIZED_EXAMPLES,
@@ -59,8 +60,8 @@ _BOUNDED_CALLS = (
 )
 _SCHEDULE_CACHE_SIZE = 8
 # Cached schedules may hold this much at most (the latest is always kept): at 10^6 files one
-# epoch's schedule takes about 56 MB, so a few recent epochs of a large plan stay cached
-# while the cache of a small plan is bounded by the count.
+# epoch's schedule takes 48 MB (4.8 MB at 10^5, once located in), so a recent epoch of a
+# large plan stays cached while the cache of a small plan is bounded by the count.
 _SCHEDULE_CACHE_BYTES = 64 << 20
 
 
@@ -70,6 +71,8 @@ class ReadPlan:
     Attributes:
         instructions: the FileInstructions in TFDS order (after the sort function);
             ``file_index`` values everywhere index into this tuple.
+        autocached: whether TFDS's autocache caches this dataset, so that every epoch
+            repeats epoch 0's file order (``specs/order.md`` §8a).
         num_examples: records this plan reads per epoch (after ``input_context``).
     """
 
@@ -82,6 +85,8 @@ class ReadPlan:
         strict: bool = False,
     ) -> None:
         self.info = info
+        # TFDS looks a plain string up by name when it decides on caching (its autocache).
+        split_key = spec if isinstance(spec, str) and not isinstance(spec, LazySplit) else None
         if isinstance(spec, LazySplit):
             spec = spec.resolve(info)
         self.spec = spec if isinstance(spec, str) else str(spec)
@@ -89,6 +94,8 @@ class ReadPlan:
         self.cycle_length = self.config.cycle_length_for(info.disable_shuffling)
         self.block_length = self.config.block_length
         instructions = instruction_table(info, spec, strict=strict)
+        # Whether TFDS caches this dataset (its autocache): later epochs repeat epoch 0's.
+        self.autocached = tfds_autocaches(info, split_key, len(instructions), self.config)
         sort_fn = self.config.experimental_interleave_sort_fn
         if sort_fn is not None:
             instructions = InstructionTable.of(list(sort_fn(list(instructions))))
@@ -201,10 +208,15 @@ class ReadPlan:
     def _new_files_and_interleave(self, epoch: int) -> tuple[IntArray, InterleaveSchedule]:
         files = self.selected
         if self.seed_pair is not None:
+            # A dataset TFDS caches yields epoch 0's records in every epoch (specs/order.md §8).
             pair = epoch_seed_pair(
-                self.seed_pair, epoch, reshuffle_each_iteration=self.config.reshuffle_each_iteration
+                self.seed_pair,
+                0 if self.autocached else epoch,
+                reshuffle_each_iteration=self.config.reshuffle_each_iteration,
             )
-            files = files[permutation(files.size, pair)]
+            shuffled = permutation(files.size, pair)
+            # Without an input_context the files are 0..n-1: the permutation is the order.
+            files = shuffled if files.size == len(self.instructions) else files[shuffled]
         files.flags.writeable = False  # handed out by file_order(): cached, shared
         interleave = InterleaveSchedule(
             lengths=self.lengths[files],
@@ -215,7 +227,22 @@ class ReadPlan:
 
     @property
     def _reshuffles(self) -> bool:
-        return self.seed_pair is not None and self.config.reshuffle_each_iteration
+        return (
+            self.seed_pair is not None
+            and self.config.reshuffle_each_iteration
+            and not self.autocached
+        )
+
+    @property
+    def file_order_frozen(self) -> bool:
+        """Whether TFDS's autocache makes later epochs repeat a file order that would
+        otherwise be reshuffled (several files shuffled, reshuffling each epoch)."""
+        return (
+            self.autocached
+            and self.seed_pair is not None
+            and self.config.reshuffle_each_iteration
+            and len(self.selected) > 1
+        )
 
     def example_pair(self, epoch: int) -> tuple[int, int] | None:
         """The seed pair epoch ``epoch``'s example-level shuffle buffer draws from."""
@@ -368,6 +395,7 @@ class ReadPlan:
             self.config,
             cycle_length=self.cycle_length,
             block_length=self.block_length,
+            file_order_frozen=self.file_order_frozen,
         )
 
     def checkpoint(self, epoch: int, position: int) -> Checkpoint:

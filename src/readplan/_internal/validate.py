@@ -88,6 +88,24 @@ def check_optional_int(
     return check_int(value, field, minimum=minimum, maximum=maximum, what=f"{what} or None")
 
 
+def check_seed(value: Any, field: str) -> int | None:
+    """A shuffle or global seed as TF accepts it: any integer (numpy ones too) or bool
+    (``True`` is seed 1), of any size, or None; TF folds it (``specs/shuffle.md`` §1).
+    Floats, strings and other types are refused, as TF refuses them."""
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        return int(value)
+    if not_int(value):
+        raise ConfigTypeError(
+            f"{field}={value!r} is not a seed (it is a {type(value).__name__}); TensorFlow "
+            "takes an integer of any size (or a bool) and refuses floats and strings",
+            field=field,
+            value=value,
+        )
+    return int(value)
+
+
 def check_bool(value: Any, field: str) -> bool:
     """``value`` as a ``bool``; ``0``, ``1``, ``""`` or ``None`` are refused, not coerced."""
     if not isinstance(value, (bool, np.bool_)):

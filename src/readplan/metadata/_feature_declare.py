@@ -18,6 +18,7 @@ from readplan.metadata._feature_types import (
     Audio,
     BBoxFeature,
     ClassLabel,
+    DefaultNames,
     Feature,
     Image,
     Scalar,
@@ -50,12 +51,8 @@ def _collect_labels(feature: Any, stem: tuple[str, ...], out: dict[str, str]) ->
             _collect_labels(inner, (*stem, name), out)
     elif isinstance(feature, Sequence):
         _collect_labels(feature.feature, stem, out)
-    elif isinstance(feature, ClassLabel) and feature.names != _default_names(feature):
+    elif isinstance(feature, ClassLabel) and not isinstance(feature.names, DefaultNames):
         out[f"{'-'.join(stem)}.labels.txt"] = "".join(f"{name}\n" for name in feature.names)
-
-
-def _default_names(label: ClassLabel) -> tuple[str, ...]:
-    return tuple(map(str, range(label.num_classes)))
 
 
 def _shape(shape: Shape) -> dict[str, Any]:

@@ -111,6 +111,14 @@ def _encode_dict(features: Mapping[str, Feature], value: Any, prefix: str) -> _E
 
 
 def _encode_sequence(feature: Sequence, value: Any, where: str) -> _Entries:
+    if feature.length is None and _varies(feature.feature):
+        raise _error(
+            where,
+            "a Sequence of any length of a feature whose shape varies is stored by TFDS as a "
+            "ragged tensor, which readplan does not write (yet); give the inner feature a "
+            "fixed shape, a Sequence length, or an encoded Tensor",
+            feature,
+        )
     elements = _elements(feature, value, where)
     if feature.length is not None and len(elements) != feature.length:
         raise _error(
@@ -132,6 +140,16 @@ def _encode_sequence(feature: Sequence, value: Any, where: str) -> _Entries:
             )
         out[path] = np.stack(parts)
     return out
+
+
+def _varies(feature: Feature) -> bool:
+    """Whether some leaf below ``feature`` stores values of a varying count."""
+    if isinstance(feature, Mapping):
+        return any(_varies(inner) for inner in feature.values())
+    if isinstance(feature, Sequence):
+        return feature.length is None or _varies(feature.feature)
+    tensor = _leaf_tensor(feature)
+    return tensor is not None and tensor.encoding == "none" and None in tensor.shape
 
 
 def _elements(feature: Sequence, value: Any, where: str) -> list[Any]:
@@ -188,6 +206,13 @@ def _leaf_tensor(feature: Feature) -> Tensor | None:
 def _tensor(feature: Tensor, value: Any, where: str) -> _Entries:
     if value is None and feature.optional:
         return {}  # absent from the record, as TFDS leaves it
+    if feature.encoding == "none" and sum(dim is None for dim in feature.shape) > 1:
+        raise _error(
+            where,
+            f"a Tensor of shape {feature.shape} (more than one unknown dimension) needs "
+            "encoding='zlib' or 'bytes', as in TFDS",
+            feature,
+        )
     array = _array(feature, value, where)
     if feature.encoding == "none":
         return {where: array}
@@ -269,19 +294,16 @@ def _class_label(feature: ClassLabel, value: Any, where: str) -> _Entries:
     if isinstance(value, (bytes, bytearray)):
         value = bytes(value).decode("utf-8")
     if isinstance(value, str):
-        if value not in feature.names:
-            raise _error(
-                where,
-                f"{value!r} is not a class name; the names are {list(feature.names)!r:.200}",
-                feature,
-            )
-        return {where: np.array(feature.str2int(value), np.int64)}
+        try:
+            return {where: np.array(feature.str2int(value), np.int64)}
+        except FeatureError as err:
+            raise _error(where, str(err), feature) from None
     is_index = isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
     if is_index and -1 <= value < feature.num_classes:  # -1 is TFDS's "no label"
         return {where: np.array(value, np.int64)}
     raise _error(
         where,
-        f"{value!r:.80} is not a class: give a name of {list(feature.names)!r:.120} or an index "
+        f"{value!r:.80} is not a class: give a name of {feature.names!r:.120} or an index "
         f"in [-1, {feature.num_classes})",
         feature,
     )
@@ -323,6 +345,9 @@ def _image(feature: Image, value: Any, where: str) -> _Entries:
         data = storage.read_bytes(value)
     elif callable(getattr(value, "read", None)):
         data = value.read()
+    elif callable(getattr(value, "getdata", None)) and hasattr(value, "mode"):
+        # A PIL image: its pixels, encoded as an array would be.
+        data = _encode_array(feature, np.asarray(value).reshape(_pil_shape(value)), where)
     else:
         raise _error(
             where,
@@ -334,6 +359,11 @@ def _image(feature: Image, value: Any, where: str) -> _Entries:
     if found not in ("png", "jpeg"):
         raise _error(where, f"the image is {found}, not PNG or JPEG (what readplan reads)", feature)
     return {where: _bytes_array([data]).reshape(())}
+
+
+def _pil_shape(image: Any) -> tuple[int, int, int]:
+    width, height = image.size
+    return height, width, len(image.getbands())
 
 
 def _encode_array(feature: Image, value: npt.NDArray[Any], where: str) -> bytes:

@@ -8,8 +8,9 @@ dimensions to every leaf below it and :class:`FeaturesDict` nests names with ``/
 
 from __future__ import annotations
 
+import os
 from collections import abc
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, TypeAlias, overload
 
@@ -18,6 +19,7 @@ import numpy as np
 from readplan._internal.frozen import init_fields
 from readplan._internal.validate import is_int
 from readplan.errors import FeatureError
+from readplan.metadata._label_names import names_in_file
 
 __all__ = [
     "DTYPES",
@@ -196,8 +198,16 @@ class ClassLabel(Feature):
     names: abc.Sequence[str]
     """A tuple, or :class:`DefaultNames` without a labels file."""
 
-    def __init__(self, num_classes: int | None = None, names: Iterable[str] | None = ()) -> None:
-        # TFDS's spellings: ClassLabel(num_classes=3), ClassLabel(names=[...]) or both.
+    def __init__(
+        self,
+        num_classes: int | None = None,
+        names: Iterable[str] | None = (),
+        *,
+        names_file: str | os.PathLike[str] | None = None,
+    ) -> None:
+        # TFDS's spellings: ClassLabel(num_classes=3), (names=[...]) or (names_file=path).
+        if names_file is not None:
+            names = names_in_file(names_file)
         names = tuple(names) if names is not None and not isinstance(names, str) else names
         if num_classes is None and isinstance(names, tuple) and names:
             num_classes = len(names)
@@ -467,7 +477,7 @@ class Sequence(Feature):
     length: int | None = None
 
     def __init__(self, feature: Any, length: int | None = None) -> None:
-        init_fields(self, feature=as_feature(feature), length=length)
+        init_fields(self, feature=AS_FEATURE[0](feature) if AS_FEATURE else feature, length=length)
         self.__post_init__()
 
     def __post_init__(self) -> None:
@@ -553,19 +563,8 @@ class UnknownFeature(Feature):
     """Why readplan does not decode it, when it is a type readplan knows (else empty)."""
 
 
-_DICT_TYPE: list[Callable[[Mapping[str, Any]], Feature]] = []
-"""The FeaturesDict type, registered by ``features`` (which defines it on top of this module)."""
-
-
-def as_feature(value: Any) -> Any:
-    """``value`` as TFDS reads a feature: a plain dict is a FeaturesDict, a numpy type
-    (``np.int64``, ``np.dtype("float32")``) a scalar Tensor; anything else is kept as given."""
-    if isinstance(value, Mapping) and not isinstance(value, Feature) and _DICT_TYPE:
-        return _DICT_TYPE[0](value)
-    if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
-        name = np.dtype(value).name
-        return Tensor((), STRING if np.dtype(value).kind in "SUO" else name)
-    return value
+AS_FEATURE: list[Callable[[Any], Any]] = []
+"""TFDS's reading of a feature argument (a dict, a numpy type), registered by ``features``."""
 
 
 def _is_count(value: object) -> bool:

@@ -14,6 +14,8 @@ from collections.abc import Sequence as Records
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import numpy as np
+
 from readplan import storage
 from readplan._internal.frozen import init_fields
 from readplan.errors import ConfigError, FeatureError
@@ -22,7 +24,7 @@ from readplan.metadata._feature_decode import Decoded, SkipDecoding, Unknown, co
 from readplan.metadata._feature_encode import encode_example, example_entries
 from readplan.metadata._feature_json import FEATURES_FILE, read_features
 from readplan.metadata._feature_types import (
-    _DICT_TYPE,
+    AS_FEATURE,
     DTYPES,
     Audio,
     BBoxFeature,
@@ -38,7 +40,6 @@ from readplan.metadata._feature_types import (
     Tensor,
     Text,
     UnknownFeature,
-    as_feature,
 )
 from readplan.metadata._limits import value_cap
 
@@ -210,7 +211,18 @@ def _sorted_features(features: object) -> object:
     return converted
 
 
-_DICT_TYPE.append(FeaturesDict)
+def as_feature(value: Any) -> Any:
+    """``value`` as TFDS reads a feature: a plain dict is a FeaturesDict, a numpy type
+    (``np.int64``, ``np.dtype("float32")``) a scalar Tensor; anything else as given."""
+    if isinstance(value, Mapping) and not isinstance(value, Feature):
+        return FeaturesDict(value)
+    if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
+        dtype = np.dtype(value)
+        return Tensor((), "string" if dtype.kind in "SUO" else dtype.name)
+    return value
+
+
+AS_FEATURE.append(as_feature)
 
 
 def _freeze(decoders: Mapping[str, Any] | None) -> Any:

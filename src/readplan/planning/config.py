@@ -12,8 +12,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+import numpy as np
+
 from readplan._internal.frozen import init_fields, plain_bool, plain_int
-from readplan._internal.validate import INT64_MAX, check_bool, check_int, check_optional_int
+from readplan._internal.validate import INT64_MAX, check_bool, check_int, check_seed
 from readplan.errors import ConfigError
 from readplan.planning.instructions import FileInstruction
 
@@ -105,7 +107,7 @@ class ExampleShuffle:
         init_fields(
             self,
             buffer_size=plain_int(buffer_size),
-            seed=plain_int(seed),
+            seed=_plain_seed(seed),
             reshuffle_each_iteration=plain_bool(reshuffle_each_iteration),
         )
         self.__post_init__()
@@ -114,11 +116,14 @@ class ExampleShuffle:
         check_int(
             self.buffer_size, "example_shuffle.buffer_size", minimum=1, what="a positive integer"
         )
-        check_int(
-            self.seed,
-            "example_shuffle.seed",
-            what="an integer (an unseeded shuffle cannot be reproduced)",
-        )
+        if self.seed is None:
+            raise ConfigError(
+                "example_shuffle.seed=None: an unseeded shuffle cannot be reproduced; pass an "
+                "integer (of any size: TensorFlow folds it)",
+                field="example_shuffle.seed",
+                value=None,
+            )
+        check_seed(self.seed, "example_shuffle.seed")
         check_bool(self.reshuffle_each_iteration, "example_shuffle.reshuffle_each_iteration")
 
 
@@ -133,7 +138,10 @@ class ReadConfig:
     ``shuffle_reshuffle_each_iteration=None`` means True, as in tf.data.
     ``global_seed`` is the value given to ``tf.random.set_seed`` before the dataset was
     built, if any (it changes the shuffles' seeds).  ``example_shuffle`` models a
-    ``ds.shuffle(...)`` the pipeline applies after TFDS's interleave.  Integers are int64
+    ``ds.shuffle(...)`` the pipeline applies after TFDS's interleave.  ``try_autocache`` is
+    TFDS's: whether TFDS may cache a small dataset, which freezes the file order of epoch 0
+    for every later epoch when TFDS's rule caches (``ReadPlan.autocached``).  Seeds are
+    integers of any size (numpy integers and bools too), as TF takes them.  Other integers are int64
     (numpy integers are accepted and stored as ``int``), flags are ``bool`` (numpy bools
     are stored as ``bool``); anything else is a :class:`~readplan.errors.ConfigError`
     (``specs/order.md``, "Read configuration").
@@ -149,6 +157,7 @@ class ReadConfig:
     enable_ordering_guard: bool
     global_seed: int | None
     example_shuffle: ExampleShuffle | None
+    try_autocache: bool
 
     def __init__(
         self,
@@ -162,19 +171,21 @@ class ReadConfig:
         enable_ordering_guard: bool = True,
         global_seed: int | None = None,
         example_shuffle: ExampleShuffle | None = None,
+        try_autocache: bool = True,
     ) -> None:
         init_fields(
             self,
             interleave_cycle_length=plain_int(interleave_cycle_length),
             interleave_block_length=plain_int(interleave_block_length),
             shuffle_files=plain_bool(shuffle_files),
-            shuffle_seed=plain_int(shuffle_seed),
+            shuffle_seed=_plain_seed(shuffle_seed),
             shuffle_reshuffle_each_iteration=plain_bool(shuffle_reshuffle_each_iteration),
             input_context=input_context,
             experimental_interleave_sort_fn=experimental_interleave_sort_fn,
             enable_ordering_guard=plain_bool(enable_ordering_guard),
-            global_seed=plain_int(global_seed),
+            global_seed=_plain_seed(global_seed),
             example_shuffle=example_shuffle,
+            try_autocache=plain_bool(try_autocache),
         )
         self.__post_init__()
 
@@ -187,8 +198,8 @@ class ReadConfig:
         if self.interleave_block_length is not None:
             _positive(self.interleave_block_length, "interleave_block_length")
         for name in ("shuffle_seed", "global_seed"):
-            check_optional_int(getattr(self, name), name)
-        for name in ("shuffle_files", "enable_ordering_guard"):
+            check_seed(getattr(self, name), name)
+        for name in ("shuffle_files", "enable_ordering_guard", "try_autocache"):
             check_bool(getattr(self, name), name)
         if self.shuffle_reshuffle_each_iteration is not None:
             check_bool(self.shuffle_reshuffle_each_iteration, "shuffle_reshuffle_each_iteration")
@@ -237,6 +248,13 @@ class ReadConfig:
         if self.interleave_cycle_length is not TFDS_DEFAULT:
             return self.interleave_cycle_length
         return 1 if disable_shuffling else TFDS_DEFAULT_CYCLE_LENGTH
+
+
+def _plain_seed(value: object) -> object:
+    """A seed as the ``int`` TF reads it (numpy integers and bools too); else as given."""
+    if isinstance(value, (bool, np.bool_, np.integer)):
+        return int(value)
+    return value
 
 
 def _positive(value: object, name: str) -> int:

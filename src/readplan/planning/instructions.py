@@ -21,7 +21,14 @@ from readplan._internal.validate import INT64_MAX, is_int
 from readplan.errors import ConfigError, EmptySplitError, ReadplanTypeError, SplitError
 from readplan.metadata.dataset_info import DatasetInfo, SplitInfo
 from readplan.planning.file_instruction import FileInstruction
-from readplan.planning.splits import AllSplits, ReadInstruction, SplitArg, SplitSpec, mixed_units
+from readplan.planning.splits import (
+    AllSplits,
+    ReadInstruction,
+    SplitArg,
+    SplitSpec,
+    mixed_units,
+    parse_split,
+)
 
 __all__ = [
     "FileInstruction",
@@ -484,6 +491,9 @@ def _lazy_parts(other: object) -> tuple[str | _EvenPiece, ...]:
     if isinstance(other, LazySplit):
         return other.parts
     if isinstance(other, str):
+        # TFDS parses a string operand when `+` is called (ReadInstruction.from_spec), so a
+        # bad one fails there, with the parse error, whatever the even split names.
+        parse_split(other)
         return (other,)
     if isinstance(other, (ReadInstruction, SplitSpec)):
         return (str(other),)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from readplan._internal.jsonfields import MISSING, JsonFields
-from readplan._internal.validate import INT64_MAX, INT64_MIN, check_int, preview
+from readplan._internal.validate import INT64_MAX, check_int, preview
 from readplan.errors import CheckpointError
 from readplan.planning.shuffle import ShuffleBufferState
 from readplan.state.fingerprint import FORMAT_VERSION, digest, expanded_disagreement
@@ -312,7 +312,7 @@ def _config(fields: JsonFields) -> None:
     fields.get("shuffle_files", bool)
     fields.get("reshuffle_each_iteration", bool)
     for name in ("shuffle_seed", "global_seed"):
-        _int64_or_none(fields, name)
+        _seed_or_none(fields, name)
     context = fields.get("input_context", list, optional=True)
     if context is not None and (
         len(context) != 2
@@ -328,7 +328,7 @@ def _config(fields: JsonFields) -> None:
     if example is not None:
         if _count(example, "buffer_size") < 1:
             raise example.fail("buffer_size", "field 'example_shuffle.buffer_size' must be >= 1")
-        _int64_or_none(example, "seed", optional=False)
+        _seed_or_none(example, "seed", optional=False)
         example.get("reshuffle_each_iteration", bool)
     if fields.get("format_version", int) != VERSION:
         raise fields.fail(
@@ -342,13 +342,12 @@ def _hex(fields: JsonFields, name: str) -> None:
         raise fields.fail(name, f"field {fields.field(name)!r} must be 32 hex digits")
 
 
-def _int64_or_none(fields: JsonFields, name: str, *, optional: bool = True) -> None:
+def _seed_or_none(fields: JsonFields, name: str, *, optional: bool = True) -> None:
+    # Seeds are integers of any size, as TF takes them (specs/shuffle.md §1).
     value = fields.raw(name)
-    if (value is None and optional) or (
-        isinstance(value, int) and not isinstance(value, bool) and INT64_MIN <= value <= INT64_MAX
-    ):
+    if (value is None and optional) or (isinstance(value, int) and not isinstance(value, bool)):
         return
-    what = "an int64 integer or null" if optional else "an int64 integer"
+    what = "an integer or null" if optional else "an integer"
     raise fields.fail(name, f"field {fields.field(name)!r} must be {what}, got {preview(value)}")
 
 

@@ -73,10 +73,15 @@ def files_digest(table: InstructionTable) -> str:
     return hasher.hexdigest()[:32]
 
 
-def _config_fields(config: ReadConfig, cycle_length: int, block_length: int) -> dict[str, Any]:
+def _config_fields(
+    config: ReadConfig, cycle_length: int, block_length: int, file_order_frozen: bool
+) -> dict[str, Any]:
     context = config.input_context
     shuffle = config.example_shuffle
-    return {
+    # Only a plan whose later epochs TFDS's autocache freezes carries the key, so the
+    # fingerprints of every other plan are what they were before it was modelled.
+    frozen = {"file_order": "epoch 0 (TFDS autocache)"} if file_order_frozen else {}
+    return frozen | {
         "cycle_length": cycle_length,
         "block_length": block_length,
         "shuffle_files": config.shuffle_files,
@@ -119,6 +124,7 @@ def summary(
     *,
     cycle_length: int,
     block_length: int,
+    file_order_frozen: bool = False,
 ) -> dict[str, Any]:
     """The compact fingerprint a checkpoint carries, from the instruction table's columns:
     its size does not grow with the files, and no per-file Python work builds it."""
@@ -132,7 +138,7 @@ def summary(
             "records": int(instructions.num_records.sum()),
             "digest": files_digest(instructions),
         },
-        **_config_fields(config, cycle_length, block_length),
+        **_config_fields(config, cycle_length, block_length, file_order_frozen),
     }
 
 
@@ -154,6 +160,7 @@ def expanded_fingerprint(
     *,
     cycle_length: int,
     block_length: int,
+    file_order_frozen: bool = False,
 ) -> dict[str, Any]:
     """The self-describing fingerprint: the summary's fields with the lists themselves
     (``O(files)``, built on request)."""
@@ -171,7 +178,7 @@ def expanded_fingerprint(
             [_record_file_name(info, fi), fi.skip, fi.num_records, fi.examples_in_shard]
             for fi in instructions
         ],
-        **_config_fields(config, cycle_length, block_length),
+        **_config_fields(config, cycle_length, block_length, file_order_frozen),
     }
 
 

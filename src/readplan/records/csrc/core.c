@@ -6,6 +6,7 @@
  * it is used, and the GIL is released around every loop over a buffer. */
 #include "buffers.h"
 #include "crc32c.h"
+#include "example_py.h"
 #include "frames.h"
 
 #include <string.h>
@@ -238,6 +239,7 @@ static PyMethodDef methods[] = {
     {"cut", py_cut, METH_VARARGS, "cut(data, starts, lengths, /) -> list of bytes of the spans"},
     {"pack", py_pack, METH_VARARGS,
      "pack(data, starts, lengths, values, at, /) -> end: the spans copied into values from at"},
+    EXAMPLE_METHODS
     {NULL, NULL, 0, NULL},
 };
 

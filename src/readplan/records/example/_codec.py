@@ -26,7 +26,7 @@ from readplan._internal.arrays import IntArray
 from readplan._internal.validate import INT64_MAX, INT64_MIN, a_type, preview
 from readplan.errors import ConfigError, ExampleError
 from readplan.records.example._columns import Column
-from readplan.records.example._columns import decode_columns_pure as decode_columns
+from readplan.records.example._kernel import decode_columns
 from readplan.records.example._kinds import BYTES, FLOAT32, INT64
 from readplan.records.example._pb import Example, Features
 from readplan.records.example._rows import shaped

@@ -27,7 +27,7 @@ from readplan.records.example._wire import NotCanonicalError
 if TYPE_CHECKING:
     from readplan.records.example._codec import FeatureValue
 
-__all__ = ["Column", "decode_columns_pure"]
+__all__ = ["Column", "decode_columns_pure", "mixed_kinds", "one_by_one"]
 
 
 # Feature.kind field numbers: bytes_list = 1, float_list = 2, int64_list = 3.
@@ -94,7 +94,7 @@ def decode_columns_pure(
     try:
         return _vectorised(records)
     except NotCanonicalError:
-        return _one_by_one(records, decode)
+        return one_by_one(records, decode)
 
 
 def _bad_column(field: str, value: object, wanted: str) -> ConfigError:
@@ -285,9 +285,10 @@ def _numbers(list_tag: int, buf: U8Array, start: IntArray, end: IntArray) -> tup
 # --- any other batch: the protobuf runtime, one record at a time ----------------------------
 
 
-def _one_by_one(
+def one_by_one(
     records: Sequence[bytes], decode: Callable[[bytes], dict[str, FeatureValue]]
 ) -> dict[str, Column]:
+    """The columns of records decoded one at a time by ``decode``, which defines the result."""
     decoded = []
     for index, raw in enumerate(records):
         try:
@@ -306,13 +307,7 @@ def _assembled(name: str, decoded: list[dict[str, FeatureValue]]) -> Column:
     kinds = [_kind_of(part) for part in parts]
     for index, kind in zip(holders, kinds):
         if kind != kinds[0]:
-            raise ExampleError(
-                f"feature {name!r} is a {kinds[0]} list in record {holders[0]} but a {kind} "
-                f"list in record {index} of the batch; a column holds one kind, so decode "
-                "these records one at a time with decode()",
-                key=name,
-                index=index,
-            )
+            raise mixed_kinds(name, kinds[0], holders[0], kind, index)
     splits = np.zeros(len(decoded) + 1, dtype=np.int64)
     splits[np.array(holders) + 1] = [len(part) for part in parts]
     present = np.zeros(len(decoded), dtype=np.bool_)
@@ -331,3 +326,15 @@ def _kind_of(values: FeatureValue) -> Kind:
     if isinstance(values, list):
         return "bytes"
     return "int64" if values.dtype == np.int64 else "float32"
+
+
+def mixed_kinds(name: str, kind: Kind, first: int, other: Kind, index: int) -> ExampleError:
+    """The error for a name held as a ``kind`` list by record ``first`` (its first holder) and
+    as an ``other`` list by record ``index`` (the first holder that differs)."""
+    return ExampleError(
+        f"feature {name!r} is a {kind} list in record {first} but a {other} "
+        f"list in record {index} of the batch; a column holds one kind, so decode "
+        "these records one at a time with decode()",
+        key=name,
+        index=index,
+    )

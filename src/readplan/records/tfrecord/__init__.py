@@ -28,10 +28,14 @@ from readplan.records._damage import (
 from readplan.records.tfrecord._file import (
     RecordFile,
 )
+from readplan.records.tfrecord._packed import (
+    PackedRecords,
+)
 from readplan.records.tfrecord._whole_file import (
     count,
     frame_offsets,
     read,
+    read_packed,
 )
 from readplan.records.tfrecord._writer import (
     TFRecordWriter,
@@ -54,10 +58,12 @@ __all__ = [
     "CorruptionReport",
     "LostRecord",
     "OnCorruption",
+    "PackedRecords",
     "RecordFile",
     "TFRecordWriter",
     "count",
     "frame_offsets",
     "read",
+    "read_packed",
     "write",
 ]

@@ -28,6 +28,7 @@ from readplan.records._damage import (
 from readplan.records.tfrecord._expected import ExpectedFrames
 from readplan.records.tfrecord._frame_damage import FrameDamage, Skipped
 from readplan.records.tfrecord._layout import CRC, HEADER
+from readplan.records.tfrecord._packed import Spans
 from readplan.records.tfrecord._resync import resync
 from readplan.records.tfrecord._scan import scan_frames, scan_records, scratch
 from readplan.records.tfrecord._stream import AFTER_LARGE, LARGE, ByteStream, PlainStream
@@ -94,6 +95,31 @@ class FrameParser:
             self._careful_or_damage(lambda: self._stream.skip(self._start - self._stream.pos))
         fast, bulk, careful = self._fast_records, self._large_records, self._careful_record
         yield from self._walk(limit, fast, bulk, careful, lambda r: [r], check_end_at_limit=True)
+
+    def payloads(self, limit: int | None = None) -> Iterator[Spans | list[bytes]]:
+        """:meth:`records`, where what lies in the read buffer comes as the spans of the
+        payloads in it, uncopied (the buffer is not reused: the spans stay valid)."""
+        if self._stream.pos < self._start:
+            self._careful_or_damage(lambda: self._stream.skip(self._start - self._stream.pos))
+        fast: Callable[[int], Spans | list[bytes] | None] = self._fast_spans
+        bulk: Callable[[PlainStream, int], Spans | list[bytes] | None] = self._large_records
+        single: Callable[[bytes], Spans | list[bytes]] = _one_record
+        careful = self._careful_record
+        yield from self._walk(limit, fast, bulk, careful, single, check_end_at_limit=True)
+
+    def _fast_spans(self, left: int) -> Spans | None:
+        stream = self._stream
+        data = stream.data
+        found = self._scan(left, self._verify)
+        if found is None:
+            return None
+        starts, lengths, after = found
+        if self._expected is not None:
+            self._expected.check(starts + stream.base, after + stream.base)
+        stream.suit((after - int(starts[0])) / len(starts))
+        stream.off = after
+        self.index += len(starts)
+        return Spans(data, starts + 12, lengths)
 
     def _fast_records(self, left: int) -> list[bytes]:
         stream = self._stream
@@ -356,6 +382,10 @@ class FrameParser:
             max_record_bytes=self._max,
         )
         return walk.frames()
+
+
+def _one_record(record: bytes) -> list[bytes]:
+    return [record]
 
 
 def _one_frame(start: int) -> IntArray:

@@ -1,34 +1,41 @@
 """Reading a TFRecord file from its start (normative: specs/tfrecord.md): every record
-(:func:`read`), where the first records start (:func:`frame_offsets`), how many there are
-(:func:`count`).  Public through :mod:`readplan.tfrecord`; :class:`RecordFile` reads
-through the same streams and parser.
+(:func:`read`, or packed: :func:`read_packed`), where the first records start
+(:func:`frame_offsets`), how many there are (:func:`count`).  Public through
+:mod:`readplan.tfrecord`; :class:`RecordFile` reads through the same streams and parser.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
+from typing import TypeVar
 
 from readplan._internal.arrays import IntArray
+from readplan._internal.validate import is_int
 from readplan.errors import ConfigError
 from readplan.records._cap import record_cap
 from readplan.records._damage import CorruptionReport, OnCorruption, check_damage_options
 from readplan.records.index import _sidecar as _index
 from readplan.records.tfrecord._headerwalk import HeaderWalk
 from readplan.records.tfrecord._offset_walk import walk_offsets
+from readplan.records.tfrecord._packed import PackedRecords, packed_batches
 from readplan.records.tfrecord._parser import FrameParser
 from readplan.records.tfrecord._stream import ByteStream, InflateStream, PlainStream, open_handle
 from readplan.storage import Handle, PathLike, StorageOptions, size_of, to_str
 from readplan.storage import close as close_handle
 
 __all__ = [
+    "check_batch_size",
     "check_read_options",
     "count",
     "frame_offsets",
     "parsed_batches",
     "read",
+    "read_packed",
     "stream_for",
 ]
+
+_T = TypeVar("_T")
 
 
 def check_read_options(
@@ -52,10 +59,7 @@ def parsed_batches(
     parser: FrameParser, stream: ByteStream, limit: int | None
 ) -> Iterator[list[bytes]]:
     """The parser's batches of records, ``limit`` records at most; the stream closes after."""
-    try:
-        yield from parser.records(limit)
-    finally:
-        stream.close()
+    return _closing(parser.records(limit), stream)
 
 
 def read(
@@ -103,6 +107,57 @@ def read(
         max_record_bytes=record_cap(max_record_bytes, resolved),
     )
     return itertools.chain.from_iterable(parsed_batches(parser, stream, None))
+
+
+def read_packed(
+    path: PathLike,
+    *,
+    batch_size: int = 1024,
+    compression: object = None,
+    verify: bool = True,
+    on_corruption: OnCorruption = "raise",
+    report: CorruptionReport | None = None,
+    max_record_bytes: int | None = None,
+    storage_options: StorageOptions = None,
+) -> Iterator[PackedRecords]:
+    """The records of :func:`read`, with the same checks, damage handling and options, as
+    :class:`PackedRecords` of ``batch_size`` records each (the last may be shorter): one
+    buffer and one offsets array per batch instead of a ``bytes`` object per record."""
+    check_batch_size(batch_size)
+    check_read_options(on_corruption, max_record_bytes, report)
+    name = to_str(path)
+    fd = open_handle(name, storage_options)
+    try:
+        resolved = _index.resolve_compression(fd, compression)
+        stream = stream_for(fd, resolved, start=0, end=size_of(fd), owns_fd=True)
+    except BaseException:
+        close_handle(fd)
+        raise
+    parser = FrameParser(
+        stream,
+        path=name,
+        verify=verify,
+        skip_damage=on_corruption == "skip",
+        report=report,
+        max_record_bytes=record_cap(max_record_bytes, resolved),
+    )
+    return packed_batches(_closing(parser.payloads(), stream), batch_size)
+
+
+def check_batch_size(batch_size: object) -> None:
+    if not is_int(batch_size) or batch_size < 1:
+        raise ConfigError(
+            f"batch_size must be a positive integer, got {batch_size!r}",
+            field="batch_size",
+            value=batch_size,
+        )
+
+
+def _closing(pieces: Iterator[_T], stream: ByteStream) -> Iterator[_T]:
+    try:
+        yield from pieces
+    finally:
+        stream.close()
 
 
 def frame_offsets(

@@ -58,6 +58,7 @@ from readplan.reading.ranks import (
 )
 from readplan.reading.runs import Closes, Runs, Shard, last_read_marks, without_lost
 from readplan.reading.windows import file_reads, read_spans
+from readplan.reading.workers import check_decode_workers
 from readplan.records._damage import (
     CorruptionReport,
     OnCorruption,
@@ -112,6 +113,9 @@ class Reader(Closing):
             every undamaged record in plan order and lists each lost one in ``report``.
         report: a :class:`~readplan.tfrecord.CorruptionReport` collecting the damage met.
         index_dir, storage_options: sidecar folder; fsspec options (``specs/storage.md``).
+        decode_workers: threads decoding a decoding reader's batches, a few batches ahead of
+            the one delivered (``specs/reader.md`` §6); results, errors and states are those
+            of one thread.  Reading stays in the iterating thread.
 
     Iterating yields :class:`Item` objects; :meth:`batches` yields the same deliveries as
     :class:`Batch` objects, with less overhead per record.  A new iteration continues from
@@ -134,6 +138,7 @@ class Reader(Closing):
         report: CorruptionReport | None = None,
         index_dir: str | os.PathLike[str] | None = None,
         storage_options: Mapping[str, Any] | None = None,
+        decode_workers: int = 1,
     ) -> None:
         if not isinstance(plan, ReadPlan):
             raise ConfigError(
@@ -154,6 +159,7 @@ class Reader(Closing):
         self.on_corruption = on_corruption
         self.report = report
         self._decode = record_decoder(decode, decoders, plan, self.data_dir, storage_options)
+        self.decode_workers = check_decode_workers(decode_workers)
         self._container = container_for(
             plan.info.file_format, available=plan.info.available_file_formats
         )
@@ -248,6 +254,7 @@ class Reader(Closing):
                 ragged,
                 padding_values,
                 self._located_in,
+                self.decode_workers,
             )
         batches = self._delivered_batches(produced)
         self._active = batches
@@ -374,7 +381,9 @@ class Reader(Closing):
 
     def _decoded(self, produced: Iterator[Batch]) -> Iterator[Batch]:
         decoder = self._decode
-        return produced if decoder is None else decoded(produced, decoder, self._located_in)
+        if decoder is None:
+            return produced
+        return decoded(produced, decoder, self._located_in, self.decode_workers)
 
     def _read(self, epoch: int, position: int) -> Iterator[Batch]:
         """The batches of undecoded records the reads give, from ``position`` of ``epoch``."""

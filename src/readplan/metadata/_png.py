@@ -13,6 +13,7 @@ small decoder below where it does not (16-bit colour or alpha, colour keys).
 from __future__ import annotations
 
 import io
+import math
 import struct
 import zlib
 from collections.abc import Callable
@@ -34,6 +35,7 @@ _DEPTHS[_RGBA] = (8, 16)
 _GRAY_WEIGHTS = (9797, 19234, 32768 - 9797 - 19234)
 # libpng ignores a gamma within 5% of 1 (PNG_GAMMA_THRESHOLD), in units of 1e-5.
 _GAMMA_ONE, _GAMMA_THRESHOLD = 100000, 5000
+_SRGB_GAMMA = 45455  # libpng's gamma for an sRGB chunk
 # Adam7's seven passes: (first row, first column, row step, column step).
 _ADAM7 = (
     (0, 0, 8, 8),
@@ -70,7 +72,7 @@ class _Samples:
     pixels: npt.NDArray[Any]  # (h, w, c): uint8, or uint16 for 16-bit images
     keyed: npt.NDArray[np.bool_] | None  # pixels matching a gray/RGB tRNS colour key
     is_color: bool
-    gamma: bool  # a gamma libpng would apply when turning colour into gray
+    gamma: int | None  # the file's gamma (1e-5 units) when libpng applies it to colour -> gray
     filler: int  # the alpha TF adds: (1 << stored bit depth) - 1, not scaled to 8 bits
 
 
@@ -138,14 +140,16 @@ def _samples(data: bytes, header: _Header, refuse: Refuse, pil: Any) -> _Samples
     return _Samples(raw, keyed, is_color, gamma, filler)
 
 
-def _gamma_significant(header: _Header) -> bool:
+def _gamma_significant(header: _Header) -> int | None:
+    """The file gamma libpng uses for colour to gray: sRGB's 1/2.2, or gAMA's unless it is
+    within 5 % of 1 (then libpng ignores it)."""
     if b"sRGB" in header.chunks:
-        return True
+        return _SRGB_GAMMA
     gama = header.chunks.get(b"gAMA")
     if gama is None or len(gama) != 4:
-        return False
+        return None
     gamma: int = struct.unpack(">I", gama)[0]
-    return abs(gamma - _GAMMA_ONE) > _GAMMA_THRESHOLD
+    return gamma if abs(gamma - _GAMMA_ONE) > _GAMMA_THRESHOLD else None
 
 
 def _pil_pixels(data: bytes, header: _Header, refuse: Refuse, pil: Any) -> npt.NDArray[Any]:
@@ -290,12 +294,15 @@ def _convert(
     top = np.iinfo(pixels.dtype).max
     color = pixels[:, :, :3] if samples.is_color else pixels[:, :, :1]
     if wanted <= 2 and samples.is_color:
-        if samples.gamma:
+        if samples.gamma is None:
+            color = _to_gray(color)
+        elif color.dtype == np.uint8:
+            color = _to_gray_linear(color, samples.gamma)
+        else:
             raise refuse(
-                "turning a colour PNG with a gamma (gAMA or sRGB chunk) into gray is done by "
-                "libpng in linear light, which readplan does not reproduce"
+                "turning a 16-bit colour PNG with a gamma (gAMA or sRGB chunk) into gray is "
+                "done by libpng through 16-bit gamma tables, which readplan does not reproduce"
             )
-        color = _to_gray(color)
     elif wanted >= 3 and not samples.is_color:
         color = color.repeat(3, axis=2)
     parts = [color]
@@ -316,6 +323,34 @@ def _convert(
     elif dtype == "uint16" and out.dtype == np.uint8:
         out = out.astype(np.uint16) * np.uint16(257)
     return out
+
+
+def _gamma_table(gamma: int) -> npt.NDArray[np.uint8]:
+    """libpng's 8-bit table for ``gamma`` (1e-5 units): ``floor(255 (i/255)^g + 0.5)``,
+    0 and 255 kept, the identity for an insignificant gamma."""
+    if abs(gamma - _GAMMA_ONE) <= _GAMMA_THRESHOLD:
+        return np.arange(256, dtype=np.uint8)
+    table = [
+        i if i in (0, 255) else math.floor(255 * math.pow(i / 255.0, gamma * 0.00001) + 0.5)
+        for i in range(256)
+    ]
+    return np.array(table, dtype=np.uint8)
+
+
+def _reciprocal(gamma: int) -> int:
+    return math.floor(1e10 / gamma + 0.5)  # libpng's png_reciprocal
+
+
+def _to_gray_linear(rgb: npt.NDArray[np.uint8], gamma: int) -> npt.NDArray[np.uint8]:
+    """libpng's 8-bit colour to gray with a file gamma: the channels are linearised by one
+    table, weighted and rounded, and the result re-encoded by another; gray pixels (equal
+    channels) are kept as they are."""
+    to_linear = _gamma_table(_reciprocal(gamma))
+    from_linear = _gamma_table(_reciprocal(_reciprocal(gamma)))
+    linear = to_linear[rgb].astype(np.int64) @ np.array(_GRAY_WEIGHTS, dtype=np.int64)
+    gray = from_linear[(linear + (1 << 14)) >> 15]
+    same = (rgb[:, :, 0] == rgb[:, :, 1]) & (rgb[:, :, 0] == rgb[:, :, 2])
+    return np.where(same, rgb[:, :, 0], gray).astype(np.uint8)[:, :, None]
 
 
 def _to_gray(rgb: npt.NDArray[Any]) -> npt.NDArray[Any]:

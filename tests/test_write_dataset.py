@@ -397,6 +397,9 @@ def test_names_file_pil_images_and_what_tfds_refuses(tmp_path: Path) -> None:
         features.FeaturesDict({"t": features.Tensor((None, None), "int64")}).serialize_example(
             {"t": np.zeros((2, 2), np.int64)}
         )
-    ragged = features.FeaturesDict({"s": features.Sequence(features.Tensor((None,), "int64"))})
-    with pytest.raises(FeatureError, match="ragged tensor"):
-        ragged.serialize_example({"s": [[1, 2], [3]]})
+    unread = features.FeaturesDict({"s": features.Sequence(features.Tensor((None,), "int64"))})
+    with pytest.raises(FeatureError, match="more than one unknown dimension, which TFDS cannot"):
+        unread.serialize_example({"s": [[1, 2], [3]]})
+    fixed = features.FeaturesDict({"s": features.Sequence(features.Sequence(np.int64, length=2))})
+    with pytest.raises(FeatureError, match="ragged tensor it cannot read back"):
+        fixed.serialize_example({"s": [[1, 2], [3, 4]]})

@@ -115,7 +115,7 @@ class Reader(Closing):
             every undamaged record in plan order and lists each lost one in ``report``.
         report: a :class:`~readplan.tfrecord.CorruptionReport` collecting the damage met.
         index_dir, storage_options: sidecar folder; fsspec options (``specs/storage.md``).
-        decode_workers: threads decoding batches a few ahead (``specs/reader.md`` §6), with
+        decode_workers: threads decoding batches a few ahead (``specs/reader.md`` §7), with
             one thread's results, errors and states; reading stays in the iterating thread.
 
     Iterating yields :class:`Item` objects; :meth:`batches` yields the same deliveries as

@@ -90,7 +90,7 @@ def test_inspect_examples_prints_decoded_values(
     second = dict(lines[len(lines) // 2 :])
     assert second["image"] == "image   png (4, 6, 3), 69 bytes"
     assert second["photo"].startswith("image   jpeg (8, 16, 3), ")
-    assert second["label"] == "int64   ()       1"
+    assert second["label"] == "int64   ()       1 (dog)"
     assert second["score"] == "float32 ()       0.7"
     assert second["tags"] == "object  (1,)     ['a']"
     assert second["objects/bbox"] == "float32 (1, 4)   [0.1, 0.2, 0.3, 0.4]"
@@ -105,7 +105,7 @@ def test_inspect_examples_json(
     (first,) = summary["examples"]["examples"]
     values = first["values"]
     assert values["image"] == {"dtype": "image", "format": "png", "bytes": 69, "shape": [4, 6, 3]}
-    assert values["label"] == {"dtype": "int64", "shape": [], "values": [0]}
+    assert values["label"] == {"dtype": "int64", "shape": [], "values": [0], "names": ["cat"]}
     assert values["tags"] == {"dtype": "object", "shape": [0], "values": []}
     assert values["frames"] == {"dtype": "object", "shape": [0], "values": []}
 

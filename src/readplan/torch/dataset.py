@@ -1,6 +1,6 @@
 """``ReadplanIterableDataset``: a plan's records for a PyTorch DataLoader, pass after pass.
 
-``specs/reader.md`` §7 is normative.  Each iteration is a pass: pass ``k`` reads epochs
+``specs/reader.md`` §6 is normative.  Each iteration is a pass: pass ``k`` reads epochs
 ``k * E .. k * E + E - 1`` (``E = epochs``), dealt to the loader's consumers by
 :mod:`readplan.torch.dealing`; which pass an iteration reads is agreed between the dataset
 and its copies in worker processes by :mod:`readplan.torch.passes`.
@@ -217,7 +217,7 @@ class ReadplanIterableDataset(IterableDataset[Any]):
     # -- length -------------------------------------------------------------------------
 
     def __len__(self) -> int:
-        """What the calling rank's loader yields over one pass (``specs/reader.md`` §7).
+        """What the calling rank's loader yields over one pass (``specs/reader.md`` §6).
 
         Asked by ``len(DataLoader(dataset, ...))``, it counts for that loader's workers
         (each collating its own batches) and ``batch_size``; asked directly, for this
@@ -386,6 +386,9 @@ def _dealing_of(
 
 def _asking_loader() -> DataLoader[Any] | None:
     """The DataLoader whose ``__len__`` called ``len(dataset)``, if one did."""
-    frame = sys._getframe(2)
-    asking = frame.f_locals.get("self") if frame is not None else None
+    try:
+        frame = sys._getframe(2)
+    except ValueError:  # called from C with no Python caller
+        return None
+    asking = frame.f_locals.get("self")
     return asking if isinstance(asking, DataLoader) else None

@@ -1,4 +1,4 @@
-"""How the positions of a pass are dealt to the consumers of a loader (``specs/reader.md`` §7).
+"""How the positions of a pass are dealt to the consumers of a loader (``specs/reader.md`` §6).
 
 The epochs an iteration reads are one sequence: index ``g`` counts the positions from the
 iteration's origin (a pass's first position, or where a merged state stands) across epoch

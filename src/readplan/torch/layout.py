@@ -1,4 +1,4 @@
-"""Who is reading: the calling process's rank and DataLoader worker (``specs/reader.md`` §7)."""
+"""Who is reading: the calling process's rank and DataLoader worker (``specs/reader.md`` §6)."""
 
 from __future__ import annotations
 

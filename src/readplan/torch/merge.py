@@ -1,5 +1,5 @@
 """``merge_loader_states``: one global state from the loader states of every rank
-(``specs/reader.md`` §7, "Elastic resume")."""
+(``specs/reader.md`` §6, "Elastic resume")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Which pass an iteration of a dataset reads, agreed between its copies (``specs/reader.md`` §7).
+"""Which pass an iteration of a dataset reads, agreed between its copies (``specs/reader.md`` §6).
 
 Each ``for batch in loader`` is a pass, and pass ``k`` reads the epochs after pass
 ``k - 1``'s.  The dataset object in the main process never sees the passes of a loader

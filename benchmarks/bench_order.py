@@ -9,6 +9,11 @@ Measures, in one run:
 * ``locate`` at random positions, in a cached epoch and in a fresh epoch each call;
 * streaming a synthetic plan of 10^9 examples (100,000 shards of 10,000): the time to
   its first 10^6 positions and the process's peak resident memory (in a subprocess);
+* ``locate`` in a fresh epoch of a 10^5-shard plan and ``np.random.permutation(10^5)``
+  side by side: one of each per round, in CPU time, medians over the rounds (target
+  <= 20x); the plan is new, so its first rounds also grow the schedule cache; and the
+  same in a new process whose first work is 8 such locates (then 8 permutations), where
+  every page the schedules keep is new to the process;
 * at 10^4, 10^5 and 10^6 shards: building the plan, a fresh epoch's schedule (file shuffle
   and interleave), ``locate`` in a fresh epoch, ``position_of`` and the interleave state a
   checkpoint is built from, in CPU time, each as a ratio to
@@ -24,6 +29,7 @@ import subprocess
 import sys
 import time
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 from _scale import SHARD_COUNTS, cpu_ms, fresh_epochs, permutation_ms, scale_plan
@@ -33,6 +39,8 @@ from readplan import ReadConfig, ReadPlan
 from readplan.metadata.dataset_info import DatasetInfo, shard_lengths
 
 N_EXAMPLES = 1_281_167
+# Fresh-epoch locates of the new-process measurement: as many as the schedule cache holds.
+FRESH_PROCESS_ROUNDS = 8
 CONFIG = ReadConfig(shuffle_files=True, shuffle_seed=32)
 
 
@@ -158,6 +166,89 @@ def scale(num_shards: int, repeats: int) -> dict[str, float]:
     }
 
 
+def fresh_locate(rounds: int, num_shards: int = 100_000) -> dict[str, float]:
+    """``locate`` at a fresh epoch against the anchor, one of each per round (CPU time)."""
+    plan = scale_plan(num_shards)
+    rng = np.random.default_rng(2)
+    locate, anchor = [], []
+    for epoch in range(1_000, 1_000 + rounds):
+        position = int(rng.integers(0, plan.num_examples))
+        start = time.process_time()
+        np.random.permutation(num_shards)
+        anchor.append(time.process_time() - start)
+        start = time.process_time()
+        plan.locate(epoch, position)
+        locate.append(time.process_time() - start)
+    return {
+        "fresh_locate_ms": statistics.median(locate) * 1e3,
+        "fresh_locate_max_ms": max(locate) * 1e3,
+        "fresh_locate_permutation_ms": statistics.median(anchor) * 1e3,
+        "fresh_locate_ratio": statistics.median(locate) / statistics.median(anchor),
+        "fresh_locate_ratio_per_round": statistics.median(
+            a / b for a, b in zip(locate, anchor, strict=True)
+        ),
+    }
+
+
+FRESH_PROCESS_CHILD = """
+import json, statistics, sys, time
+import numpy as np
+sys.path.insert(0, {here!r})
+from _scale import scale_plan
+plan = scale_plan(100_000)
+rng = np.random.default_rng(3)
+locate, anchor = [], []
+for epoch in range(1_000, 1_000 + {rounds}):
+    position = int(rng.integers(0, plan.num_examples))
+    start = time.process_time()
+    plan.locate(epoch, position)
+    locate.append(time.process_time() - start)
+for _ in range({rounds}):
+    start = time.process_time()
+    np.random.permutation(100_000)
+    anchor.append(time.process_time() - start)
+print(json.dumps([statistics.median(locate) * 1e3, statistics.median(anchor) * 1e3]))
+"""
+
+
+def fresh_process_locate(rounds: int) -> dict[str, float]:
+    """The same in a new process that does nothing else first: the locates run before any
+    permutation, while the schedule cache grows (its pages are new to the process)."""
+    here = str(Path(__file__).resolve().parent)
+    child = FRESH_PROCESS_CHILD.format(here=here, rounds=rounds)
+    runs = [
+        json.loads(
+            subprocess.run(
+                [sys.executable, "-c", child], check=True, capture_output=True, text=True
+            ).stdout
+        )
+        for _ in range(3)
+    ]
+    locate_ms = statistics.median(r[0] for r in runs)
+    anchor_ms = statistics.median(r[1] for r in runs)
+    return {
+        "fresh_process_locate_ms": locate_ms,
+        "fresh_process_permutation_ms": anchor_ms,
+        "fresh_process_locate_ratio": locate_ms / anchor_ms,
+    }
+
+
+def print_fresh_locate(r: dict[str, float]) -> None:
+    print(
+        f"locate at a fresh epoch, 10^5 shards: {r['fresh_locate_ms']:.2f} ms median "
+        f"(max {r['fresh_locate_max_ms']:.2f}), np.random.permutation(10^5) "
+        f"{r['fresh_locate_permutation_ms']:.3f} ms median, side by side: ratio "
+        f"{r['fresh_locate_ratio']:.1f}x (per round {r['fresh_locate_ratio_per_round']:.1f}x; "
+        "target <= 20x)"
+    )
+    print(
+        f"  in a new process, {FRESH_PROCESS_ROUNDS} fresh-epoch locates first, then as many "
+        f"permutations (medians of 3 processes): {r['fresh_process_locate_ms']:.2f} ms / "
+        f"{r['fresh_process_permutation_ms']:.3f} ms, ratio "
+        f"{r['fresh_process_locate_ratio']:.1f}x"
+    )
+
+
 def print_scale(results: dict[int, dict[str, float]]) -> None:
     print("\nper-file work at scale, CPU ms median (ratio to np.random.permutation(num_files))")
     print(
@@ -180,9 +271,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--shards", type=int, nargs="*", default=list(SHARD_COUNTS))
+    parser.add_argument(
+        "--fresh-locate-only", action="store_true", help="only the fresh-epoch locate figure"
+    )
     args = parser.parse_args()
+    fresh = {
+        **fresh_locate(max(args.repeats, 11)),
+        **fresh_process_locate(FRESH_PROCESS_ROUNDS),
+    }
+    print_fresh_locate(fresh)
+    if args.fresh_locate_only:
+        print(json.dumps(fresh))
+        return
     print_scale({n: scale(n, args.repeats) for n in args.shards})
-    results = {**full_epoch(args.repeats), **locate(args.repeats), **streaming(args.repeats)}
+    results = {
+        **fresh,
+        **full_epoch(args.repeats),
+        **locate(args.repeats),
+        **streaming(args.repeats),
+    }
     print(f"full epoch order (16/16, shuffled): {results['epoch_ms']:.1f} ms median")
     print(f"np.random.permutation(1,281,167):   {results['permutation_ms']:.1f} ms median")
     print(f"  ratio: {results['ratio']:.2f}x the yardstick (target <= 2x)")

@@ -15,7 +15,7 @@ cc=$(command -v clang || command -v clang-14 || true)
 src=../src/readplan/records/csrc
 mkdir -p build findings
 for target in "${targets[@]}"; do
-  kernels=$(ls $src/*.c | grep -v -e '/core.c$' -e '/buffers.c$')
+  kernels=$(ls $src/*.c | grep -v -e '/core.c$' -e '/buffers.c$' -e '_py.c$')
   "$cc" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
     -I"$src" "$target.c" $kernels -o "build/$target"
   corpus="corpus/$target"

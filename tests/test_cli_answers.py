@@ -262,3 +262,25 @@ def test_the_command_line_reports_retries_and_takes_the_bounds(
     assert status == 2
     assert "attempt 1 of 2" in err
     assert "2 attempts failed" in out
+
+
+def test_convert_takes_urls_both_ways(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    fsspec = pytest.importorskip("fsspec")
+    fs = fsspec.filesystem("memory")
+    source = "memory://readplan-convert-src/toy/1.0.0"
+    for path in sorted(Path(TOY_ARG).iterdir()):
+        storage.write_bytes(f"{source}/{path.name}", path.read_bytes())
+    local = tmp_path / "tbl"
+    status, _, err = run(capsys, "convert", source, str(local), "--format", "tbl")
+    assert status == 0, err
+    assert (local / "features.json").read_bytes() == (Path(TOY_ARG) / "features.json").read_bytes()
+    back = "memory://readplan-convert-dst/toy/1.0.0"
+    status, _, err = run(capsys, "convert", str(local), back, "--format", "tfrecord")
+    assert status == 0, err
+    for path in sorted(Path(TOY_ARG).glob("*.tfrecord-*")):
+        assert fs.cat_file(f"/readplan-convert-dst/toy/1.0.0/{path.name}") == path.read_bytes()
+    info = readplan.DatasetInfo.load(back)
+    assert info.splits == TOY_INFO.splits
+    status, _, err = run(capsys, "convert", str(local), back, "--format", "tfrecord")
+    assert status == 2
+    assert "already holds a dataset" in err

@@ -351,6 +351,7 @@ def test_non_image_bytes_in_an_image_feature_are_refused() -> None:
 def test_a_missing_image_extra_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "simplejpeg", None)
     monkeypatch.setitem(sys.modules, "PIL.Image", None)
+    monkeypatch.setitem(sys.modules, "PIL.PngImagePlugin", None)  # imported by earlier tests
     _images._import.cache_clear()
     monkeypatch.setattr(_images, "_import", _images._import.__wrapped__)
     features = FeaturesDict({"img": Image()})

@@ -187,9 +187,10 @@ def _read_file(path: str) -> list[bytes]:
 )
 def test_plan_iter_dataset_passes_grains_checkpoint_test(config: ReadConfig) -> None:
     plan = ReadPlan(TOY_INFO, "test", config)
-    dataset = PlanIterDataset(plan, epochs=2, decode=True)
-    grain.experimental.assert_equal_output_after_checkpoint(dataset)
-    records = list(dataset)
+    grain.experimental.assert_equal_output_after_checkpoint(
+        PlanIterDataset(plan, epochs=2, decode=True)
+    )
+    records = list(PlanIterDataset(plan, epochs=2, decode=True))
     assert len(records) == 2 * plan.num_examples
     expected = [r["id"] for e in range(2) for r in _epoch_records(plan, e)]
     assert [r["id"] for r in records] == expected
@@ -210,6 +211,7 @@ def test_plan_iter_dataset_yields_tfds_order_and_refuses_bad_states() -> None:
     plan = toy_plan(case)
     dataset = PlanIterDataset(plan, epochs=3, decode=True)
     assert [record_id(r) for r in dataset] == _tfds_ids(case)
+    dataset.set_epoch(0)  # the next iteration would read the next pass: epochs 3..5
     stream = iter(dataset)
     for _ in range(60):
         next(stream)
@@ -229,6 +231,68 @@ def test_plan_iter_dataset_yields_tfds_order_and_refuses_bad_states() -> None:
         iter(other).set_state(state)
     with pytest.raises(ConfigError):
         PlanIterDataset(plan, epochs=0)
+
+
+# -- passes: for epoch in range(3): for x in loader -------------------------------------
+
+
+def test_each_iteration_of_a_plan_iter_dataset_reads_the_next_epoch() -> None:
+    case = TOY["cases"][4]
+    expected = [[entry[3] for entry in epoch] for epoch in case["epochs"]]
+    dataset = PlanIterDataset(toy_plan(case), epochs=1, decode=True)
+    assert [[record_id(r) for r in dataset] for _ in range(3)] == expected
+    dataset.set_epoch(1)
+    assert [record_id(r) for r in dataset] == expected[1]
+    # A state of pass 1: its iterator finishes epoch 1, the next iteration reads epoch 2.
+    dataset.set_epoch(1)
+    stream = iter(dataset)
+    head = [record_id(next(stream)) for _ in range(10)]
+    state = stream.get_state()
+    restored = PlanIterDataset(toy_plan(case), epochs=1, decode=True)
+    resumed = iter(restored)
+    resumed.set_state(state)
+    assert head + [record_id(r) for r in resumed] == expected[1]
+    assert [record_id(r) for r in restored] == expected[2]
+    two = PlanIterDataset(toy_plan(case), epochs=2, decode=True)
+    two.set_epoch(1)
+    assert [record_id(r) for r in two][: len(expected[2])] == expected[2]
+
+
+def test_a_sampler_set_to_each_epoch_reads_it_through_a_dataloader(index_dir: Path) -> None:
+    case = TOY["cases"][4]
+    expected = [[entry[3] for entry in epoch] for epoch in case["epochs"]]
+    plan, source = toy_plan(case), _source(case, index_dir)
+    sampler = OrderSampler(plan, epochs=1)
+    loader = grain.DataLoader(
+        data_source=source, sampler=sampler, shard_options=grain.sharding.NoSharding()
+    )
+    passes = []
+    for epoch in range(3):
+        sampler.set_epoch(epoch)
+        passes.append([record_id(r) for r in loader])
+    assert passes == expected
+    assert repr(sampler).endswith(", epoch=2)")
+    stream = iter(loader)
+    next(stream)
+    state = stream.get_state()
+    sampler.set_epoch(1)
+    with pytest.raises(ValueError, match="Sampler in checkpoint does not match"):
+        iter(loader).set_state(state)
+
+
+@pytest.mark.parametrize("mode", ["plain", "app"])
+def test_grain_workers_run_without_absl_flags_parsed_and_keep_an_apps_flags(
+    mode: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "report.json"
+    argv = [TOY_DIR, tmp_path / "indexes", out, mode, *(["--shards=5"] if mode == "app" else [])]
+    (report,) = run_workers("grain_absl_worker.py", [argv], [out], timeout=120)
+    case = next(
+        c for c in TOY["cases"] if c["spec"] == "train" and c["read_config"] == {"shuffle_seed": 32}
+    )
+    assert report["ids"] == [entry[3] for entry in case["epochs"][0]]
+    if mode == "app":
+        assert report["shards"] == 5
 
 
 # -- JAX: two real processes -----------------------------------------------------------

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
+import tempfile
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
+from readplan import storage
 from readplan._internal.atomic import atomic_write
 from readplan.errors import ConfigError, DatasetInfoError
 from readplan.metadata.dataset_info import DatasetInfo
@@ -54,18 +55,71 @@ def convert(
     progress: Callable[[ConvertedShard], None] | None = None,
 ) -> list[ConvertedShard]:
     """Rewrite the dataset in ``src_dir`` into ``dst_dir`` (created; it must not hold a
-    ``dataset_info.json`` yet) with shards in ``format``.
+    ``dataset_info.json`` yet) with shards in ``format``.  Either may be a URL: a store
+    target is written locally first and uploaded, its ``dataset_info.json`` last.
 
     ``compression`` applies LZ4 per sample to TBL output (TFRecord output is written
     uncompressed, as TFDS writes it).  Every shard must hold exactly the records its
     ``shardLengths`` says, or a :class:`DatasetInfoError` names it.  Returns the shards
     written, in split and shard order.
     """
-    source = os.fspath(src_dir)
-    target = os.fspath(dst_dir)
+    source = storage.to_str(src_dir)
+    target = storage.to_str(dst_dir)
     _check_options(format, compression)
     info, reader = _readable_source(source)
+    if storage.is_remote(target):
+        return _convert_to_store(info, reader, source, target, format, compression, progress)
     _prepare_target(source, target)
+    return _convert_into(info, reader, source, target, format, compression, progress)
+
+
+def _convert_to_store(
+    info: DatasetInfo,
+    reader: RecordContainer,
+    source: str,
+    target: str,
+    file_format: str,
+    compression: bool,
+    progress: Callable[[ConvertedShard], None] | None,
+) -> list[ConvertedShard]:
+    """Convert into a local staging folder, then upload its files, dataset_info.json last
+    (the dataset exists in the store once its info does)."""
+    if source.rstrip("/") == target.rstrip("/"):
+        raise ConfigError(
+            f"the target {target} is the source; convert into a new one",
+            field="dst_dir",
+            value=target,
+        )
+    if storage.exists(storage.join(target, INFO_FILE)):
+        raise ConfigError(
+            f"{target} already holds a dataset ({INFO_FILE}); convert into an empty directory",
+            field="dst_dir",
+            value=target,
+        )
+    with tempfile.TemporaryDirectory(prefix="readplan-convert-") as staging:
+        staged = _convert_into(info, reader, source, staging, file_format, compression, None)
+        names = sorted(name for name in os.listdir(staging) if name != INFO_FILE)
+        for name in [*names, INFO_FILE]:
+            with open(os.path.join(staging, name), "rb") as handle:
+                storage.write_bytes(storage.join(target, name), handle.read())
+    shards = []
+    for shard in staged:
+        moved = replace(shard, target=storage.join(target, os.path.basename(shard.target)))
+        shards.append(moved)
+        if progress is not None:
+            progress(moved)
+    return shards
+
+
+def _convert_into(
+    info: DatasetInfo,
+    reader: RecordContainer,
+    source: str,
+    target: str,
+    format: str,
+    compression: bool,
+    progress: Callable[[ConvertedShard], None] | None,
+) -> list[ConvertedShard]:
     shards: list[ConvertedShard] = []
     for split, split_info in info.splits.items():
         for k, planned in enumerate(split_info.shard_lengths):
@@ -111,7 +165,7 @@ def _readable_source(source: str) -> tuple[DatasetInfo, RecordContainer]:
     info = readable(DatasetInfo.load(source))
     reader = container_for(
         info.file_format,
-        path=os.path.join(source, INFO_FILE),
+        path=storage.join(source, INFO_FILE),
         available=info.available_file_formats,
     )
     verify_files(info)
@@ -120,7 +174,7 @@ def _readable_source(source: str) -> tuple[DatasetInfo, RecordContainer]:
 
 def _prepare_target(source: str, target: str) -> None:
     """Create ``target``, refusing the source itself or a folder that holds a dataset."""
-    if os.path.abspath(source) == os.path.abspath(target):
+    if not storage.is_remote(source) and os.path.abspath(source) == os.path.abspath(target):
         raise ConfigError(
             f"the target directory {target} is the source directory; convert into a new one",
             field="dst_dir",
@@ -160,26 +214,26 @@ def _copy_other_files(info: DatasetInfo, source: str, target: str) -> None:
     """Copy every regular file of ``source`` that is not a shard (of any of its formats), a
     sidecar or the info."""
     shard_names = {
-        os.path.basename(path)
+        storage.basename(path)
         for file_format in info.available_file_formats
         for split in info.splits
         for path in info.with_file_format(file_format).shard_paths(split)
     }
-    for name in sorted(os.listdir(source)):
+    for path, is_dir in storage.listdir(source):
+        name = storage.basename(path)
         stem = name
         for suffix in _SIDECAR_SUFFIXES:
             stem = stem.removesuffix(suffix)
-        path = os.path.join(source, name)
-        if name == INFO_FILE or stem in shard_names or not os.path.isfile(path):
+        if name == INFO_FILE or stem in shard_names or is_dir:
             continue
-        shutil.copyfile(path, os.path.join(target, name))
+        with open(os.path.join(target, name), "wb") as out:
+            out.write(storage.read_bytes(path))
 
 
 def _write_info(source: str, target: str, file_format: str) -> None:
     """The source's dataset_info.json, every field kept but the formats: ``fileFormat``
     replaced, ``alternativeFileFormats`` dropped."""
-    with open(os.path.join(source, INFO_FILE), encoding="utf-8") as handle:
-        fields = json.load(handle)
+    fields = json.loads(storage.read_bytes(storage.join(source, INFO_FILE)))
     fields["fileFormat"] = file_format
     fields.pop("alternativeFileFormats", None)
     fields.pop("alternative_file_formats", None)

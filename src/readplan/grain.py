@@ -15,18 +15,20 @@ module without it raises an ``ImportError`` that says so.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping
 from typing import Any
 
 try:
     import grain
+    from absl import flags  # installed with grain
 except ImportError as err:  # pragma: no cover - exercised without grain only
     raise ImportError(
         "readplan.grain needs Grain, an optional dependency of readplan (Python >= 3.11): "
         "pip install 'readplan[grain]'"
     ) from err
 
-from readplan._internal.validate import preview
+from readplan._internal.validate import check_int, preview
 from readplan.errors import CheckpointError
 from readplan.plan import ReadPlan
 from readplan.reading.items import Record
@@ -34,45 +36,80 @@ from readplan.reading.order_keys import OrderKeys
 from readplan.reading.reader import Reader
 from readplan.state.codec import parse_json
 
-__all__ = ["OrderSampler", "PlanIterDataset"]
+__all__ = ["OrderSampler", "PlanIterDataset", "parse_absl_flags"]
 
 _STATE_FIELDS = ("epoch", "position", "checkpoint")
+
+
+def parse_absl_flags() -> None:
+    """Parse absl's flags with no arguments (their defaults) unless the program has.
+
+    Grain reads its absl flags as soon as a DataLoader has worker processes
+    (``worker_count >= 1``), and absl refuses a flag read before the flags are parsed,
+    which only an absl app (``absl.app.run``) does.  Flags an app has parsed are left as
+    they are; an app that parses them later (``app.run`` after the sampler exists) parses
+    them again, from its own command line.
+    """
+    if not flags.FLAGS.is_parsed():
+        flags.FLAGS([sys.argv[0] if sys.argv and sys.argv[0] else "python"], known_only=True)
 
 
 class OrderSampler:
     """A Grain sampler: index ``i`` reads position ``i mod n`` of epoch ``i div n``.
 
     ``record_key`` is the record's key in ``readplan.data_source(plan.info, plan.spec)``;
-    ``epochs=None`` never ends.  The ``repr`` names the plan's digest, so Grain refuses to
-    restore a loader state into another plan.  With ``shard_options`` (for example
-    ``grain.sharding.ShardByJaxProcess()``) given to the ``DataLoader``, process ``p`` of
-    ``P`` reads the indices ``p, p + P, ...``: readplan's elastic mode.
+    ``epochs=None`` never ends.  ``set_epoch(k)`` makes the indices read pass ``k``: epochs
+    ``k * epochs ..`` (with ``epochs=None``, epochs ``k ..``).  Grain's DataLoader reads a
+    sampler from index 0 at each iteration, from a copy made for each worker process, and
+    never tells the sampler that an iteration began: read all epochs in one iteration, or
+    call ``set_epoch(epoch)`` before each.  The ``repr`` names the plan's digest (and the
+    pass, once set), so Grain refuses to restore a loader state into another plan or pass.
+    With ``shard_options`` (for example ``grain.sharding.ShardByJaxProcess()``) given to
+    the ``DataLoader``, process ``p`` of ``P`` reads the indices ``p, p + P, ...``:
+    readplan's elastic mode.
     """
 
     def __init__(self, plan: ReadPlan, *, epochs: int | None = None) -> None:
+        parse_absl_flags()
         self._keys = OrderKeys(plan, epochs=epochs)
+        self._pass = 0
 
     def __len__(self) -> int:
         return len(self._keys)
 
+    def set_epoch(self, epoch: int) -> None:
+        """Read pass ``epoch`` from now on (a loader iterator made afterwards reads it)."""
+        self._pass = check_int(epoch, "epoch", minimum=0, what="a pass number")
+
     def __getitem__(self, index: int) -> grain.RecordMetadata:
-        return grain.RecordMetadata(index=index, record_key=self._keys[index])
+        key = self._keys[index]  # checks the index
+        if self._pass:
+            epoch, position = divmod(int(index), self._keys.records_per_epoch)
+            first = self._pass * (1 if self._keys.epochs is None else self._keys.epochs)
+            key = int(self._keys.epoch_keys(first + epoch)[position])
+        return grain.RecordMetadata(index=index, record_key=key)
 
     def __repr__(self) -> str:
         plan = self._keys.plan
+        number = f", epoch={self._pass}" if self._pass else ""
         return (
             f"OrderSampler(dataset={plan.info.name!r}, split={plan.spec!r}, "
-            f"plan_digest={self._keys.digest!r}, epochs={self._keys.epochs})"
+            f"plan_digest={self._keys.digest!r}, epochs={self._keys.epochs}{number})"
         )
 
 
 class PlanIterDataset(grain.IterDataset):  # type: ignore[misc]
-    """The records of ``plan`` in plan order, epochs ``0 .. epochs - 1`` (``None``: endless).
+    """The records of ``plan`` in plan order, one pass per iteration.
 
-    ``decode`` and ``data_dir`` are as for :class:`~readplan.Reader`.  The iterator's
-    ``get_state()`` is ``{"epoch": int, "position": int, "checkpoint": str}`` at every step
-    (the reader's state as JSON), so Grain and Orbax can save it and
-    ``grain.experimental.assert_equal_output_after_checkpoint`` holds.
+    Each ``iter(dataset)`` reads the next pass: ``epochs`` epochs, the epochs after the
+    previous pass's (pass ``k`` reads epochs ``k * epochs ..``; ``None``: one endless
+    pass), as each iteration over a TFDS dataset reads the next epoch; ``set_epoch(k)``
+    makes the next iteration read pass ``k``.  ``decode`` and ``data_dir`` are as for
+    :class:`~readplan.Reader`.  The iterator's ``get_state()`` is ``{"epoch": int,
+    "position": int, "checkpoint": str}`` at every step (the reader's state as JSON), so
+    Grain and Orbax can save it and ``grain.experimental.assert_equal_output_after_checkpoint``
+    holds; ``set_state`` continues that state's pass, and the dataset's next iteration reads
+    the pass after it.
     """
 
     def __init__(
@@ -84,26 +121,48 @@ class PlanIterDataset(grain.IterDataset):  # type: ignore[misc]
         data_dir: str | None = None,
     ) -> None:
         super().__init__()
+        parse_absl_flags()
         # Built once here so that bad arguments fail at construction, not at first read.
         Reader(plan, epochs=epochs, decode=decode, data_dir=data_dir)
         self.plan = plan
         self.epochs = epochs
         self.decode = decode
         self.data_dir = data_dir
+        self._next_pass = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        """Make the next iteration read pass ``epoch``."""
+        self._next_pass = check_int(epoch, "epoch", minimum=0, what="a pass number")
 
     def __iter__(self) -> _PlanIterator:
-        reader = Reader(self.plan, epochs=self.epochs, decode=self.decode, data_dir=self.data_dir)
-        return _PlanIterator(reader)
+        number, self._next_pass = self._next_pass, self._next_pass + 1
+        return _PlanIterator(self, number)
+
+    def pass_of(self, epoch: int) -> int:
+        """The pass that reads plan epoch ``epoch``."""
+        return epoch if self.epochs is None else epoch // self.epochs
+
+    def reader(self, number: int) -> Reader:
+        """A reader of pass ``number``, at its start."""
+        first = number if self.epochs is None else number * self.epochs
+        return Reader(
+            self.plan,
+            epochs=None if self.epochs is None else first + self.epochs,
+            start=self.plan.checkpoint(first, 0) if first else None,
+            decode=self.decode,
+            data_dir=self.data_dir,
+        )
 
     def __str__(self) -> str:
         return f"PlanIterDataset({self.plan!r}, epochs={self.epochs})"
 
 
 class _PlanIterator(grain.DatasetIterator):  # type: ignore[misc]
-    def __init__(self, reader: Reader) -> None:
+    def __init__(self, dataset: PlanIterDataset, number: int) -> None:
         super().__init__()
-        self._reader = reader
-        self._items = iter(reader)
+        self._dataset = dataset
+        self._reader = dataset.reader(number)
+        self._items = iter(self._reader)
 
     def __next__(self) -> Record:
         return next(self._items).record
@@ -138,5 +197,9 @@ class _PlanIterator(grain.DatasetIterator):  # type: ignore[misc]
                 "state?); restore a state exactly as get_state() returned it",
                 field="position",
             )
-        self._reader.load_state_dict(checkpoint)
-        self._items = iter(self._reader)
+        number = self._dataset.pass_of(state["epoch"])
+        reader = self._dataset.reader(number)
+        reader.load_state_dict(checkpoint)
+        self._reader.close()
+        self._reader, self._items = reader, iter(reader)
+        self._dataset.set_epoch(number + 1)

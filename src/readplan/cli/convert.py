@@ -24,13 +24,14 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument(
         "src_dir",
         metavar="SRC_DIR",
-        help="the dataset to convert: the folder holding its dataset_info.json and shards",
+        help="the dataset to convert: the folder holding its dataset_info.json and shards (a "
+        "local path or a URL)",
     )
     parser.add_argument(
         "dst_dir",
         metavar="DST_DIR",
-        help="where to write the converted dataset: a new or empty folder (one holding a "
-        "dataset_info.json is refused)",
+        help="where to write the converted dataset: a new or empty folder or a URL (one holding "
+        "a dataset_info.json is refused)",
     )
     parser.add_argument(
         "--format",

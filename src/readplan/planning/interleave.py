@@ -128,24 +128,28 @@ class InterleaveSchedule:
         # Slots beyond the number of inputs never hold one and are skipped for free, so
         # the order only depends on the first min(c, N) slots.
         self.active_slots = max(1, min(cycle_length, self.num_inputs))
-        b = block_length
-        self.visits = -(-lengths // b)  # producing visits per input
-        self.occupancy = lengths // b + 1  # rounds each input holds its slot
-        self.slot, self.start_round, self.first_failed_pull = self._assign()
-        self.end_round = self.start_round + self.visits  # first round without output
-        self.num_rounds = int(self.end_round.max()) if self.num_inputs else 0
+        # Rounds each input holds its slot; producing visits per input. Neither is kept:
+        # each is one pass, and a fresh epoch pays for every array it keeps in page faults.
+        occupancy = lengths // block_length + 1
+        self.slot, self.start_round, self.first_failed_pull = self._assign(occupancy)
+        del occupancy
+        self.num_rounds = int(self._end_rounds().max()) if self.num_inputs else 0
         self._round_cache: tuple[int, int] | None = None
 
     @property
     def nbytes(self) -> int:
         """Bytes held by the schedule's per-input arrays."""
-        arrays = (self.lengths, self.visits, self.occupancy, self.slot, self.start_round)
+        arrays = (self.lengths, self.slot, self.start_round)
         index = self.__dict__.get("_slot_index", ())
-        return sum(array.nbytes for array in (*arrays, self.end_round, *index))
+        return sum(array.nbytes for array in (*arrays, *index))
+
+    def _end_rounds(self, inputs: IntArray | slice = slice(None)) -> IntArray:
+        """The first round without output of each of ``inputs`` (computed, not kept)."""
+        return self.start_round[inputs] - (-self.lengths[inputs] // self.block_length)
 
     # -- construction -------------------------------------------------------------
 
-    def _assign(self) -> tuple[IntArray, IntArray, int]:
+    def _assign(self, occupancy: IntArray) -> tuple[IntArray, IntArray, int]:
         """Hand inputs to slots in request order (list scheduling over request keys).
 
         Input ``i`` goes to the slot whose pending request key is smallest; the slot's next
@@ -163,22 +167,20 @@ class InterleaveSchedule:
         done = 0
         block = pending.size * _GUESS_GENERATIONS
         while done < n:
-            taken, pending = _take_in_turn(
-                np.sort(pending), self.occupancy[done : done + block] * c
-            )
+            taken, pending = _take_in_turn(np.sort(pending), occupancy[done : done + block] * c)
             keys[done : done + taken.size] = taken
             done += taken.size
             if taken.size < 2 * pending.size and done < n:
                 # The slots keep changing places (occupancies differing by a little): one
                 # request at a time is cheaper for a while than guessing.
-                steps = self.occupancy[done : done + block] * c
+                steps = occupancy[done : done + block] * c
                 taken, pending = _take_one_by_one(pending, steps)
                 keys[done : done + taken.size] = taken
                 done += taken.size
             else:
                 block = block * 2 if taken.size == block else max(block // 2, pending.size)
-        start, slot = np.divmod(keys, c)
-        return slot, start, int(pending.min())
+        start = keys // c  # np.divmod is several times slower than these two passes
+        return keys - start * c, start, int(pending.min())
 
     # -- counting -----------------------------------------------------------------
 
@@ -200,30 +202,35 @@ class InterleaveSchedule:
         """
         if not self.num_inputs:
             return 0
-        by_slot, keys, before, first = self._slot_index
+        keys, before, first = self._slot_index
         # Before round 0 nothing is read, after the last everything: clamping keeps the keys
         # of one slot apart from the next slot's.
         rounds = np.clip(rounds, 0, self.num_rounds + 1)
-        slots = np.arange(self.active_slots, dtype=np.int64)
-        last = np.searchsorted(keys, slots * self._key_span + rounds, side="right") - 1
+        bases = np.arange(self.active_slots, dtype=np.int64) * self._key_span
+        last = np.searchsorted(keys, bases + rounds, side="right") - 1
         started = last >= first
-        current = by_slot[np.where(started, last, 0)]
-        partial = np.minimum(
-            self.lengths[current],
-            np.maximum(rounds - self.start_round[current], 0) * self.block_length,
-        )
+        current = np.where(started, last, 0)
+        # The slot's last started input: its length and start round, from its entries.
+        length = before[current + 1] - before[current]
+        start = keys[current] - bases
+        partial = np.minimum(length, np.maximum(rounds - start, 0) * self.block_length)
         return int(np.where(started, before[last] - before[first] + partial, 0).sum())
 
     @cached_property
-    def _slot_index(self) -> tuple[IntArray, IntArray, IntArray, IntArray]:
-        """Inputs grouped by slot (in start order within a slot), their ``slot * span +
-        start round`` keys, the records of the inputs before each, and each slot's first."""
+    def _slot_index(self) -> tuple[IntArray, IntArray, IntArray]:
+        """With inputs grouped by slot (in start order within a slot): their ``slot * span
+        + start round`` keys, the records of the inputs before each (and after the last),
+        and each slot's first entry."""
+        slots = np.arange(self.active_slots, dtype=np.int64) * self._key_span
         by_slot = stable_order(self.slot, self.active_slots)
-        slot = self.slot[by_slot]
-        keys = slot * self._key_span + self.start_round[by_slot]
-        before = np.concatenate(([0], np.cumsum(self.lengths[by_slot])))
-        first = np.searchsorted(slot, np.arange(self.active_slots, dtype=np.int64))
-        return by_slot, keys, before, first
+        keys = self.slot[by_slot]
+        keys *= self._key_span
+        first = np.searchsorted(keys, slots)
+        keys += self.start_round[by_slot]
+        before = np.empty(self.num_inputs + 1, dtype=np.int64)
+        before[0] = 0
+        np.cumsum(self.lengths[by_slot], out=before[1:])
+        return keys, before, first
 
     @property
     def _key_span(self) -> int:
@@ -245,7 +252,8 @@ class InterleaveSchedule:
 
     def _round_blocks(self, round_: int) -> tuple[IntArray, IntArray]:
         """Inputs producing in ``round_`` in slot order, with their block sizes."""
-        active = np.flatnonzero((self.start_round <= round_) & (round_ < self.end_round))
+        since = round_ - self.start_round  # producing: started, and not past its last visit
+        active = np.flatnonzero((since >= 0) & (since < -(-self.lengths // self.block_length)))
         active = active[np.argsort(self.slot[active], kind="stable")]
         produced = (round_ - self.start_round[active]) * self.block_length
         sizes = np.minimum(self.block_length, self.lengths[active] - produced)
@@ -320,7 +328,8 @@ class InterleaveSchedule:
         next_round = np.where(round_ * c + slot_ids >= now, round_, round_ + 1)
         rho = next_round[self.slot]
         mid_visit = block_counter != 0
-        held = (self.start_round < rho) & (rho < self.start_round + self.occupancy)
+        occupancy = self.lengths // self.block_length + 1
+        held = (self.start_round < rho) & (rho < self.start_round + occupancy)
         consumed = np.minimum(self.lengths, (rho - self.start_round) * self.block_length)
         opened = self.start_round * c + self.slot < now + (1 if mid_visit else 0)
         consumed = np.where(opened, consumed, 0)
@@ -366,7 +375,7 @@ class InterleaveSchedule:
         # Inputs are handed out in round order, so the inputs still to start form a
         # suffix; `active` tracks the ones that started and still produce.
         started = int(np.searchsorted(self.start_round, round_, side="right"))
-        active = np.flatnonzero(self.end_round[:started] > round_)
+        active = np.flatnonzero(self._end_rounds(slice(0, started)) > round_)
         pending_in, pending_rec = _empty(), _empty()
         while round_ < self.num_rounds:
             stop = min(round_ + span, self.num_rounds)
@@ -374,7 +383,7 @@ class InterleaveSchedule:
             active = np.concatenate([active, np.arange(started, newly, dtype=np.int64)])
             started = newly
             inp, rec = self._expand_rounds(active, round_, stop)
-            active = active[self.end_round[active] > stop]
+            active = active[self._end_rounds(active) > stop]
             round_ = stop
             if skip:
                 inp, rec, skip = inp[skip:], rec[skip:], max(0, skip - inp.size)
@@ -392,8 +401,9 @@ class InterleaveSchedule:
         """Outputs of rounds ``[first_round, stop_round)`` produced by ``inputs``."""
         b = self.block_length
         start = self.start_round[inputs]
-        v_lo = np.clip(first_round - start, 0, self.visits[inputs])
-        v_hi = np.clip(stop_round - start, 0, self.visits[inputs])
+        visits = self._end_rounds(inputs) - start
+        v_lo = np.clip(first_round - start, 0, visits)
+        v_hi = np.clip(stop_round - start, 0, visits)
         nv = v_hi - v_lo
         keep = nv > 0
         inputs, start, v_lo, nv = inputs[keep], start[keep], v_lo[keep], nv[keep]
@@ -445,11 +455,30 @@ def _take_in_turn(pending: IntArray, steps: IntArray) -> tuple[IntArray, IntArra
     # Row g, column l: the key at which slot l (in key order) takes its g-th input; the
     # rows past the inputs hold each slot's pending key after all of them.
     guess = (np.cumsum(grid, axis=0) - grid + pending).reshape(-1)[: count + width]
-    # Before input k is taken, the other slots wait at the guess's next width - 1 keys.
-    lowest = _window_minima(guess, width, count)
-    wrong = np.flatnonzero(lowest != guess[:count])
-    right = int(wrong[0]) if wrong.size else count
+    right = _right_prefix(guess, width, count)
     return guess[:right], guess[right : right + width]
+
+
+def _right_prefix(guess: IntArray, width: int, count: int) -> int:
+    """How many of the first ``count`` keys the guess gets right.
+
+    Before input ``k`` is taken, the other slots wait at the guess's next ``width - 1``
+    keys, so key ``k`` is right when it is the minimum of ``guess[k : k + width]``. Keys
+    whose window lies inside the ascending run the guess starts with are right, and the
+    key before the run's first descent is not: only the windows reaching past the descent
+    need their minima.
+    """
+    if width == 1 or count == 0:
+        return count
+    values = guess[: count + width - 1]
+    descends = values[1:] <= values[:-1]
+    drop = int(descends.argmax())
+    if not descends[drop]:
+        return count
+    low, high = max(0, drop - width + 1), min(drop, count - 1)
+    lowest = _window_minima(guess[low : high + width], width, high - low + 1)
+    wrong = np.flatnonzero(lowest != guess[low : high + 1])
+    return low + int(wrong[0]) if wrong.size else count
 
 
 def _window_minima(values: IntArray, width: int, count: int) -> IntArray:

@@ -15,11 +15,12 @@ import numpy as np
 
 from readplan._internal.arrays import IntArray
 from readplan._internal.frozen import init_fields, plain_int
-from readplan._internal.sorting import stable_order
 from readplan._internal.validate import a_type, check_int
 from readplan.errors import ConfigError
 from readplan.planning.philox import Pair, check_pair, stream_words
+from readplan.planning.ring import advance_ring
 from readplan.planning.seeds import epoch_seed_pair, seed_pair
+from readplan.planning.swaps import swapped
 
 __all__ = [
     "UNKNOWN_CARDINALITY",
@@ -28,6 +29,7 @@ __all__ = [
     "buffer_state",
     "permutation",
     "shuffle_order",
+    "swapped",
 ]
 
 UNKNOWN_CARDINALITY = -2
@@ -58,7 +60,7 @@ def _effective_buffer_size(buffer_size: Any, n: int) -> int:
 def _targets(pair: Pair, draws: int, sizes: IntArray) -> IntArray:
     """Draw ``draws + k`` reduced modulo ``sizes[k]``: one draw per output (spec §5)."""
     words = stream_words(pair, draws, len(sizes)).astype(np.int64)
-    return words % sizes
+    return np.remainder(words, sizes, out=words)
 
 
 def _fisher_yates(items: list[int], targets: IntArray) -> None:
@@ -71,43 +73,6 @@ def _fisher_yates(items: list[int], targets: IntArray) -> None:
     items[:] = [items[k] for k in moved.tolist()]
 
 
-def swapped(partners: IntArray, length: int) -> IntArray:
-    """Where each position's item comes from after the swaps ``i <-> partners[i]``, in order.
-
-    ``partners[i] >= i`` (a forward Fisher-Yates). Returns ``source`` with the item at
-    position ``p`` afterwards being the one at ``source[p]`` before, without a Python step
-    per swap. Step ``i`` takes the item position ``partners[i]`` holds then: the one the
-    previous step into that position brought, which is the item position ``k`` held just
-    before its own step ``k``, and so on back to an untouched position, a chain that
-    pointer doubling resolves in ``O(log)`` passes.
-    """
-    steps = partners.size
-    if not steps:
-        return np.arange(length, dtype=np.int64)
-    order = stable_order(partners, length)
-    grouped = partners[order]
-    same = grouped[1:] == grouped[:-1]
-    previous = np.full(steps, -1, dtype=np.int64)  # the last earlier step into my partner
-    previous[order[1:][same]] = order[:-1][same]
-    last = np.full(length, -1, dtype=np.int64)  # the last step into each position
-    ends = np.flatnonzero(np.append(~same, True))
-    last[grouped[ends]] = order[ends]
-    index = np.arange(steps, dtype=np.int64)
-    # The last step into position k before step k: k's own swap is the last into k if any.
-    into = np.where(partners == index, previous, last[:steps])
-    held = np.where(into < 0, index, into)  # what position k held before step k, as a chain
-    while True:
-        further = held[held]
-        if np.array_equal(further, held):
-            break
-        held = further
-    source = np.arange(length, dtype=np.int64)
-    source[:steps] = np.where(previous < 0, partners, held[previous])
-    tail = last[steps:]
-    source[steps:] = np.where(tail < 0, source[steps:], held[tail])
-    return source
-
-
 def permutation(n: int, pair: Pair) -> IntArray:
     """The full-buffer shuffle of ``range(n)`` for one iterator (specs/shuffle.md §5).
 
@@ -116,8 +81,9 @@ def permutation(n: int, pair: Pair) -> IntArray:
     """
     size = check_int(n, "n", minimum=0, maximum=None, what="a non-negative integer")
     checked = check_pair(pair)
-    targets = _targets(checked, 0, np.arange(size, 0, -1, dtype=np.int64))
-    return swapped(targets + np.arange(size, dtype=np.int64), size)
+    partners = _targets(checked, 0, np.arange(size, 0, -1, dtype=np.int64))
+    partners += np.arange(size, dtype=np.int64)
+    return swapped(partners, size)
 
 
 @dataclass(frozen=True, init=False)
@@ -222,25 +188,6 @@ def _steady(ring: list[int], pair: Pair, draws: int, pulled: int, steps: int) ->
     return out
 
 
-def _advance(ring: list[int], pair: Pair, draws: int, pulled: int, steps: int) -> None:
-    """:func:`_steady`'s moves of the ring without keeping the outputs (memory: the ring)."""
-    size = len(ring)
-    for done in range(0, steps, _BATCH):
-        batch = min(_BATCH, steps - done)
-        fronts = np.arange(done, done + batch, dtype=np.int64) % size
-        words = stream_words(pair, draws + done, batch).astype(np.int64)
-        chosen = (fronts + words % size) % size
-        first_input = pulled + done
-        for front, pick, item in zip(
-            fronts.tolist(),
-            chosen.tolist(),
-            range(first_input, first_input + batch),
-            strict=True,
-        ):
-            ring[pick] = ring[front]
-            ring[front] = item
-
-
 def _drain(buffer: list[int], pair: Pair, draws: int, steps: int) -> list[int]:
     """``steps`` outputs once the input is exhausted; ``buffer`` keeps what is left."""
     out: list[int] = []
@@ -283,7 +230,8 @@ def buffer_state(
     """The state :func:`buffer_shuffle` returns, without its outputs (specs/shuffle.md §6).
 
     Memory is bounded by the buffer (and a batch of draws) whatever ``count``; time is
-    linear in it, as the buffer's contents depend on every earlier draw.
+    linear in it, as the buffer's contents depend on every earlier draw, but no step is a
+    Python step (:mod:`readplan.planning.ring` traces each position back instead).
     """
     return _run(n, buffer_size, pair, state, count, keep=False)[1]
 
@@ -334,7 +282,7 @@ def _run(
         out = _steady(buffer, checked, draws, pulled, steady)
     else:
         out = []
-        _advance(buffer, checked, draws, pulled, steady)
+        buffer = advance_ring(buffer, checked, draws, pulled, steady)
     front = steady % len(buffer)
     buffer = buffer[front:] + buffer[:front]
     pulled += steady

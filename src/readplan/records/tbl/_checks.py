@@ -15,14 +15,17 @@ import numpy.typing as npt
 
 from readplan._internal.arrays import U8Array
 from readplan.errors import CorruptTblError
+from readplan.records._cap import record_cap
 from readplan.records._damage import (
     KIND_HEADER_CRC,
+    KIND_TRAILING_GARBAGE,
     KIND_TRUNCATED_DATA,
     KIND_TRUNCATED_HEADER,
     TBL_KIND_BAD_MAGIC,
     TBL_KIND_HEADER_FIELD,
     TBL_KIND_INDEX_BOUNDS,
     TBL_KIND_INDEX_FIELD,
+    TBL_KIND_INDEX_ORDER,
     TBL_KIND_INDEX_OVERLAP,
     TBL_KIND_METADATA_FIELD,
     TBL_KIND_METADATA_OVERRUN,
@@ -59,6 +62,7 @@ __all__ = [
     "open_layout",
     "raw_view_problem",
     "scan_metadata",
+    "tail_damage",
 ]
 
 # Codes of the per-sample index problems, in the order they are tested (0 = sound).
@@ -67,6 +71,7 @@ ENTRY_KINDS = (
     KIND_TRUNCATED_DATA,
     TBL_KIND_INDEX_BOUNDS,
     TBL_KIND_INDEX_FIELD,
+    TBL_KIND_INDEX_ORDER,
     TBL_KIND_INDEX_OVERLAP,
 )
 _KNOWN_FILE_FLAGS = FILE_COMPRESSED | FILE_METADATA | FILE_CHECKSUMS
@@ -92,6 +97,8 @@ class Layout:
     payload_end: int
     # Why the metadata section cannot be read, when it cannot.
     metadata_damage: CorruptTblError | None
+    # The largest uncompressed_size a compressed sample may claim (max_record_bytes).
+    max_record_bytes: int
 
     @property
     def num_samples(self) -> int:
@@ -118,16 +125,18 @@ def _fatal(path: str, kind: str, offset: int, field: str, why: str, **crc: int) 
     )
 
 
-def open_layout(fd: Handle, path: str) -> Layout:
+def open_layout(fd: Handle, path: str, max_record_bytes: int | None = None) -> Layout:
     """Read and check the header of the open file or object ``fd``; raises
-    :class:`CorruptTblError`."""
+    :class:`CorruptTblError` (and :class:`ConfigError` for a bad ``max_record_bytes``)."""
+    cap = record_cap(max_record_bytes, "lz4")  # LZ4 sizes, like GZIP/ZLIB records'
     size = size_of(fd)
     header = _read_header(fd, path, size)
     _check_index_extent(path, header, size)
     _check_flags(path, header)
     damage = _metadata_extent_damage(path, header, size)
     sound = header.flags & FILE_METADATA and damage is None
-    return Layout(path, size, header, header.metadata_offset if sound else size, damage)
+    end = header.metadata_offset if sound else size
+    return Layout(path, size, header, end, damage, cap)
 
 
 def _read_header(fd: Handle, path: str, size: int) -> Header:
@@ -250,6 +259,7 @@ def entry_kinds(layout: Layout, index: bytes) -> U8Array:
         | (table["flags"] & ~np.uint8(_KNOWN_SAMPLE_FLAGS)).astype(bool)
         | (~compressed & (table["uncompressed_size"] != table["size"]))
         | (compressed & (table["uncompressed_size"].astype(np.uint64) > stored * LZ4_MAX_RATIO))
+        | (compressed & (table["uncompressed_size"] > layout.max_record_bytes))
         | (compressed & (not file_compressed))
     )
     kinds = np.zeros(len(table), dtype=np.uint8)
@@ -257,17 +267,106 @@ def entry_kinds(layout: Layout, index: bytes) -> U8Array:
         end > size,
         (offset < np.uint64(layout.index_end)) | (end > np.uint64(layout.payload_end)),
         field,
+        _out_of_order(offset, end, layout),
     ]
     for code, failed in reversed(list(enumerate(tests, start=1))):
         kinds[failed] = code
-    sound = np.flatnonzero(kinds == 0)
-    order = sound[np.argsort(offset[sound], kind="stable")]
-    if len(order) > 1:
-        ends_before = np.maximum.accumulate(end[order])[:-1]
-        overlapping = order[1:][offset[order[1:]] < ends_before]
-        kinds[overlapping] = ENTRY_KINDS.index(TBL_KIND_INDEX_OVERLAP)
+    order_code = ENTRY_KINDS.index(TBL_KIND_INDEX_ORDER)
+    kinds[(kinds == 0) & _disputed(offset, end, kinds == order_code)] = order_code
+    # A misplaced entry that names bytes of another sample's payload is an overlap.
+    misplaced = kinds == ENTRY_KINDS.index(TBL_KIND_INDEX_ORDER)
+    placed = misplaced | (kinds == 0) | (kinds == ENTRY_KINDS.index(TBL_KIND_INDEX_FIELD))
+    kinds[misplaced & _overlapping(offset, end, placed)] = ENTRY_KINDS.index(TBL_KIND_INDEX_OVERLAP)
     kinds.flags.writeable = False
     return kinds
+
+
+def _out_of_order(
+    start: npt.NDArray[np.uint64], end: npt.NDArray[np.uint64], layout: Layout
+) -> npt.NDArray[np.bool_]:
+    """The entries on either side of each place where payloads are not back to back in
+    index order.
+
+    The writer puts sample ``i + 1``'s payload where sample ``i``'s ends (tbl.md §1.3). At
+    a broken boundary either neighbour may be the moved, swapped or copied entry (an empty
+    sample makes both look right on one side), so both are damage: an entry that could
+    name another sample's bytes is never read as its own. Bytes between the last payload
+    and the end of the payload area are the tail's damage, not the last sample's.
+    """
+    if len(start) == 0:
+        return np.zeros(0, dtype=bool)
+    left = start == np.concatenate([[np.uint64(layout.index_end)], end[:-1]])
+    right = np.concatenate([left[1:], [True]])
+    blamed: npt.NDArray[np.bool_] = ~left | ~right
+    return blamed
+
+
+def _disputed(
+    start: npt.NDArray[np.uint64], end: npt.NDArray[np.uint64], misplaced: npt.NDArray[np.bool_]
+) -> npt.NDArray[np.bool_]:
+    """The entries whose payload a misplaced entry's payload touches: either may hold the
+    other's place (entries of empty samples chain at one offset, so a swap among them can
+    look right on both sides of a sound-looking entry). Empty payloads count as the point
+    where they sit: coordinates are doubled, ``[s, e)`` is ``[2s, 2e)`` and ``[s, s)`` is
+    ``[2s, 2s + 1)``."""
+    low = start.astype(np.float64) * 2  # float: 2 * a u64 offset may not fit in u64
+    high = np.where(end > start, end.astype(np.float64) * 2, low + 1)
+    chosen = np.flatnonzero(misplaced)
+    if len(chosen) == 0:
+        return np.zeros(len(start), dtype=bool)
+    order = chosen[np.argsort(low[chosen], kind="stable")]
+    starts, reach = low[order], np.maximum.accumulate(high[order])
+    # The misplaced payloads starting before each one's end: does one reach past its start?
+    before = np.searchsorted(starts, high, side="left")
+    found = np.zeros(len(start), dtype=bool)
+    some = before > 0
+    found[some] = reach[before[some] - 1] > low[some]
+    return found
+
+
+def _overlapping(
+    start: npt.NDArray[np.uint64], end: npt.NDArray[np.uint64], among: npt.NDArray[np.bool_]
+) -> npt.NDArray[np.bool_]:
+    """Whether each entry's payload (of those ``among``) shares bytes with another's."""
+    found = np.zeros(len(start), dtype=bool)
+    chosen = np.flatnonzero(among & (end > start))
+    order = chosen[np.argsort(start[chosen], kind="stable")]
+    first, last = start[order], end[order]
+    reach = np.maximum.accumulate(last)
+    earlier = np.concatenate([[np.uint64(0)], reach[:-1]]) > first
+    later = np.concatenate([first[1:], [np.iinfo(np.uint64).max]]) < last
+    found[order] = earlier | later
+    return found
+
+
+def tail_damage(layout: Layout, index: bytes, kinds: U8Array) -> CorruptTblError | None:
+    """Bytes after the last payload (or after the metadata section) that no sample or
+    block accounts for, as one ``trailing_garbage`` damage: a file ends with its last
+    payload, or with its metadata section (tbl.md §1)."""
+    table = np.frombuffer(index, dtype=ENTRY_DTYPE)
+    if len(table) and kinds[-1]:
+        return None  # the last entry is damaged: where the payloads end is unknown
+    last = int(table["offset"][-1]) + int(table["size"][-1]) if len(table) else layout.index_end
+    if last < layout.payload_end:
+        start, stop, after = last, layout.payload_end, "the last sample's payload"
+    elif layout.has_metadata and layout.metadata_damage is None:
+        start = layout.header.metadata_offset + layout.header.metadata_size
+        stop, after = layout.file_size, "the metadata section"
+    else:
+        return None
+    if start >= stop:
+        return None
+    return CorruptTblError(
+        f"{layout.path}: {stop - start} bytes at offset {start} follow {after} and belong to "
+        f"no sample ({KIND_TRAILING_GARBAGE}); a TBL file ends with its last payload or its "
+        "metadata section, so the file has bytes appended (another file?) or a damaged "
+        "index",
+        path=layout.path,
+        offset=start,
+        record_index=len(table),
+        kind=KIND_TRAILING_GARBAGE,
+        field="size" if len(table) else "num_samples",
+    )
 
 
 def entry_error(layout: Layout, index: bytes, i: int, code: int) -> CorruptTblError:
@@ -287,6 +386,12 @@ def entry_error(layout: Layout, index: bytes, i: int, code: int) -> CorruptTblEr
         )
     elif kind == TBL_KIND_INDEX_OVERLAP:
         why = f"its payload [{offset}, {offset + size}) overlaps another sample's"
+    elif kind == TBL_KIND_INDEX_ORDER:
+        why = (
+            f"its payload [{offset}, {offset + size}) is not where the payloads back to back "
+            "in index order put it (after the previous sample's, before the next one's): the "
+            "entry was moved, swapped or copied, so it may name another sample's bytes"
+        )
     else:
         field, why = _field_problem(layout, size, usize, fmt, flags)
     entry_offset = HEADER_SIZE + ENTRY_SIZE * i
@@ -312,6 +417,12 @@ def _field_problem(layout: Layout, size: int, usize: int, fmt: int, flags: int) 
         )
     if not layout.header.flags & FILE_COMPRESSED:
         return "flags", "the sample is compressed but the header's compressed flag is clear"
+    if usize > layout.max_record_bytes:
+        return "uncompressed_size", (
+            f"its LZ4 block claims {usize} uncompressed bytes, more than "
+            f"max_record_bytes={layout.max_record_bytes}; pass a larger max_record_bytes if "
+            "the file is genuine"
+        )
     return "uncompressed_size", (
         f"an LZ4 block of {size} bytes cannot expand to {usize} bytes (at most "
         f"{LZ4_MAX_RATIO} times its size)"

@@ -45,6 +45,7 @@ from readplan.records.tbl._checks import (
     open_layout,
     raw_view_problem,
     scan_metadata,
+    tail_damage,
 )
 from readplan.records.tbl._layout import (
     ENTRY,
@@ -105,6 +106,10 @@ class TblFile(Closing):
     requests, from read-ahead blocks for a walk forward, or (``read_ahead=False``, random
     access) exactly, one request per sample or per cluster of nearby samples of a
     :meth:`gather`.
+
+    A compressed sample may claim at most ``max_record_bytes`` uncompressed bytes (None:
+    ``DEFAULT_MAX_COMPRESSED_RECORD_BYTES``, 256 MiB; a stored sample is bounded by the
+    file); a larger claim is ``index_field`` damage, found when the file is opened.
     """
 
     def __init__(
@@ -116,6 +121,7 @@ class TblFile(Closing):
         report: CorruptionReport | None = None,
         storage_options: StorageOptions = None,
         read_ahead: bool = True,
+        max_record_bytes: int | None = None,
     ) -> None:
         self._mm: FileView | None = None  # first, so that close() works whatever fails
         _check_options(verify, on_corruption, report)
@@ -126,7 +132,7 @@ class TblFile(Closing):
         fd = open_read(self.path, storage_options=storage_options)
         try:
             try:
-                layout = open_layout(fd, self.path)
+                layout = open_layout(fd, self.path, max_record_bytes)
             except CorruptTblError as err:
                 self._note(err, sample=False)
                 raise
@@ -139,6 +145,7 @@ class TblFile(Closing):
         self._blob = None if isinstance(fd, int) else fd
         self._index = index
         self._kinds = entry_kinds(layout, self._index)
+        self._tail = tail_damage(layout, self._index, self._kinds)
         self._any_damaged = bool(self._kinds.any())
         self._lz4: ModuleType | None = None
         self._mm = mapped
@@ -233,6 +240,11 @@ class TblFile(Closing):
                 self._note(err, sample=True)
                 if not self._skip:
                     raise
+        if stop == self._n and self._tail is not None:
+            # Like a TFRecord file's garbage tail: met when the walk reaches the end.
+            self._note(self._tail, sample=False)
+            if not self._skip:
+                raise self._tail
 
     def _decode(self, i: int, entry: tuple[int, ...], mapped: FileView) -> bytes:
         """Sample ``i`` from its unpacked index entry: checked, decompressed, verified."""
@@ -445,6 +457,7 @@ def read(
     on_corruption: OnCorruption = "raise",
     report: CorruptionReport | None = None,
     storage_options: StorageOptions = None,
+    max_record_bytes: int | None = None,
 ) -> Iterator[bytes]:
     """Every sample of ``path`` (a path or URL) in order (see :class:`TblFile` for the
     damage rules).
@@ -458,6 +471,7 @@ def read(
         on_corruption=on_corruption,
         report=report,
         storage_options=storage_options,
+        max_record_bytes=max_record_bytes,
     )
     return _closing_samples(tbl)
 

@@ -294,3 +294,32 @@ def test_an_http_object_replaced_mid_read_fails_its_if_match(big: Path) -> None:
     assert delivered == [big_record(0, k) for k in range(1, len(delivered) + 1)]
     assert caught.value.url == url
     assert "If-Match" in str(caught.value)
+
+
+def test_a_reader_state_saved_through_500s_after_botocores_attempts(
+    s3_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``Reader.save`` failed with "OSError: [Errno 121]" at the first 500 that botocore
+    gave up on; readplan's own policy now retries it."""
+    import s3fs
+
+    from readplan.state.checkpoint import Checkpoint
+    from tests.tfds_toy import TOY_INFO
+
+    monkeypatch.setattr(s3fs.S3FileSystem, "retries", 1)
+    bucket = f"readplan-fault-{uuid.uuid4().hex[:8]}"
+    s3_store.filesystem().mkdir(bucket)
+    with FaultProxy(s3_store.endpoint, failures=2, methods=("PUT",)) as proxy:
+        options = {
+            **s3_store.storage_options,
+            "endpoint_url": proxy.endpoint,
+            "config_kwargs": {"retries": {"max_attempts": 1, "mode": "standard"}},
+            "skip_instance_cache": True,
+        }
+        reader = Reader(ReadPlan(TOY_INFO, "train"), storage_options=options)
+        for _ in zip(range(5), reader):
+            pass
+        url = f"s3://{bucket}/state.json"
+        reader.save(url)
+        assert proxy.failed == 2
+        assert Checkpoint.load(url, storage_options=options).position == 5

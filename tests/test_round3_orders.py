@@ -74,6 +74,9 @@ def test_seeds_are_refused_only_where_tf_refuses_them() -> None:
         assert type(config.example_shuffle.seed) is int
         order = shuffle_order(5, buffer_size=5, seed=config.example_shuffle.seed)[0]
         assert order.tolist() == expected
+        assert shuffle_order(5, buffer_size=5, seed=value)[0].tolist() == expected
+    with pytest.raises(ConfigError, match="is not a seed"):
+        shuffle_order(5, buffer_size=5, seed=1.5)  # type: ignore[arg-type]
 
 
 def _toy_copy(tmp: Path, num_bytes: dict[str, int] | None) -> DatasetInfo:
@@ -197,4 +200,7 @@ def test_a_string_added_to_an_even_split_is_parsed_at_the_plus(case: dict[str, A
             with pytest.raises(SplitError):
                 join()
     else:
-        assert isinstance(join(), readplan.LazySplit)
+        # The text is TFDS's: the string shows as the ReadInstructions TFDS parses it into.
+        joined = join()
+        assert isinstance(joined, readplan.LazySplit)
+        assert str(joined) == case["text"]

@@ -467,7 +467,12 @@ class LazySplit(str):
     needs_dataset = True
 
     def __new__(cls, parts: tuple[str | _EvenPiece, ...]) -> LazySplit:
-        self = super().__new__(cls, "+".join(str(part) for part in parts))
+        # A split string added to an even split shows as TFDS shows the ReadInstructions
+        # it parses it into: ReadInstruction('test[:2]').
+        text = "+".join(
+            str(part) if isinstance(part, _EvenPiece) else repr(parse_split(part)) for part in parts
+        )
+        self = super().__new__(cls, text)
         self.parts = parts
         return self
 
@@ -493,8 +498,7 @@ def _lazy_parts(other: object) -> tuple[str | _EvenPiece, ...]:
     if isinstance(other, str):
         # TFDS parses a string operand when `+` is called (ReadInstruction.from_spec), so a
         # bad one fails there, with the parse error, whatever the even split names.
-        parse_split(other)
-        return (other,)
+        return (str(parse_split(other)),)
     if isinstance(other, (ReadInstruction, SplitSpec)):
         return (str(other),)
     raise ReadplanTypeError(

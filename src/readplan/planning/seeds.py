@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 
-from readplan._internal.validate import check_int
+from readplan._internal.validate import check_int, check_seed
 from readplan.errors import ConfigError
 from readplan.planning.philox import Pair, check_pair, stream_words
 
@@ -49,12 +49,9 @@ def seed_pair(seed: int | None, *, global_seed: int | None = None, unseeded_inde
     index = check_int(
         unseeded_index, "unseeded_index", minimum=0, maximum=None, what="a non-negative integer"
     )
-    op_seed = None if seed is None else check_int(seed, "seed", minimum=None, maximum=None)
-    graph_seed = (
-        None
-        if global_seed is None
-        else check_int(global_seed, "global_seed", minimum=None, maximum=None)
-    )
+    # Any integer (or bool) of any size, as TF takes them; floats and strings are refused.
+    op_seed = check_seed(seed, "seed")
+    graph_seed = check_seed(global_seed, "global_seed")
     if graph_seed is None:
         if op_seed is None:
             raise ConfigError(

@@ -12,34 +12,48 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from readplan.reading.collate import Ragged
 from readplan.reading.decoding import RecordDecoder
 from readplan.reading.items import Batch
+from readplan.reading.workers import ordered
+from readplan.records.tfrecord._packed import packed_batches
 
-__all__ = ["Locate", "close_iterator", "collated_batches", "decoded", "rebatch"]
+__all__ = [
+    "Locate",
+    "close_iterator",
+    "collated_batches",
+    "decoded",
+    "packed_batch",
+    "rebatch",
+]
 
 Locate = Callable[[Exception, Batch, int], Exception]
 """The error of record ``k`` of a batch, naming where the record sits in the plan."""
 
 
 def decoded(
-    produced: Iterator[Batch], decoder: RecordDecoder, locate: Locate
+    produced: Iterator[Batch], decoder: RecordDecoder, locate: Locate, workers: int = 1
 ) -> Generator[Batch, None, None]:
-    """Each batch with its records decoded; a record that does not decode ends the batches
-    after the records before it, with its error located."""
+    """Each batch with its records decoded (on ``workers`` threads, in order); a record that
+    does not decode ends the batches after the records before it, with its error located."""
     try:
-        for batch in produced:
-            records, error = decoder.decode_all(_raw(batch))
+        for batch, (records, error) in ordered(produced, _decode_all(decoder), workers):
             if records:
                 yield _with_records(batch, records)
             if error is not None:
                 raise locate(error, batch, len(records)) from error
     finally:
         close_iterator(produced)
+
+
+def _decode_all(
+    decoder: RecordDecoder,
+) -> Callable[[Batch], tuple[list[Any], Exception | None]]:
+    return lambda batch: decoder.decode_all(_raw(batch))
 
 
 def collated_batches(
@@ -50,10 +64,12 @@ def collated_batches(
     ragged: Ragged,
     padding_values: Mapping[str, Any] | None,
     locate: Locate,
+    workers: int = 1,
 ) -> Generator[Batch, None, None]:
-    """Batches of ``size`` deliveries, decoded and collated; the records decoded only when
-    read.  Records read but not delivered (a dropped remainder, those before a read
-    failure) are decoded too, so that the first that does not decode stops the batches."""
+    """Batches of ``size`` deliveries, decoded and collated (on ``workers`` threads, in
+    order); the records decoded only when read.  Records read but not delivered (a dropped
+    remainder, those before a read failure) are decoded too, so that the first that does
+    not decode stops the batches."""
 
     def finish(batch: Batch) -> Batch:
         records, features, error = decoder.collate_all(_raw(batch), ragged, padding_values)
@@ -66,7 +82,12 @@ def collated_batches(
         if error is not None:
             raise locate(error, batch, len(records)) from error
 
-    return rebatch(produced, size, drop_remainder, finish, undelivered)
+    cut = rebatch(produced, size, drop_remainder, undelivered=undelivered)
+    try:
+        for _, batch in ordered(cut, finish, workers):
+            yield batch
+    finally:
+        cut.close()
 
 
 def rebatch(
@@ -120,6 +141,12 @@ def _next_or_settle(
         if held:
             undelivered(_joined(held))
         raise
+
+
+def packed_batch(batch: Batch) -> Batch:
+    """``batch`` with its raw records packed into one :class:`PackedRecords`."""
+    (packed,) = packed_batches([list(_raw(batch))], max(1, len(batch)))
+    return replace(batch, records=cast(Sequence[Any], packed))
 
 
 def close_iterator(iterator: Iterator[Any]) -> None:

@@ -44,6 +44,7 @@ from readplan.planning.splits import SplitArg
 from readplan.reading import containers
 from readplan.reading.decoding import RecordDecoder, example_decoder
 from readplan.reading.items import Record
+from readplan.reading.workers import check_decode_workers, decoded_in_parts
 from readplan.records import index as _index
 from readplan.records.example._rows import records_as_dicts
 
@@ -62,6 +63,7 @@ def data_source(
     decoders: Mapping[str, Any] | None = None,
     index_dir: str | os.PathLike[str] | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    decode_workers: int = 1,
 ) -> RecordSource:
     """A random-access source over ``split`` of a TFRecord or TBL dataset, keyed as TFDS keys it.
 
@@ -82,6 +84,8 @@ def data_source(
             nothing writable, offsets are kept in memory).
         storage_options: fsspec options for a dataset or ``index_dir`` given as a URL
             (``specs/storage.md``).
+        decode_workers: threads decoding the records of one ``__getitems__`` call, in as
+            many consecutive parts; the same records and errors as one thread.
 
     Missing sidecars of TFRecord shards are built here, with a progress bar on a terminal
     when that takes more than a second; TBL shards carry their own index.  See
@@ -95,6 +99,7 @@ def data_source(
         decoders=decoders,
         index_dir=index_dir,
         storage_options=storage_options,
+        decode_workers=decode_workers,
     )
 
 
@@ -128,6 +133,7 @@ class RecordSource(Closing):
         decoders: Mapping[str, Any] | None = None,
         index_dir: str | os.PathLike[str] | None = None,
         storage_options: Mapping[str, Any] | None = None,
+        decode_workers: int = 1,
     ) -> None:
         if info.data_dir is None:
             raise ConfigError(
@@ -145,6 +151,7 @@ class RecordSource(Closing):
         self.decoders = decoders
         self.storage_options = storage_options
         self._decoder = _record_decoder(info, decode, decoders, storage_options)
+        self.decode_workers = check_decode_workers(decode_workers)
         self.index_dir = None if index_dir is None else storage.to_str(index_dir)
         # A store answers each request after a delay: every batch spanning several files
         # reads them concurrently, whatever its size.
@@ -250,7 +257,8 @@ class RecordSource(Closing):
                 found[slot] = payload
         if self._decoder is None:
             return found
-        decoded, error = self._decoder.decode_all(found)
+        decoded: list[Record]
+        decoded, error = decoded_in_parts(self._decoder.decode_all, found, self.decode_workers)
         if error is not None:
             raise error
         return decoded

@@ -1,4 +1,4 @@
-"""Bounds on state input, which may come from anywhere (``specs/checkpoint.md`` §6).
+"""Bounds on state input, which may come from anywhere (``specs/checkpoint.md`` §5).
 
 A saved state (``Reader.save``, ``Checkpoint.save``) is about a kilobyte, plus some 30
 bytes per shard a reader holds open, and nests a handful of levels.  A file far larger, or

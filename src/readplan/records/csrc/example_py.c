@@ -114,7 +114,8 @@ static PyObject *scan_table(const ex_table *t) {
     int64_t *row = (int64_t *)PyBytes_AsString(table);
     for (size_t k = 0; k < t->count; k++, row += 5) {
         const ex_name *name = &t->names[k];
-        PyObject *key = PyBytes_FromStringAndSize((const char *)name->key, (Py_ssize_t)name->key_len);
+        PyObject *key =
+            PyBytes_FromStringAndSize((const char *)name->key, (Py_ssize_t)name->key_len);
         if (key == NULL || PyList_SetItem(names, (Py_ssize_t)k, key) < 0) {
             Py_DECREF(names);
             Py_DECREF(table);

@@ -136,9 +136,13 @@ class _Brief(reprlib.Repr):
         self.maxlong = 40
 
     def repr_int(self, x: int, level: int) -> str:
-        if x.bit_length() > 128:
+        try:
+            return repr(x)  # whole: the message cuts it, as it cuts any repr
+        except ValueError:  # more digits than Python converts to text
             return f"<an int of {x.bit_length()} bits>"
-        return super().repr_int(x, level)
+
+    def repr_str(self, x: str, level: int) -> str:
+        return repr(x[: self.maxstring + 2])  # a prefix the message cuts, not a middle cut
 
 
 _BRIEF = _Brief()

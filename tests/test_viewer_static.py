@@ -205,3 +205,41 @@ def test_random_damage_is_located_like_the_reader(browser: Any, page: Path, tmp_
     results = walk(browser, page, files)
     for path in files:
         assert seen(results[path.name]) == expected(path), path.name
+
+
+_SPY = """
+RP.reads = [];
+const slice = Blob.prototype.slice;
+Blob.prototype.slice = function (...args) {
+  const part = slice.apply(this, args);
+  part.fromSlice = true;
+  return part;
+};
+for (const name of ["arrayBuffer", "text", "stream"]) {
+  const original = Blob.prototype[name];
+  Blob.prototype[name] = function (...args) {
+    RP.reads.push([name, this.size, this.fromSlice === true]);
+    return original.apply(this, args);
+  };
+}
+"""
+
+
+def test_files_are_read_in_slices_never_whole(browser: Any, page: Path, tmp_path: Path) -> None:
+    records = [bytes([k % 251]) * (3000 + k) for k in range(1500)]
+    plain = tmp_path / "big.tfrecord"
+    tfrecord.write(plain, records)
+    zipped = tmp_path / "big.tfrecord.gz"
+    tfrecord.write(zipped, records, compression="GZIP")
+    browser.get(page.as_uri())
+    wait_for(browser, "return window.RP && document.getElementById('pick')")
+    browser.execute_script(_SPY)
+    browser.find_element("id", "pick").send_keys(f"{plain}\n{zipped}")
+    assert wait_for(browser, "return Object.keys(RP.results).length >= 2 && !RP.busy")
+    reads = browser.execute_script("return RP.reads")
+    assert plain.stat().st_size > 4 << 20
+    assert reads
+    assert all(from_slice for _, _, from_slice in reads), reads
+    assert max(size for _, size, _ in reads) <= 1 << 20
+    results = browser.execute_script("return RP.results")
+    assert results["big.tfrecord"]["records"] == results["big.tfrecord.gz"]["records"] == 1500

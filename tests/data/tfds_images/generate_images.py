@@ -200,6 +200,23 @@ def png_cases() -> list[tuple[str, bytes]]:
     cases.append(
         ("png rgb d16 gAMA 2.2", png(pixels, 2, 16, extra=((b"gAMA", struct.pack(">I", 220000)),)))
     )
+    for label, chunk in (
+        ("gAMA 0.45455", (b"gAMA", struct.pack(">I", 45455))),
+        ("sRGB", (b"sRGB", b"\x00")),
+        ("gAMA 1.6", (b"gAMA", struct.pack(">I", 160000))),
+    ):
+        pixels = _samples(5, 7, 3, 16)
+        cases.append((f"png rgb d16 {label}", png(pixels, 2, 16, extra=(chunk,))))
+        pixels = _samples(4, 6, 4, 16)
+        cases.append((f"png rgba d16 {label}", png(pixels, 6, 16, extra=(chunk,))))
+    # Gray pixels of 16-bit colour images over the whole range, with gamma: libpng takes
+    # them through its overall table (16 to 8 bits: png_build_16to8_table's boundaries).
+    sweep = (np.arange(64 * 64, dtype=np.int64) * 16 + 7).reshape(64, 64, 1).repeat(3, axis=2)
+    for label, chunk in (
+        ("sRGB", (b"sRGB", b"\x00")),
+        ("gAMA 2.2", (b"gAMA", struct.pack(">I", 220000))),
+    ):
+        cases.append((f"png rgb d16 gray sweep {label}", png(sweep, 2, 16, extra=(chunk,))))
     # The example: 16-bit RGB [[4660, 43981, 255], ...].
     pixels = np.array([[[4660, 43981, 255], [0, 65535, 32768]]], dtype=np.int64)
     cases.append(("png rgb d16 example", png(pixels, 2, 16)))

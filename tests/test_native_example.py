@@ -27,6 +27,7 @@ from readplan.records import native
 from readplan.records.example import _kernel
 from readplan.records.example._columns import Column, decode_columns_pure, one_by_one
 from readplan.records.example._pb import Example
+from readplan.records.tfrecord import PackedRecords
 from tests import example_wire as wire
 from tests.native_wire import wire_batches
 from tests.strategies import any_batches, canonical_batches, unusual_records
@@ -153,3 +154,77 @@ def test_threads_decode_a_batch_as_one_thread_does() -> None:
 @given(st.lists(st.binary(max_size=40), max_size=4))
 def test_random_bytes(records: list[bytes]) -> None:
     _assert_paths_agree(records)
+
+
+# --- the kernel's own checks of its arguments (compiled core only) ---------------------------
+
+needs_core = pytest.mark.skipif(native.CORE is None, reason="the compiled core is not loaded")
+
+
+def _outputs(names: int, n: int, size: int = 4) -> list[Any]:
+    return [
+        np.zeros(size, dtype=np.int64),
+        np.zeros(size, dtype=np.uint32),
+        np.zeros(size, dtype=np.int64),
+        np.zeros(size, dtype=np.int64),
+        np.zeros(names * (n + 1), dtype=np.int64),
+        np.zeros(names * n, dtype=np.bool_),
+    ]
+
+
+@needs_core
+@pytest.mark.parametrize("bounds", [[0, 99], [-1, 3], [3, 2], []], ids=str)
+def test_record_bounds_outside_the_buffer_are_refused(bounds: list[int]) -> None:
+    assert native.CORE is not None
+    data = encode({"a": np.array([1])})
+    offsets = np.array(bounds, dtype=np.int64)
+    with pytest.raises(ValueError, match="example_scan"):
+        native.CORE.example_scan(data, offsets)
+
+
+@needs_core
+def test_a_plan_beyond_its_arrays_or_other_records_stop_the_fill() -> None:
+    assert native.CORE is not None
+    records = [encode({"a": np.array([1, 2, 3])})]
+    status, _, (names, _) = native.CORE.example_scan(records, None)
+    assert (status, names) == (0, [b"a"])
+    beyond = np.array([3, 2, 3], dtype=np.int64)  # int64 values 2..5 of an array of 4
+    assert native.CORE.example_fill(records, None, beyond, *_outputs(1, 1))[0] == 2
+    fits = np.array([3, 0, 3], dtype=np.int64)
+    assert native.CORE.example_fill(records, None, fits, *_outputs(1, 1))[0] == 0
+    other = [encode({"b": np.array([1, 2, 3])}), encode({"a": np.array([1])})]
+    assert native.CORE.example_fill(other, None, fits, *_outputs(1, 2))[0] == 2
+
+
+@needs_core
+def test_outputs_of_other_sizes_are_refused() -> None:
+    assert native.CORE is not None
+    records = [encode({"a": np.array([1])})]
+    plan = np.array([3, 0, 1], dtype=np.int64)
+    with pytest.raises(ValueError, match="sizes"):
+        native.CORE.example_fill(records, None, plan, *_outputs(1, 2))
+    with pytest.raises(TypeError, match="floats"):
+        native.CORE.example_fill(records, None, plan, *_outputs(1, 1)[:1], b"", *_outputs(1, 1)[2:])
+
+
+@needs_core
+def test_spans_outside_every_record_are_refused() -> None:
+    assert native.CORE is not None
+    records = [b"abc", b"", b"de"]
+    starts, lengths = np.array([0, 3, 4]), np.array([3, 2, 1])
+    assert native.CORE.example_bytes(records, None, starts, lengths) == [b"abc", b"de", b"e"]
+    with pytest.raises(ValueError, match="span 0"):
+        native.CORE.example_bytes(records, None, np.array([2]), np.array([2]))
+    with pytest.raises(ValueError, match="span 0"):
+        native.CORE.example_bytes(records, None, np.array([5]), np.array([1]))
+
+
+def test_packed_batches_are_read_in_place() -> None:
+    raws = [encode({"a": [b"x" * k], "n": np.arange(k)}) for k in range(5)]
+    packed = PackedRecords(
+        np.frombuffer(b"".join(raws), dtype=np.uint8),
+        np.cumsum([0, *map(len, raws)]).astype(np.int64),
+    )
+    assert _outcome(_kernel.decode_columns, packed) == _outcome(decode_columns_pure, raws)
+    damaged = PackedRecords(packed.values[:-1], np.minimum(packed.offsets, packed.values.size - 1))
+    _assert_paths_agree(damaged)

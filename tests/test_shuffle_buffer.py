@@ -15,6 +15,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from readplan.errors import ConfigError
+from readplan.planning.ring import advance_ring
 from readplan.planning.seeds import epoch_seed_pair, seed_pair
 from readplan.planning.shuffle import (
     UNKNOWN_CARDINALITY,
@@ -24,7 +25,7 @@ from readplan.planning.shuffle import (
     permutation,
     swapped,
 )
-from tests.reference_models import ref_buffer_order, ref_buffer_state
+from tests.reference_models import ref_buffer_order, ref_buffer_state, ref_stream
 from tests.strategies import iterator_pairs
 
 buffer_sizes = st.one_of(st.integers(1, 80), st.just(UNKNOWN_CARDINALITY))
@@ -221,3 +222,36 @@ def test_swapped_equals_swapping_in_turn(case: tuple[list[int], int]) -> None:
     for i, j in enumerate(partners):
         items[i], items[j] = items[j], items[i]
     assert swapped(np.array(partners, dtype=np.int64), length).tolist() == items
+
+
+def ref_words_from(pair: tuple[int, int], start: int, count: int) -> list[int]:
+    """Words ``start .. start + count - 1`` of the per-word stream model."""
+    stream = ref_stream(pair)
+    for _ in range(start):
+        next(stream)
+    return [next(stream) for _ in range(count)]
+
+
+@given(
+    st.integers(1, 40),
+    st.integers(0, 200),
+    iterator_pairs,
+    st.integers(1, 70),
+    st.integers(0, 3000),
+)
+@example(1, 50, (1, 2), 7, 0)  # a ring of one: every pick is the front
+@example(3, 200, (5, 6), 1, 17)  # one step per traced batch
+def test_the_traced_ring_equals_stepping_it(
+    size: int, steps: int, pair: tuple[int, int], batch: int, draws: int
+) -> None:
+    ring = list(range(size))
+    words = ref_words_from(pair, draws, steps)
+    pulled = size
+    for t, word in enumerate(words):
+        # specs/shuffle.md §5, the ring form: emit the pick, the front's element moves
+        # there, the next input takes the front.
+        front = t % size
+        pick = (front + word % size) % size
+        ring[pick] = ring[front]
+        ring[front] = pulled + t
+    assert advance_ring(list(range(size)), pair, draws, pulled, steps, batch=batch) == ring

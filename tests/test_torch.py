@@ -221,6 +221,13 @@ def test_two_ranks_split_an_epoch_and_one_rank_resumes_their_checkpoint(tmp_path
     after = list(single)
     assert sorted(before + after) == everything()
     assert after == everything()[2 * steps :]
+    # Each pass reads the next two epochs, dealt across the epoch end: rank r's loader (two
+    # workers) yields every other item of the pass's plan order, from item r.
+    for rank, report in enumerate(reports):
+        passes = [[tuple(k) for k in p] for p in report["passes"]]
+        whole = everything(epochs=4)
+        assert passes == [whole[:98][rank::2], whole[98:][rank::2]]
+        assert report["len"] == len(passes[0])
 
 
 def test_importing_without_torch_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:

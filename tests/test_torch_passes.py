@@ -327,3 +327,78 @@ def test_states_of_two_loaders_or_of_part_of_a_loader_are_refused(
         merge_loader_states([worker_states[0]])
     with pytest.raises(CheckpointError, match="consumer 0 of 2"):
         dataset(epochs=3).load_state_dict(worker_states[0]["dataset_state"])
+
+
+# -- batches: any length, workers and batch size -------------------------------------------
+
+
+@MANY_WORKERS
+@given(
+    length=st.integers(min_value=1, max_value=49),
+    workers=st.integers(min_value=0, max_value=3),
+    size=st.integers(min_value=1, max_value=8),
+    drop=st.booleans(),
+    epochs=st.integers(min_value=1, max_value=2),
+)
+@settings(max_examples=6, deadline=None)
+def test_batches_of_any_layout_cover_each_epoch_and_number_len(
+    length: int, workers: int, size: int, drop: bool, epochs: int
+) -> None:
+    plan = ReadPlan(TOY_INFO, f"train[:{length}]", PLAN.config)
+    data = ReadplanIterableDataset(
+        plan,
+        decode=True,
+        epochs=epochs,
+        batch_size=size,
+        drop_remainder=drop,
+        transform=lambda batch: [key(item) for item in batch.items()],
+    )
+    loader = DataLoader(data, batch_size=None, num_workers=workers)
+    batches = [[tuple(k) for k in batch] for batch in loader]
+    assert len(loader) == len(batches)
+    assert all(len({k[0] for k in batch}) == 1 for batch in batches)  # one epoch each
+    assert all(len(batch) == size for batch in batches) or not drop
+    got = sorted(k for batch in batches for k in batch)
+    expected = epochs_of(0, epochs, plan)
+    if not drop:
+        assert got == sorted(expected)
+    if workers <= 1:
+        assert [k for batch in batches for k in batch] == [
+            k for k in expected if not drop or k in set(got)
+        ]
+
+
+# -- readplan.torch.OrderSampler: the same, in the main process ------------------------------
+
+
+@STATEFUL
+@pytest.mark.parametrize("workers", [0, 2])
+def test_each_pass_of_an_order_sampler_reads_the_next_epoch(workers: int, tmp_path: Path) -> None:
+    from readplan import data_source
+    from readplan.torch import OrderSampler
+
+    source = data_source(TOY_INFO, "train", decode=True, index_dir=tmp_path)
+
+    def ids(records: list[Any]) -> list[int]:
+        return [int(r["id"][0]) for r in records]
+
+    expected = [[k[2] for k in epochs_of(e, e + 1)] for e in range(4)]
+    sampler = OrderSampler(PLAN)
+    loader = StatefulDataLoader(
+        source, sampler=sampler, batch_size=7, num_workers=workers, collate_fn=ids
+    )
+    passes = [[i for batch in loader for i in batch] for _ in range(3)]
+    assert passes == expected[:3]
+    sampler.set_epoch(1)
+    assert [i for batch in loader for i in batch] == expected[1]
+    # Restored in epoch 2 (pass 2), the loader finishes it, then reads epoch 3.
+    stream = iter(loader)
+    head = [i for _ in range(3) for i in next(stream)]
+    state = loader.state_dict()
+    del stream
+    again = StatefulDataLoader(
+        source, sampler=OrderSampler(PLAN), batch_size=7, num_workers=workers, collate_fn=ids
+    )
+    again.load_state_dict(state)
+    assert head + [i for batch in again for i in batch] == expected[2]
+    assert [i for batch in again for i in batch] == expected[3]

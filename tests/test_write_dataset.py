@@ -167,6 +167,18 @@ def test_shard_size_bounds_each_shard_but_keeps_one_example(tmp_path: Path) -> N
         assert os.path.getsize(path) <= 100 or tfrecord.count(path) == 1
 
 
+def test_num_shards_cuts_as_tfds_sizes_shards(tmp_path: Path) -> None:
+    info = readplan.write_dataset(tmp_path / "d", **_small(num_shards=3))
+    assert info.splits["train"].shard_lengths == tuple(readplan.shard_lengths(10, 3)) == (3, 4, 3)
+    ids = [
+        int(example.decode(r)["id"][0]) for p in info.shard_paths("train") for r in tfrecord.read(p)
+    ]
+    assert ids == list(range(10))
+    assert sorted(os.listdir(tmp_path / "d"))[2:] == [
+        f"small-train.tfrecord-0000{k}-of-00003" for k in range(3)
+    ]
+
+
 def _failing_examples(after: int, error: BaseException) -> Any:
     for k in range(after):
         yield {"id": k, "text": "ok"}
@@ -211,7 +223,8 @@ def test_an_existing_dataset_or_a_non_empty_directory_is_never_replaced(tmp_path
         ({"version": "1.0"}, "major.minor.patch"),
         ({"name": "my-data"}, "not a TFDS dataset name"),
         ({"examples_per_shard": 0}, "examples_per_shard must be a positive int"),
-        ({"shard_size": 10, "examples_per_shard": 2}, "not both"),
+        ({"shard_size": 10, "examples_per_shard": 2}, "not shard_size and examples_per_shard"),
+        ({"num_shards": 11}, r"num_examples \(10\) < number_of_shards \(11\)"),
         ({"splits": {}}, "non-empty dict"),
         ({"splits": {"train": []}}, "no examples"),
         ({"splits": {"train": {"id": 1}}}, "iterable of examples"),
@@ -397,6 +410,9 @@ def test_names_file_pil_images_and_what_tfds_refuses(tmp_path: Path) -> None:
         features.FeaturesDict({"t": features.Tensor((None, None), "int64")}).serialize_example(
             {"t": np.zeros((2, 2), np.int64)}
         )
-    ragged = features.FeaturesDict({"s": features.Sequence(features.Tensor((None,), "int64"))})
-    with pytest.raises(FeatureError, match="ragged tensor"):
-        ragged.serialize_example({"s": [[1, 2], [3]]})
+    unread = features.FeaturesDict({"s": features.Sequence(features.Tensor((None,), "int64"))})
+    with pytest.raises(FeatureError, match="more than one unknown dimension, which TFDS cannot"):
+        unread.serialize_example({"s": [[1, 2], [3]]})
+    fixed = features.FeaturesDict({"s": features.Sequence(features.Sequence(np.int64, length=2))})
+    with pytest.raises(FeatureError, match="ragged tensor it cannot read back"):
+        fixed.serialize_example({"s": [[1, 2], [3, 4]]})

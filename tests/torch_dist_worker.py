@@ -4,8 +4,9 @@ Usage: torch_dist_worker.py RANK WORLD_SIZE PORT DATASET_DIR STEPS OUT_JSON
 
 The rank reads its share of the toy dataset's ``train`` split through
 ``ReadplanIterableDataset`` (consumer index from ``torch.distributed``), saves its state
-after STEPS records, reads the rest, gathers every rank's saved state, and writes what it
-saw to OUT_JSON.
+after STEPS records, reads the rest, gathers every rank's saved state, then reads two
+passes of two epochs through a DataLoader with two persistent workers, and writes what it
+saw (and the loader's len) to OUT_JSON.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sys
 from typing import Any
 
 import torch.distributed as dist
+from torch.utils.data import DataLoader
 
 from readplan import Item, ReadConfig, ReadPlan
 from readplan.metadata.dataset_info import DatasetInfo
@@ -51,11 +53,21 @@ def main(argv: list[str]) -> None:
         rest = list(stream)
         gathered: list[Any] = [None] * world_size
         dist.all_gather_object(gathered, state)
+        # Two passes of two epochs each, over two persistent DataLoader workers per rank.
+        loader = DataLoader(
+            ReadplanIterableDataset(plan, decode=True, transform=key, epochs=2),
+            batch_size=None,
+            num_workers=2,
+            persistent_workers=True,
+        )
+        passes = [[list(map(int, k)) for k in loader] for _ in range(2)]
         report = {
             "consumer": list(consumer()),
             "before": before,
             "rest": rest,
             "gathered": gathered,
+            "passes": passes,
+            "len": len(loader),
         }
         with open(out, "w", encoding="utf-8") as handle:
             json.dump(report, handle)

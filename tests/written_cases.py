@@ -184,6 +184,36 @@ def sized_example(index: int, rng: np.random.Generator) -> dict[str, Any]:
     return {"id": index, "payload": rng.integers(0, 256, int(rng.integers(0, 200)), dtype=np.uint8)}
 
 
+def ragged_features() -> FeaturesDict:
+    """Sequences of Sequences, which TFDS stores as ragged tensors."""
+    return FeaturesDict(
+        {
+            "id": np.int64,
+            "tokens": Sequence(Sequence(np.int64)),
+            "objects": Sequence(
+                {
+                    "label": ClassLabel(names=OBJECT_LABELS),
+                    "scores": Sequence(Scalar(dtype="float32")),
+                }
+            ),
+            "deep": Sequence(Sequence(Sequence(Scalar(dtype="uint8")))),
+        }
+    )
+
+
+def ragged_example(index: int, rng: np.random.Generator) -> dict[str, Any]:
+    sentences = [rng.integers(0, 1000, int(rng.integers(0, 4))).tolist() for _ in range(index % 4)]
+    objects = [
+        {
+            "label": k % 2,
+            "scores": rng.standard_normal(int(rng.integers(0, 3))).astype(np.float32),
+        }
+        for k in range(index % 3)
+    ]
+    deep = [[[k, k + 1][: index % 3] for k in range(j)] for j in range(index % 3)]
+    return {"id": index, "tokens": sentences, "objects": objects, "deep": deep}
+
+
 @dataclass(frozen=True)
 class Case:
     """One dataset: its name, features, split sizes, sharding and example maker."""
@@ -233,4 +263,5 @@ CASES = (
         sized_example,
         6,
     ),
+    Case("ragged", ragged_features, {"train": 9}, {"examples_per_shard": 4}, ragged_example, 11),
 )

@@ -13,6 +13,7 @@ no ``dataset_info.json``, and an existing dataset is never replaced.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import secrets
@@ -32,7 +33,7 @@ from readplan.metadata._feature_encode import encode_example
 from readplan.metadata.dataset_info import DatasetInfo
 from readplan.metadata.features import FEATURES_FILE, FeaturesDict
 from readplan.metadata.loader import INFO_FILE
-from readplan.metadata.naming import DEFAULT_FILEPATH_TEMPLATE, format_shard_name
+from readplan.metadata.naming import DEFAULT_FILEPATH_TEMPLATE, format_shard_name, shard_lengths
 from readplan.records import example, tfrecord
 from readplan.records.example import FixedLen, VarLen
 from readplan.records.example._codec import check_schema
@@ -44,6 +45,7 @@ DEFAULT_SHARD_SIZE = 1 << 30
 largest shard, 1 GiB)."""
 
 _FRAMING = 16  # a TFRecord's length, its CRC and the data's CRC
+_UNBOUNDED = 1 << 62
 _FILE_FORMAT = "tfrecord"
 
 
@@ -62,13 +64,15 @@ def write_dataset(
     splits: Mapping[str, Iterable[Any]],
     shard_size: int | None = None,
     examples_per_shard: int | None = None,
+    num_shards: int | None = None,
     description: str | None = None,
     storage_options: storage.StorageOptions = None,
 ) -> DatasetInfo:
     """Write ``splits`` (``{split: examples}``) as the TFDS dataset ``name`` ``version``.
 
     ``features`` is a :class:`FeaturesDict` (or a dict of features) and each example a dict
-    shaped like it. Shards are cut every ``examples_per_shard`` examples, or before an
+    shaped like it. Shards are cut every ``examples_per_shard`` examples, into ``num_shards``
+    shards as TFDS's writer sizes them (:func:`readplan.shard_lengths`), or before an
     example that would take a shard past ``shard_size`` bytes (default 1 GiB); examples
     keep their given order. ``data_dir`` (a path or URL) must not hold a
     ``dataset_info.json``. Returns the written dataset's :class:`DatasetInfo`.
@@ -76,7 +80,7 @@ def write_dataset(
     target = storage.to_str(data_dir)
     declared = features if isinstance(features, FeaturesDict) else FeaturesDict(features)
     DatasetInfo(name, {"check": (1,)}, version=_checked_version(version))  # validates the name
-    limit, count = _sharding(shard_size, examples_per_shard)
+    limit, count = _sharding(shard_size, examples_per_shard, num_shards)
     if not isinstance(splits, Mapping) or not splits:
         raise ConfigError(
             f"splits must be a non-empty dict of split name to examples, got {splits!r:.80}",
@@ -91,6 +95,8 @@ def write_dataset(
         for split, examples in splits.items():
             DatasetInfo(name, {split: (1,)})  # validates the split name
             shards, sizes[split] = _write_split(staging, split, examples, declared, limit, count)
+            if num_shards is not None:
+                shards = _resplit(staging, split, shards[0], num_shards)
             layout[split] = _name_shards(staging, name, split, shards)
         _write_text(staging, FEATURES_FILE, features_json(declared))
         for file_name, text in label_files(declared).items():
@@ -114,18 +120,27 @@ def _checked_version(version: object) -> str:
     return version
 
 
-def _sharding(shard_size: object, examples_per_shard: object) -> tuple[int, int | None]:
-    for field, value in (("shard_size", shard_size), ("examples_per_shard", examples_per_shard)):
+def _sharding(
+    shard_size: object, examples_per_shard: object, num_shards: object
+) -> tuple[int, int | None]:
+    """The byte limit and example count of a shard (one unbounded spool for num_shards)."""
+    given = {"shard_size": shard_size, "examples_per_shard": examples_per_shard}
+    given["num_shards"] = num_shards
+    for field, value in given.items():
         if value is not None and not (is_int(value) and int(value) >= 1):
             raise ConfigError(
                 f"{field} must be a positive int or None, got {value!r}", field=field, value=value
             )
-    if shard_size is not None and examples_per_shard is not None:
+    chosen = [field for field, value in given.items() if value is not None]
+    if len(chosen) > 1:
         raise ConfigError(
-            "give shard_size (bytes per shard) or examples_per_shard, not both",
-            field="examples_per_shard",
-            value=examples_per_shard,
+            f"give one of shard_size (bytes per shard), examples_per_shard or num_shards, not "
+            f"{' and '.join(chosen)}",
+            field=chosen[-1],
+            value=given[chosen[-1]],
         )
+    if num_shards is not None:
+        return _UNBOUNDED, None
     limit = DEFAULT_SHARD_SIZE if shard_size is None else int(shard_size)  # type: ignore[call-overload]
     return limit, None if examples_per_shard is None else int(examples_per_shard)  # type: ignore[call-overload]
 
@@ -209,6 +224,20 @@ def _write_split(
             value=split,
         )
     return shards, total
+
+
+def _resplit(staging: str, split: str, spool: _Shard, num_shards: int) -> list[_Shard]:
+    """The split's records, written to one spool, cut into ``num_shards`` shards of
+    TFDS's lengths (which refuses fewer examples than shards)."""
+    lengths = shard_lengths(spool.records, num_shards)
+    records = iter(tfrecord.read(spool.path))
+    shards = []
+    for k, length in enumerate(lengths):
+        path = os.path.join(staging, f"{split}.shard{k}")
+        tfrecord.write(path, itertools.islice(records, length))
+        shards.append(_Shard(path, length))
+    os.remove(spool.path)
+    return shards
 
 
 def _iterate(examples: object, split: str) -> Iterator[Any]:

@@ -17,7 +17,14 @@ import numpy as np
 from readplan import storage
 from readplan.errors import ReadplanError
 from readplan.metadata._images import image_format
-from readplan.metadata.features import FeaturesDict, Image, Sequence, SkipDecoding, load_features
+from readplan.metadata.features import (
+    ClassLabel,
+    FeaturesDict,
+    Image,
+    Sequence,
+    SkipDecoding,
+    load_features,
+)
 from readplan.records import example
 
 __all__ = ["describe_examples", "format_examples"]
@@ -31,6 +38,7 @@ _PNG_CHANNELS = {0: 1, 2: 3, 3: 3, 4: 2, 6: 4}
 def describe_examples(path: str, records: list[bytes]) -> dict[str, Any]:
     """``{"decoded_with": ..., "examples": [...]}``: each record's values described."""
     features = _features_beside(path)
+    labels = {} if features is None else _class_labels(features, "")
     if features is None:
         decode = _plain
         how = "tf.train.Example"
@@ -48,10 +56,31 @@ def describe_examples(path: str, records: list[bytes]) -> dict[str, Any]:
         except ReadplanError as err:
             described.append({"record": number, "error": str(err)})
             continue
-        described.append(
-            {"record": number, "values": {key: _describe(v) for key, v in values.items()}}
-        )
+        shown = {key: _describe(v) for key, v in values.items()}
+        for key, label in labels.items():
+            if key in shown and "values" in shown[key]:
+                shown[key]["names"] = [_name(label, v) for v in shown[key]["values"]]
+        described.append({"record": number, "values": shown})
     return {"decoded_with": how, "examples": described}
+
+
+def _class_labels(features: Mapping[str, Any], prefix: str) -> dict[str, ClassLabel]:
+    """The ClassLabel leaves by entry name (Sequences add nothing to the name)."""
+    found: dict[str, ClassLabel] = {}
+    for name, feature in features.items():
+        while isinstance(feature, Sequence):
+            feature = feature.feature
+        if isinstance(feature, ClassLabel):
+            found[prefix + name] = feature
+        elif isinstance(feature, Mapping):
+            found.update(_class_labels(feature, f"{prefix}{name}/"))
+    return found
+
+
+def _name(label: ClassLabel, index: object) -> str | None:
+    if isinstance(index, int) and 0 <= index < label.num_classes:
+        return label.int2str(index)
+    return None
 
 
 def _features_beside(path: str) -> FeaturesDict | None:
@@ -191,5 +220,10 @@ def _one_line(value: dict[str, Any]) -> str:
     shape = "()" if not value["shape"] else str(tuple(value["shape"]))
     shown = value["values"]
     more = " ..." if "values_shown" in value else ""
-    body = repr(shown[0]) if not value["shape"] else "[" + ", ".join(map(repr, shown)) + more + "]"
+    names = value.get("names")
+    if names is not None:  # a class index with its name: 1 (dog)
+        shown = [f"{v!r} ({n})" if n is not None else repr(v) for v, n in zip(shown, names)]
+    else:
+        shown = [repr(v) for v in shown]
+    body = shown[0] if not value["shape"] else "[" + ", ".join(shown) + more + "]"
     return f"{value['dtype']:<7} {shape:<8} {body}"

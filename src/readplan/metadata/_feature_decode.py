@@ -37,6 +37,7 @@ from readplan.metadata._feature_types import (
 )
 from readplan.metadata._images import decode_image
 from readplan.metadata._limits import RAISE_CAP, Budget, check_capacity, value_cap
+from readplan.metadata._ragged import check_lengths, nest_rows
 from readplan.records import example
 
 __all__ = [
@@ -143,13 +144,9 @@ def is_plain(leaf: _Leaf) -> bool:
 
 
 def is_ragged(leaf: _Leaf) -> bool:
-    """Whether TFDS stores the leaf as a ragged tensor (flat values and row lengths)."""
-    return (
-        isinstance(leaf.feature, Tensor)
-        and leaf.feature.encoding == "none"
-        and leaf.rank > 1
-        and leaf.shape.count(None) > 1
-    )
+    """Whether TFDS stores the leaf as a ragged tensor (flat values and row lengths): a
+    tensor below two or more Sequences, whatever their lengths."""
+    return isinstance(leaf.feature, Tensor) and leaf.feature.encoding == "none" and leaf.rank > 1
 
 
 # --- decoders -------------------------------------------------------------------------------
@@ -251,6 +248,12 @@ def _dataset_leaf(
 def _leaf(
     path: _Path, feature: Feature, dims: Shape, skip: bool, unknown: Unknown, cap: int
 ) -> _Leaf:
+    encoded = isinstance(feature, Image) or (
+        isinstance(feature, Tensor) and feature.encoding != "none"
+    )
+    if encoded and len(dims) > 1:
+        # TFDS stores them as ragged entries of encoded bytes and cannot decode them.
+        raise _unsupported(path, feature, "an encoded value below two Sequences")
     if isinstance(feature, Image):
         check_capacity("/".join(path), "Image", (*dims, *feature.shape), 1)
         return _Leaf(path, feature, dims, STRING, len(dims), skip, cap)
@@ -502,7 +505,8 @@ def _elementwise(
 
 def _ragged_step(leaf: _Leaf) -> _Step:
     """A Sequence of Sequences: TFDS's ``<key>/ragged_flat_values`` and
-    ``<key>/ragged_row_lengths_<k>`` entries, as nested object arrays of rows."""
+    ``<key>/ragged_row_lengths_<k>`` entries, as nested object arrays of rows, or one array
+    when every Sequence below the outermost has a fixed length."""
     inner = leaf.shape[leaf.rank :]
     if None in inner:
         raise _unsupported(
@@ -524,23 +528,16 @@ def _ragged_step(leaf: _Leaf) -> _Step:
         for k in range(leaf.rank - 1)
     ]
 
+    levels = leaf.shape[: leaf.rank]
+    dense = None not in levels[1:]
+
     def step(stored: _Stored) -> npt.NDArray[Any]:
         rows: npt.NDArray[Any] = flat(stored)
-        for k in range(len(lengths) - 1, -1, -1):
-            counts = lengths[k](stored)
-            if counts.sum() != len(rows) or (counts < 0).any():
-                raise ExampleError(
-                    f"feature {leaf.key!r}: ragged_row_lengths_{k} sums to {int(counts.sum())} "
-                    f"but there are {len(rows)} values below it; the record does not match its "
-                    "dataset's features",
-                    key=f"{leaf.key}/ragged_row_lengths_{k}",
-                )
-            ends = np.cumsum(counts)
-            nested = np.empty(len(counts), dtype=object)
-            for i, (start, end) in enumerate(zip(ends - counts, ends)):
-                nested[i] = rows[start:end]
-            rows = nested
-        return rows
+        counts_of = [lengths[k](stored) for k in range(len(lengths))]
+        check_lengths(leaf.key, levels, counts_of, len(rows))
+        if dense:
+            return rows.reshape(len(counts_of[0]), *levels[1:], *inner)
+        return nest_rows(rows, counts_of)
 
     return step
 

@@ -34,6 +34,7 @@ from readplan.metadata._feature_types import (
 )
 from readplan.metadata._image_encode import encode_image
 from readplan.metadata._images import image_format
+from readplan.metadata._sequence_layout import layouts, stored_entries
 from readplan.records import example
 
 __all__ = ["encode_example", "example_entries"]
@@ -50,7 +51,12 @@ def encode_example(features: Mapping[str, Feature], value: Any) -> bytes:
 
 def example_entries(features: Mapping[str, Feature], value: Any) -> dict[str, Any]:
     """The ``{name: values}`` that :func:`readplan.example.encode` serializes for ``value``."""
-    return {path: _stored(array) for path, array in _encode_dict(features, value, "").items()}
+    where = layouts(features, "")
+    out: dict[str, Any] = {}
+    for key, values in _encode_dict(features, value, "").items():
+        for name, array in stored_entries(key, values, where[key]).items():
+            out[name] = _stored(array)
+    return out
 
 
 def _stored(array: npt.NDArray[Any]) -> Any:
@@ -111,45 +117,22 @@ def _encode_dict(features: Mapping[str, Feature], value: Any, prefix: str) -> _E
 
 
 def _encode_sequence(feature: Sequence, value: Any, where: str) -> _Entries:
-    if feature.length is None and _varies(feature.feature):
-        raise _error(
-            where,
-            "a Sequence of any length of a feature whose shape varies is stored by TFDS as a "
-            "ragged tensor, which readplan does not write (yet); give the inner feature a "
-            "fixed shape, a Sequence length, or an encoded Tensor",
-            feature,
-        )
+    """Each leaf's values as a list of the elements' (stacked by :func:`stored_entries`)."""
     elements = _elements(feature, value, where)
     if feature.length is not None and len(elements) != feature.length:
         raise _error(
             where, f"holds {len(elements)} elements but its length is {feature.length}", feature
         )
-    if not elements:
-        return _empty(feature.feature, where)
     encoded = [_encode(feature.feature, element, where) for element in elements]
-    out: _Entries = {}
-    for path in encoded[0]:
-        parts = [entries[path] for entries in encoded]
-        if len({part.shape for part in parts}) != 1:
+    out: dict[str, Any] = {}
+    for key in layouts(feature.feature, where):
+        try:
+            out[key] = [entries[key] for entries in encoded]
+        except KeyError:
             raise _error(
-                path,
-                f"the elements of a Sequence have different shapes "
-                f"{sorted({part.shape for part in parts})}; TFDS stores those as ragged "
-                "tensors, which readplan does not write or read",
-                feature,
-            )
-        out[path] = np.stack(parts)
+                key, "an optional Tensor inside a Sequence must be given in every element", feature
+            ) from None
     return out
-
-
-def _varies(feature: Feature) -> bool:
-    """Whether some leaf below ``feature`` stores values of a varying count."""
-    if isinstance(feature, Mapping):
-        return any(_varies(inner) for inner in feature.values())
-    if isinstance(feature, Sequence):
-        return feature.length is None or _varies(feature.feature)
-    tensor = _leaf_tensor(feature)
-    return tensor is not None and tensor.encoding == "none" and None in tensor.shape
 
 
 def _elements(feature: Sequence, value: Any, where: str) -> list[Any]:
@@ -174,33 +157,6 @@ def _as_list(value: Any, where: str) -> list[Any]:
     raise FeatureError(
         f"feature {where}: a Sequence takes a list or an array, got {value!r:.80}", feature=where
     )
-
-
-def _empty(feature: Feature, where: str) -> _Entries:
-    """The entries of a Sequence without elements: empty lists of each leaf's kind."""
-    if isinstance(feature, Mapping):
-        out: _Entries = {}
-        for name, inner in feature.items():
-            out.update(_empty(inner, f"{where}/{name}"))
-        return out
-    if isinstance(feature, Sequence):
-        return {
-            path: np.empty((0, *array.shape), array.dtype)
-            for path, array in _empty(feature.feature, where).items()
-        }
-    tensor = _leaf_tensor(feature)
-    if tensor is None or tensor.encoding != "none":
-        return {where: np.empty((0,), object)}
-    dims = tuple(dim or 0 for dim in tensor.shape)
-    return {where: np.empty((0, *dims), object if tensor.dtype == STRING else tensor.dtype)}
-
-
-def _leaf_tensor(feature: Feature) -> Tensor | None:
-    if isinstance(feature, Tensor):
-        return feature
-    if isinstance(feature, (Text, ClassLabel, BBoxFeature, Audio)):
-        return feature.tensor
-    return None  # an Image: one encoded file
 
 
 def _tensor(feature: Tensor, value: Any, where: str) -> _Entries:

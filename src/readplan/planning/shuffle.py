@@ -18,6 +18,7 @@ from readplan._internal.frozen import init_fields, plain_int
 from readplan._internal.validate import a_type, check_int
 from readplan.errors import ConfigError
 from readplan.planning.philox import Pair, check_pair, stream_words
+from readplan.planning.ring import advance_ring
 from readplan.planning.seeds import epoch_seed_pair, seed_pair
 from readplan.planning.swaps import swapped
 
@@ -187,25 +188,6 @@ def _steady(ring: list[int], pair: Pair, draws: int, pulled: int, steps: int) ->
     return out
 
 
-def _advance(ring: list[int], pair: Pair, draws: int, pulled: int, steps: int) -> None:
-    """:func:`_steady`'s moves of the ring without keeping the outputs (memory: the ring)."""
-    size = len(ring)
-    for done in range(0, steps, _BATCH):
-        batch = min(_BATCH, steps - done)
-        fronts = np.arange(done, done + batch, dtype=np.int64) % size
-        words = stream_words(pair, draws + done, batch).astype(np.int64)
-        chosen = (fronts + words % size) % size
-        first_input = pulled + done
-        for front, pick, item in zip(
-            fronts.tolist(),
-            chosen.tolist(),
-            range(first_input, first_input + batch),
-            strict=True,
-        ):
-            ring[pick] = ring[front]
-            ring[front] = item
-
-
 def _drain(buffer: list[int], pair: Pair, draws: int, steps: int) -> list[int]:
     """``steps`` outputs once the input is exhausted; ``buffer`` keeps what is left."""
     out: list[int] = []
@@ -248,7 +230,8 @@ def buffer_state(
     """The state :func:`buffer_shuffle` returns, without its outputs (specs/shuffle.md §6).
 
     Memory is bounded by the buffer (and a batch of draws) whatever ``count``; time is
-    linear in it, as the buffer's contents depend on every earlier draw.
+    linear in it, as the buffer's contents depend on every earlier draw, but no step is a
+    Python step (:mod:`readplan.planning.ring` traces each position back instead).
     """
     return _run(n, buffer_size, pair, state, count, keep=False)[1]
 
@@ -299,7 +282,7 @@ def _run(
         out = _steady(buffer, checked, draws, pulled, steady)
     else:
         out = []
-        _advance(buffer, checked, draws, pulled, steady)
+        buffer = advance_ring(buffer, checked, draws, pulled, steady)
     front = steady % len(buffer)
     buffer = buffer[front:] + buffer[:front]
     pulled += steady

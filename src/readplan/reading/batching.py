@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -20,8 +20,16 @@ from readplan.reading.collate import Ragged
 from readplan.reading.decoding import RecordDecoder
 from readplan.reading.items import Batch
 from readplan.reading.workers import ordered
+from readplan.records.tfrecord._packed import packed_batches
 
-__all__ = ["Locate", "close_iterator", "collated_batches", "decoded", "rebatch"]
+__all__ = [
+    "Locate",
+    "close_iterator",
+    "collated_batches",
+    "decoded",
+    "packed_batch",
+    "rebatch",
+]
 
 Locate = Callable[[Exception, Batch, int], Exception]
 """The error of record ``k`` of a batch, naming where the record sits in the plan."""
@@ -133,6 +141,12 @@ def _next_or_settle(
         if held:
             undelivered(_joined(held))
         raise
+
+
+def packed_batch(batch: Batch) -> Batch:
+    """``batch`` with its raw records packed into one :class:`PackedRecords`."""
+    (packed,) = packed_batches([list(_raw(batch))], max(1, len(batch)))
+    return replace(batch, records=cast(Sequence[Any], packed))
 
 
 def close_iterator(iterator: Iterator[Any]) -> None:

@@ -14,6 +14,7 @@ from readplan.state.limits import check_bounds, read_state_file
 __all__ = [
     "check_batching",
     "check_epochs",
+    "check_packed",
     "check_rank",
     "read_state",
 ]
@@ -57,6 +58,19 @@ def check_batching(batch_size: object, drop_remainder: object) -> None:
             f"drop_remainder must be True or False, got {drop_remainder!r}",
             field="drop_remainder",
             value=drop_remainder,
+        )
+
+
+def check_packed(packed: object, *, decoding: bool) -> None:
+    if not isinstance(packed, bool):
+        raise ConfigError(
+            f"packed must be True or False, got {packed!r}", field="packed", value=packed
+        )
+    if packed and decoding:
+        raise ConfigError(
+            "packed=True packs raw records; this reader decodes them (decode=None packs)",
+            field="packed",
+            value=packed,
         )
 
 

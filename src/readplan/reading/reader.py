@@ -28,14 +28,15 @@ import numpy as np
 import numpy.typing as npt
 
 from readplan._internal.closing import Closing
-from readplan.errors import (
-    CheckpointError,
-    ConfigError,
-    ReadplanError,
-    ReadplanTypeError,
-)
+from readplan.errors import CheckpointError, ConfigError, ReadplanError, ReadplanTypeError
 from readplan.plan import EpochOrder, ReadPlan
-from readplan.reading.batching import close_iterator, collated_batches, decoded, rebatch
+from readplan.reading.batching import (
+    close_iterator,
+    collated_batches,
+    decoded,
+    packed_batch,
+    rebatch,
+)
 from readplan.reading.collate import Ragged, check_collate_options
 from readplan.reading.containers import container_for
 from readplan.reading.decoding import record_decoder
@@ -44,6 +45,7 @@ from readplan.reading.located import located
 from readplan.reading.options import (
     check_batching,
     check_epochs,
+    check_packed,
     check_rank,
     read_state,
 )
@@ -113,9 +115,8 @@ class Reader(Closing):
             every undamaged record in plan order and lists each lost one in ``report``.
         report: a :class:`~readplan.tfrecord.CorruptionReport` collecting the damage met.
         index_dir, storage_options: sidecar folder; fsspec options (``specs/storage.md``).
-        decode_workers: threads decoding a decoding reader's batches, a few batches ahead of
-            the one delivered (``specs/reader.md`` §6); results, errors and states are those
-            of one thread.  Reading stays in the iterating thread.
+        decode_workers: threads decoding batches a few ahead (``specs/reader.md`` §7), with
+            one thread's results, errors and states; reading stays in the iterating thread.
 
     Iterating yields :class:`Item` objects; :meth:`batches` yields the same deliveries as
     :class:`Batch` objects, with less overhead per record.  A new iteration continues from
@@ -227,6 +228,7 @@ class Reader(Closing):
         drop_remainder: bool = False,
         ragged: Ragged = "list",
         padding_values: Mapping[str, Any] | None = None,
+        packed: bool = False,
     ) -> Iterator[Batch]:
         """The deliveries as :class:`Batch` objects, in order (``specs/reader.md`` §1).
 
@@ -235,9 +237,11 @@ class Reader(Closing):
         each epoch, which is shorter or, with ``drop_remainder``, left out; a decoding
         reader also collates each batch into ``batch.features`` (a dict of stacked arrays;
         ``ragged``/``padding_values`` say what becomes of leaves whose shapes differ).
+        ``packed=True``: each batch's raw records as one :class:`~readplan.PackedRecords`.
         """
         check_batching(batch_size, drop_remainder)
         check_collate_options(ragged, padding_values)
+        check_packed(packed, decoding=self._decode is not None)
         self._begin()
         produced: Iterator[Batch] = self._read(*self._frontier())
         if batch_size is None:
@@ -256,6 +260,8 @@ class Reader(Closing):
                 self._located_in,
                 self.decode_workers,
             )
+        if packed:
+            produced = map(packed_batch, produced)
         batches = self._delivered_batches(produced)
         self._active = batches
         return batches

@@ -1,4 +1,4 @@
-"""Decoding on several threads, with exactly the results of one (``specs/reader.md`` §6).
+"""Decoding on several threads, with exactly the results of one (``specs/reader.md`` §7).
 
 The compiled kernels release the GIL while they walk a batch's bytes (``specs/native.md``),
 and so do the image decoders, so decoding batches on a few threads overlaps them.

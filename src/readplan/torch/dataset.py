@@ -386,6 +386,9 @@ def _dealing_of(
 
 def _asking_loader() -> DataLoader[Any] | None:
     """The DataLoader whose ``__len__`` called ``len(dataset)``, if one did."""
-    frame = sys._getframe(2)
-    asking = frame.f_locals.get("self") if frame is not None else None
+    try:
+        frame = sys._getframe(2)
+    except ValueError:  # called from C with no Python caller
+        return None
+    asking = frame.f_locals.get("self")
     return asking if isinstance(asking, DataLoader) else None

@@ -100,8 +100,25 @@ def _bits(array: np.ndarray) -> list[str]:
     return [f"{int(v):0{array.dtype.itemsize * 2}x}" for v in flat]
 
 
+def _nested(values: Any, dtype: str) -> Any:
+    if isinstance(values, list):
+        return [_nested(v, dtype) for v in values]
+    if dtype.startswith("float"):
+        return _bits(np.array([values], dtype=dtype))[0]
+    return values
+
+
 def leaf(value: Any) -> dict[str, Any]:
-    """One yielded leaf: its Python type, dtype, shape and values (floats as bit patterns)."""
+    """One yielded leaf: its Python type, dtype, shape and values (floats as bit patterns);
+    a ragged tensor as its nested lists (the schema of tests/data/tfds_features3)."""
+    if isinstance(value, tf.RaggedTensor):
+        dtype = value.dtype.name
+        return {
+            "type": "tensorflow.RaggedTensor",
+            "dtype": dtype,
+            "ragged_rank": value.ragged_rank,
+            "values": _nested(value.to_list(), dtype),
+        }
     cls = type(value)
     name = cls.__name__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__name__}"
     if isinstance(value, bytes):

@@ -39,8 +39,7 @@ _Decode = Callable[[bytes], "dict[str, FeatureValue]"]
 def decode_columns_native(records: Sequence[bytes], decode: _Decode) -> dict[str, Column]:
     """:func:`decode_columns_pure`'s result and errors, read by the compiled kernel."""
     assert CORE is not None, "the compiled core is not loaded"
-    source: Any = records
-    offsets = None
+    source, offsets = _packed(records)
     status, _, found = CORE.example_scan(source, offsets)
     if status == _NOT_BYTES:
         source = b"".join(records)
@@ -58,6 +57,16 @@ def decode_columns_native(records: Sequence[bytes], decode: _Decode) -> dict[str
     _refuse_mixed_kinds(names, rows)
     columns = _filled(source, offsets, names, rows, len(records))
     return one_by_one(records, decode) if columns is None else columns
+
+
+def _packed(records: Sequence[Any]) -> tuple[Any, Any]:
+    """The records as the kernel reads them: a packed batch (``tfrecord.PackedRecords``: a uint8
+    ``values`` array and int64 ``offsets``) as its buffer and bounds, read in place; any other
+    sequence as itself."""
+    values, bounds = getattr(records, "values", None), getattr(records, "offsets", None)
+    if isinstance(values, np.ndarray) and isinstance(bounds, np.ndarray):
+        return values, bounds
+    return records, None
 
 
 def _refuse_mixed_kinds(names: list[str], rows: np.ndarray[Any, Any]) -> None:

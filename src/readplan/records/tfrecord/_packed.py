@@ -9,7 +9,7 @@ batch makes none, and holds each record's bytes once.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import SupportsIndex
 
@@ -35,7 +35,7 @@ class Spans:
         return len(self.starts)
 
 
-class PackedRecords:
+class PackedRecords(Sequence[memoryview]):
     """``len(p)`` records in one buffer: ``p[i]`` is a memoryview of record ``i`` (no copy),
     ``p.to_list()`` the records as ``bytes``, ``p.values`` / ``p.offsets`` the arrays."""
 
@@ -68,7 +68,7 @@ class PackedRecords:
     def __len__(self) -> int:
         return len(self.offsets) - 1
 
-    def __getitem__(self, index: SupportsIndex) -> memoryview:
+    def __getitem__(self, index: SupportsIndex) -> memoryview:  # type: ignore[override]
         i = index.__index__()
         n = len(self)
         if not -n <= i < n:

@@ -1,6 +1,6 @@
 """Read and count throughput of readplan.tfrecord against the plain reference reader.
 
-Usage: python benchmarks/bench_tfrecord.py [--passes N] [--keep DIR]
+Usage: python benchmarks/bench_tfrecord.py [--passes N] [--keep DIR] [--gzip-only]
 
 Builds its files in a temporary directory:
 
@@ -9,6 +9,10 @@ Builds its files in a temporary directory:
   sizes let readplan confirm whole runs of frames at once;
 * mid:    20,000 records of 1-10 KB (sizes drawn with a fixed seed);
 * large:  2,000 records of 100 KiB.
+
+``gzip``: the small and mid files GZIP-compressed, read by readplan against one inflate of
+the file in bounded pieces (the anchor: what any reader must do); readplan inflates twice,
+the first pass confirming every member's CRC-32 and size before a record is delivered.
 
 Each measurement is the median of N passes (default 5) after one warm-up pass; readplan and
 the anchor alternate within each round so that both see the same machine state.  The anchor
@@ -37,6 +41,7 @@ import statistics
 import struct
 import tempfile
 import time
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
@@ -200,6 +205,46 @@ def bench_read(
                 print(f"  read {label:<7} {name} / copy+crc ceiling: {share:.2f}")
 
 
+def inflate_once(path: str) -> tuple[int, int]:
+    """The unavoidable part of reading a GZIP file: inflating it once, in 1 MiB pieces of
+    input and 256 KiB of output (no framing, no CRC32C); (pieces, decompressed bytes)."""
+    inflater = zlib.decompressobj(31)
+    pieces = size = 0
+    with open(path, "rb") as source:
+        while chunk := source.read(1 << 20):
+            while chunk:
+                out = inflater.decompress(chunk, 1 << 18)
+                pieces += 1
+                size += len(out)
+                chunk = inflater.unconsumed_tail
+    return pieces, size
+
+
+def bench_gzip(directory: str, spec: tuple[str, int, tuple[int, int]], passes: int) -> None:
+    """GZIP reads against one inflate of the file (anchor): readplan inflates a GZIP file
+    twice, once to confirm every member's CRC-32 and size before any record is delivered."""
+    label, count, sizes = spec
+    plain = make_file(directory, label, count, sizes)
+    path = plain + ".gz"
+    tfrecord.write(path, tfrecord.read(plain), compression="GZIP")
+    timed = median_seconds(
+        {
+            "inflate": lambda: inflate_once(path),
+            "readplan": lambda: consume(tfrecord.read(path, compression="GZIP")),
+        },
+        passes,
+    )
+    anchor_seconds, (_, stream_bytes) = timed["inflate"]
+    records, _ = timed["readplan"][1]
+    for name, (seconds, _) in timed.items():
+        rate = f"{records / seconds / 1e6:8.2f} M rec/s" if name == "readplan" else ""
+        print(
+            f"  gzip {label:<7} {name:<9} {seconds:8.3f} s  {rate:>15}  "
+            f"{stream_bytes / seconds / 1e9:6.2f} GB/s decompressed  "
+            f"x{seconds / anchor_seconds:5.2f} the inflate"
+        )
+
+
 def bench_count(path: str, label: str, passes: int) -> None:
     sidecar = index_path_for(path)
     if os.path.exists(sidecar):
@@ -236,11 +281,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--passes", type=int, default=5)
     parser.add_argument("--keep", metavar="DIR", help="build the files in DIR and keep them")
+    parser.add_argument("--gzip-only", action="store_true", help="only the GZIP reads")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as temporary:
         directory = args.keep or temporary
         os.makedirs(directory, exist_ok=True)
         print(f"building files in {directory} ...", flush=True)
+        print(f"median of {args.passes} passes (after one warm-up), anchor = one inflate")
+        for spec in (SMALL, MID):
+            bench_gzip(directory, spec, args.passes)
+        if args.gzip_only:
+            return
         specs = (SMALL, VARIED, MID, LARGE)
         paths = {spec[0]: make_file(directory, *spec) for spec in specs}
         print(f"median of {args.passes} passes (after one warm-up), anchor = plain reader")

@@ -143,3 +143,24 @@ def test_index_blames_a_missing_index_dir(
     shutil.copy(FIXTURES / "damaged_flip_data_bit.tfrecord", damaged)
     status, out, _ = run(capsys, "index", "--json", str(damaged))
     assert (status, json.loads(out)["files"][0]["status"]) == (1, "damaged")
+
+
+def test_inspect_takes_an_s3_url(
+    capsys: pytest.CaptureFixture[str], s3_store: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fsspec = pytest.importorskip("fsspec")
+    from tests.remote_stores import put
+
+    fs = s3_store.filesystem()
+    bucket = f"readplan-inspect-{uuid.uuid4().hex[:8]}"
+    fs.mkdir(bucket)
+    for name in ("tfrecord/examples.tfrecord", "tbl/mixed.tbl"):
+        put("s3", fs, f"{bucket}/{Path(name).name}", (DATA / name).read_bytes())
+    # The command line reaches the emulator through fsspec's own configuration.
+    monkeypatch.setitem(fsspec.config.conf, "s3", dict(s3_store.storage_options))
+    urls = [s3_store.url(bucket, "examples.tfrecord"), s3_store.url(bucket, "mixed.tbl")]
+    status, out, err = run(capsys, "inspect", "--json", *urls)
+    assert status == 0, err
+    summaries = json.loads(out)["files"]
+    assert [s["records"] for s in summaries] == [40, summaries[1]["records"]]
+    assert summaries[1]["container"] == "tbl"

@@ -74,6 +74,7 @@ class _Samples:
     is_color: bool
     gamma: int | None  # the file's gamma (1e-5 units) when libpng applies it to colour -> gray
     filler: int  # the alpha TF adds: (1 << stored bit depth) - 1, not scaled to 8 bits
+    significant_bits: bool  # an sBIT chunk (it changes libpng's 16-bit gamma tables)
 
 
 def decode_png(
@@ -98,13 +99,19 @@ def _read_header(data: bytes, refuse: Refuse) -> _Header:
         (length,) = struct.unpack(">I", data[offset : offset + 4])
         kind = data[offset + 4 : offset + 8]
         body = data[offset + 8 : offset + 8 + length]
-        if len(body) != length:
+        crc = data[offset + 8 + length : offset + 12 + length]
+        if len(body) != length or len(crc) != 4:
             raise refuse(f"the PNG's {kind!r} chunk at byte {offset} is truncated")
+        intact = zlib.crc32(kind + body) == struct.unpack(">I", crc)[0]
+        if not intact and not kind[:1].islower():
+            raise refuse(f"the PNG's {kind!r} chunk at byte {offset} fails its CRC")
         if kind == b"IDAT":
             idat.append(body)
         elif kind == b"IEND":
             break
-        else:
+        elif intact and not idat:
+            # libpng drops an ancillary chunk that fails its CRC, and ignores the ones
+            # that come after the image data or repeat.
             chunks.setdefault(kind, body)
         offset += 12 + length
     return _Header(width, height, depth, color, interlace == 1, chunks, b"".join(idat))
@@ -124,7 +131,8 @@ def _samples(data: bytes, header: _Header, refuse: Refuse, pil: Any) -> _Samples
     gamma = _gamma_significant(header)
     filler = (1 << header.depth) - 1
     if _pil_reads_exactly(header):
-        return _Samples(_pil_pixels(data, header, refuse, pil), None, is_color, gamma, filler)
+        pixels = _pil_pixels(data, header, refuse, pil)
+        return _Samples(pixels, None, is_color, gamma, filler, b"sBIT" in header.chunks)
     raw = _unpacked(header, refuse)
     keyed = None
     if header.has_trns:
@@ -137,7 +145,7 @@ def _samples(data: bytes, header: _Header, refuse: Refuse, pil: Any) -> _Samples
     if header.depth < 8:
         # libpng's expansion to 8 bits replicates the bits: value * 255 / (2**depth - 1).
         raw = raw * np.uint8(255 // ((1 << header.depth) - 1))
-    return _Samples(raw, keyed, is_color, gamma, filler)
+    return _Samples(raw, keyed, is_color, gamma, filler, b"sBIT" in header.chunks)
 
 
 def _gamma_significant(header: _Header) -> int | None:
@@ -298,10 +306,13 @@ def _convert(
             color = _to_gray(color)
         elif color.dtype == np.uint8:
             color = _to_gray_linear(color, samples.gamma)
+        elif not samples.significant_bits:
+            color = _to_gray_linear16(color, samples.gamma, to_8_bits=dtype == "uint8")
         else:
             raise refuse(
-                "turning a 16-bit colour PNG with a gamma (gAMA or sRGB chunk) into gray is "
-                "done by libpng through 16-bit gamma tables, which readplan does not reproduce"
+                "turning a 16-bit colour PNG with a gamma and an sBIT chunk into gray is "
+                "done by libpng with gamma tables shifted by its significant bits, which "
+                "readplan does not reproduce"
             )
     elif wanted >= 3 and not samples.is_color:
         color = color.repeat(3, axis=2)
@@ -351,6 +362,68 @@ def _to_gray_linear(rgb: npt.NDArray[np.uint8], gamma: int) -> npt.NDArray[np.ui
     gray = from_linear[(linear + (1 << 14)) >> 15]
     same = (rgb[:, :, 0] == rgb[:, :, 1]) & (rgb[:, :, 0] == rgb[:, :, 2])
     return np.where(same, rgb[:, :, 0], gray).astype(np.uint8)[:, :, None]
+
+
+# 16-bit images reduced to 8 bits use gamma tables of 11-bit inputs (PNG_MAX_GAMMA_8).
+_SHIFT_TO_8_BITS = 16 - 11
+
+
+def _gamma_table16(gamma: int, shift: int) -> npt.NDArray[np.uint16]:
+    """libpng's 16-bit table for ``gamma`` over ``16 - shift``-bit inputs:
+    ``floor(65535 (i/max)^g + 0.5)``, or the inputs scaled to 16 bits for an insignificant
+    gamma."""
+    top = (1 << (16 - shift)) - 1
+    inputs = np.arange(top + 1, dtype=np.float64)
+    if abs(gamma - _GAMMA_ONE) > _GAMMA_THRESHOLD:
+        table = [
+            math.floor(65535 * math.pow(i / top, gamma * 0.00001) + 0.5) for i in range(top + 1)
+        ]
+        return np.array(table, dtype=np.uint16)
+    if shift == 0:
+        return inputs.astype(np.uint16)
+    return ((inputs.astype(np.int64) * 65535 + (top + 1) // 2) // top).astype(np.uint16)
+
+
+def _table_16_to_8(gamma: int, shift: int) -> npt.NDArray[np.uint16]:
+    """libpng's png_build_16to8_table: for each ``16 - shift``-bit input the 16-bit value
+    ``257 i`` of the 8-bit output ``i`` whose gamma-corrected boundary it is below."""
+    size = 1 << (16 - shift)
+    table = np.full(size, 65535, dtype=np.uint16)
+    last = 0
+    for level in range(255):
+        out = level * 257
+        corrected = out + 128
+        if 0 < corrected < 65535:
+            corrected = math.floor(65535 * math.pow(corrected / 65535.0, gamma * 0.00001) + 0.5)
+        bound = (corrected * (size - 1) + 32768) // 65535 + 1
+        if bound > last:
+            table[last:bound] = out
+            last = bound
+    return table
+
+
+def _to_gray_linear16(
+    rgb: npt.NDArray[np.uint16], gamma: int, to_8_bits: bool
+) -> npt.NDArray[np.uint16]:
+    """libpng's 16-bit colour to gray with a file gamma, through its 16-bit tables (of
+    11-bit inputs when the image is then reduced to 8 bits); gray pixels go through the
+    overall table (the identity at 16 bits)."""
+    shift = _SHIFT_TO_8_BITS if to_8_bits else 0
+    screen = _reciprocal(gamma)
+    to_linear = _gamma_table16(_reciprocal(gamma), shift)
+    from_linear = _gamma_table16(_reciprocal(screen), shift)
+    overall = math.floor(1e15 / gamma / screen + 0.5)  # png_reciprocal2
+    values = rgb.astype(np.int64)
+    linear = to_linear[values >> shift].astype(np.int64) @ np.array(_GRAY_WEIGHTS, dtype=np.int64)
+    gray = from_linear[((linear + (1 << 14)) >> 15) >> shift]
+    plain = values[:, :, 0]
+    if to_8_bits:
+        same_value = _table_16_to_8(overall, shift)[plain >> shift]
+    else:
+        same_value = _gamma_table16(overall, 0)[plain]
+    same = (rgb[:, :, 0] == rgb[:, :, 1]) & (rgb[:, :, 0] == rgb[:, :, 2])
+    out: npt.NDArray[np.uint16] = np.where(same, same_value, gray).astype(np.uint16)
+    return out[:, :, None]
 
 
 def _to_gray(rgb: npt.NDArray[Any]) -> npt.NDArray[Any]:

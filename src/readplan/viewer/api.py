@@ -31,12 +31,21 @@ from readplan.viewer.params import ApiError, Params
 from readplan.viewer.records import BOX_FORMATS, records_json
 from readplan.viewer.roots import ForbiddenPathError, Root
 
-__all__ = ["MAX_EXAMPLES", "MAX_JOBS", "MAX_RECORD_START", "MAX_SCAN", "Api", "ApiError"]
+__all__ = [
+    "MAX_EXAMPLES",
+    "MAX_FILES",
+    "MAX_JOBS",
+    "MAX_RECORD_START",
+    "MAX_SCAN",
+    "Api",
+    "ApiError",
+]
 
 MAX_EXAMPLES = 64
 MAX_SCAN = 4096
 MAX_JOBS = 2
 MAX_RECORD_START = 10_000_000
+MAX_FILES = 10_000
 _FIRST_ROW = 8
 _CACHED_PLANS = 32
 
@@ -136,8 +145,9 @@ class Api:
                     "bytes": split.num_bytes,
                     "files": [
                         {"name": storage.basename(fi.filename), "examples": fi.examples_in_shard}
-                        for fi in instructions
+                        for fi in instructions[:MAX_FILES]
                     ],
+                    "files_left_out": max(0, len(instructions) - MAX_FILES),
                 }
             )
         features = _features(info)
@@ -182,7 +192,7 @@ class Api:
             "split": split,
             "num_examples": plan.num_examples,
             "start": start,
-            "next": min(plan.num_examples, start + scanned) if shown or scanned else start,
+            "next": start + scanned,
             "scanned": scanned,
             "examples": shown,
             "labels": _label_choices(info),

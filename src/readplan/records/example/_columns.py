@@ -34,6 +34,9 @@ __all__ = ["Column", "decode_columns_pure", "mixed_kinds", "one_by_one"]
 _KIND_OF_TAG: dict[int, Kind] = {0x0A: "bytes", 0x12: "float32", 0x1A: "int64"}
 _FIELD_1 = 0x0A  # field 1, length-delimited: Example.features, Features.feature, key, value
 _FIELD_2 = 0x12  # field 2, length-delimited: the map entry's value
+# Gathering equal-length values through one index per byte pays for short ones only; longer
+# ones (images) are sliced from the joined buffer.
+_GATHERED_BYTES = 256
 
 
 @dataclass(frozen=True)
@@ -259,8 +262,8 @@ def _columns(
 def _strings(raw: bytes, buf: U8Array, start: IntArray, end: IntArray) -> list[bytes]:
     """The spans' bytes as bytes objects, made in C rather than one Python step each."""
     lengths = end - start
-    if lengths.size and lengths.min() == lengths.max() > 0:
-        # Equal lengths (labels, ids): one void item per span converts straight to bytes.
+    if lengths.size and 0 < lengths.min() == lengths.max() <= _GATHERED_BYTES:
+        # Equal short lengths (labels, ids): one void item per span converts straight to bytes.
         same: list[bytes] = _wire.gather(buf, start, end).view(f"V{lengths[0]}").tolist()
         return same
     return list(map(raw.__getitem__, map(slice, start.tolist(), end.tolist())))

@@ -49,6 +49,8 @@ _GZIP_MAGIC = b"\x1f\x8b"
 # Compressed input is fed to zlib in pieces of this size; with max_length on the output side
 # this bounds both buffers of one inflate step.
 _INPUT_PIECE = 1 << 18
+# Output piece of the verifying pass (discarded at once).
+_VERIFY_PIECE = 1 << 18
 
 
 def check_compression(value: object, *, allow_auto: bool) -> str | None:
@@ -137,18 +139,32 @@ class InflateState(NamedTuple):
     next_offset: int
     done: bool
     end_damage: StreamDamageError | None
+    produced: int
+
+
+class _Confirmed(NamedTuple):
+    """What a verifying pass found: the decompressed bytes its checksums confirm (the
+    members whose trailer checked out), and the damage after them."""
+
+    size: int
+    damage: StreamDamageError | None
 
 
 class Inflater:
     """Decompressed bytes of a GZIP or ZLIB file, in bounded pieces.
 
-    :meth:`read` returns ``b""`` only at the end of the file.  Damage inside the stream
-    raises :class:`StreamDamageError` (kind ``inflate``); damage at its end (no end marker or
-    trailer, bytes after the end) is left in :attr:`end_damage` once the last decompressed
-    byte has been returned, so that every record before it is still delivered.
+    :meth:`read` returns ``b""`` only at the end of the file.  With ``confirm`` (readers),
+    it returns only bytes the stream's own checksums confirm: before the first byte, a
+    verifying pass inflates the whole file (bounded buffers, output discarded) to find the
+    end of the last member whose trailer (gzip CRC-32 and ISIZE, zlib Adler-32) checks out;
+    bytes after it are never returned, and the damage there (``inflate``,
+    ``truncated_stream``; ``trailing_garbage`` after the last member) is left in
+    :attr:`end_damage` when the confirmed bytes are used up.  Without ``confirm`` (the
+    verifying pass itself), damage inside the stream raises :class:`StreamDamageError`
+    (kind ``inflate``) where it is met, and damage at its end in :attr:`end_damage`.
     """
 
-    def __init__(self, fd: Handle, compression: str) -> None:
+    def __init__(self, fd: Handle, compression: str, *, confirm: bool = True) -> None:
         self._fd = fd
         self._compression = compression
         self._wbits = 31 if compression == GZIP else zlib.MAX_WBITS
@@ -158,6 +174,10 @@ class Inflater:
         self._next_offset = 0  # file offset of the next compressed byte to read
         self._done = False
         self.end_damage: StreamDamageError | None = None
+        self._produced = 0  # decompressed bytes returned so far
+        self.member_end = 0  # decompressed size of the members whose trailer checked out
+        self._confirm = confirm
+        self._confirmed: _Confirmed | None = None
 
     def snapshot(self) -> InflateState:
         """The inflate state, for :meth:`restore` (a pass can then be repeated)."""
@@ -168,6 +188,7 @@ class Inflater:
             self._next_offset,
             self._done,
             self.end_damage,
+            self._produced,
         )
 
     def restore(self, state: InflateState) -> None:
@@ -178,16 +199,43 @@ class Inflater:
         self._next_offset = state.next_offset
         self._done = state.done
         self.end_damage = state.end_damage
+        self._produced = state.produced
 
     def read(self, max_out: int) -> bytes:
+        if self._confirm:
+            confirmed = self._confirmed or self._verify()
+            if confirmed.damage is not None:
+                left = confirmed.size - self._produced
+                if left <= 0:
+                    # Nothing the checksums confirm is left: the damage is where reading ends.
+                    self._done = True
+                    self.end_damage = confirmed.damage
+                    return b""
+                max_out = min(max_out, left)
         while not self._done:
             out = self._step(max_out)
             if out:
+                self._produced += len(out)
                 return out
         return b""
 
+    def _verify(self) -> _Confirmed:
+        """Inflate the whole file once, checking every member's trailer (specs/tfrecord.md
+        §5: the cost of never delivering bytes no checksum has confirmed)."""
+        checker = Inflater(self._fd, self._compression, confirm=False)
+        try:
+            while checker.read(_VERIFY_PIECE):
+                pass
+            damage = checker.end_damage
+        except StreamDamageError as err:
+            damage = err
+        self._confirmed = _Confirmed(checker.member_end, damage)
+        return self._confirmed
+
     def _step(self, max_out: int) -> bytes:
         if self._obj.eof:
+            # zlib reports the end only once the member's trailer has checked out.
+            self.member_end = self._produced
             self._next_member()
             return b""
         if not self._feed:

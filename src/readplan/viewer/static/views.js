@@ -60,7 +60,7 @@
       RP.fmt(s.shards),
       RP.fmt(s.bytes),
       el("span", {}, el("a", { href: RP.href("/order", { ...dsParams(q), split: s.name }) }, "read order"), " ",
-        el("details", {}, el("summary", {}, "shards"), RP.table(["file", "examples", ""], s.files.map((f) => [el("code", {}, f.name), RP.fmt(f.examples), el("a", { href: RP.href("/file", { root: q.root, path: (q.path ? q.path + "/" : "") + f.name }) }, "inspect")])))),
+        el("details", {}, el("summary", {}, "shards"), RP.table(["file", "examples", ""], s.files.map((f) => [el("code", {}, f.name), RP.fmt(f.examples), el("a", { href: RP.href("/file", { root: q.root, path: (q.path ? q.path + "/" : "") + f.name }) }, "inspect")])), s.files_left_out ? el("p", { class: "note" }, "and " + RP.fmt(s.files_left_out) + " more") : null)),
     ]);
     main.append(
       el("h2", { id: "title" }, title),
@@ -105,10 +105,12 @@
   RP.fileView = async function (main) {
     const q = RP.query();
     const bar = RP.progressBar();
-    main.append(el("h2", {}, "File: " + (q.path || "root " + q.root)), bar);
+    const title = el("h2", {}, "File: " + (q.path || "root " + q.root));
+    main.append(title, bar);
     const job = await RP.poll("inspect", { root: q.root, path: q.path }, bar);
     bar.remove();
     const s = job.summary;
+    title.textContent = "File: " + s.path.split("/").pop();
     if (s.error) {
       main.append(RP.errorBox(s.error));
       return;

@@ -8,6 +8,7 @@
 #include "crc32c.h"
 #include "example_py.h"
 #include "frames.h"
+#include "images.h"
 
 #include <string.h>
 
@@ -227,6 +228,99 @@ static PyObject *py_pack(PyObject *self, PyObject *args) {
     return result;
 }
 
+
+static int floats3(PyObject *obj, float out[3], const char *name) {
+    if (!PyArg_ParseTuple(obj, "fff", &out[0], &out[1], &out[2])) {
+        PyErr_Format(PyExc_TypeError, "gather_images: %s must be a tuple of 3 floats", name);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *py_gather_images(PyObject *self, PyObject *args) {
+    PyObject *images_obj, *rows_obj, *flips_obj, *scale_obj, *shift_obj, *out_obj;
+    Py_ssize_t n, h, w;
+    int kind, channels_last;
+    if (!PyArg_ParseTuple(args, "OnnnOOO!O!Oip:gather_images", &images_obj, &n, &h, &w, &rows_obj,
+                          &flips_obj, &PyTuple_Type, &scale_obj, &PyTuple_Type, &shift_obj,
+                          &out_obj, &kind, &channels_last))
+        return NULL;
+    image_batch b = {0};
+    if (n < 0 || h < 0 || w < 0 || kind < IMAGE_U8 || kind > IMAGE_F16)
+        return PyErr_Format(PyExc_ValueError, "gather_images: bad shape (%zd, %zd, %zd) or kind %d",
+                            n, h, w, kind);
+    if (floats3(scale_obj, b.scale, "scale") < 0 || floats3(shift_obj, b.shift, "shift") < 0)
+        return NULL;
+    Py_buffer images, rows, flips = {0}, out;
+    if (borrow_bytes(images_obj, &images, "gather_images: images") < 0)
+        return NULL;
+    if (borrow_int64(rows_obj, &rows, 0, "gather_images: rows") < 0) {
+        PyBuffer_Release(&images);
+        return NULL;
+    }
+    int has_flips = flips_obj != Py_None;
+    if (has_flips && borrow_bytes(flips_obj, &flips, "gather_images: flips") < 0) {
+        PyBuffer_Release(&rows);
+        PyBuffer_Release(&images);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(out_obj, &out, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        if (has_flips)
+            PyBuffer_Release(&flips);
+        PyBuffer_Release(&rows);
+        PyBuffer_Release(&images);
+        return NULL;
+    }
+    Py_ssize_t count = items_of(&rows);
+    Py_ssize_t item = kind == IMAGE_U8 ? 1 : kind == IMAGE_F32 ? 4 : 2;
+    /* Every size in Py_ssize_t without overflow: n, h and w are bounded by the buffers. */
+    int fits = h == 0 || w == 0 || (w <= PY_SSIZE_T_MAX / 3 / h &&
+                                    n <= PY_SSIZE_T_MAX / (3 * h * w));
+    const char *problem = NULL;
+    if (!fits || images.len != n * h * w * 3)
+        problem = "images must hold n * h * w * 3 bytes";
+    else if (has_flips && flips.len != count)
+        problem = "flips must hold one byte per row";
+    else if (count && (h * w * 3 > PY_SSIZE_T_MAX / item / count ||
+                       out.len != count * h * w * 3 * item))
+        problem = "out must hold rows * h * w * 3 items of the output type";
+    else if (!count && out.len != 0)
+        problem = "out must be empty for no rows";
+    const int64_t *r = rows.buf;
+    for (Py_ssize_t k = 0; problem == NULL && k < count; k++)
+        if (r[k] < 0 || r[k] >= n)
+            problem = "a row is outside [0, n)";
+    if (problem == NULL) {
+        b.images = images.buf;
+        b.n = (size_t)n, b.h = (size_t)h, b.w = (size_t)w;
+        b.rows = r;
+        b.flips = has_flips ? flips.buf : NULL;
+        b.count = (size_t)count;
+        b.kind = kind;
+        b.channels_last = channels_last;
+        Py_BEGIN_ALLOW_THREADS
+        gather_images(&b, out.buf);
+        Py_END_ALLOW_THREADS
+    } else {
+        PyErr_Format(PyExc_ValueError, "gather_images: %s", problem);
+    }
+    PyBuffer_Release(&out);
+    if (has_flips)
+        PyBuffer_Release(&flips);
+    PyBuffer_Release(&rows);
+    PyBuffer_Release(&images);
+    if (problem != NULL)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_half_of(PyObject *self, PyObject *args) {
+    float value;
+    if (!PyArg_ParseTuple(args, "f:half_of", &value))
+        return NULL;
+    return PyLong_FromLong(half_of(value));
+}
+
 static PyMethodDef methods[] = {
     {"crc32c", py_crc32c, METH_VARARGS,
      "crc32c(data, value=0, /): the CRC32C of data, continuing from value."},
@@ -236,6 +330,9 @@ static PyMethodDef methods[] = {
      "scan_frames(data, off, limit, max_length, verify, starts, lengths, /) -> (count, end, stop)"},
     {"scan_records", py_scan_records, METH_VARARGS,
      "scan_records(data, off, limit, max_length, verify, /) -> (records, end, stop)"},
+    {"gather_images", py_gather_images, METH_VARARGS,
+     "gather_images(images, n, h, w, rows, flips, scale, shift, out, kind, channels_last, /)"},
+    {"half_of", py_half_of, METH_VARARGS, "half_of(value, /): the binary16 bits of a float"},
     {"cut", py_cut, METH_VARARGS, "cut(data, starts, lengths, /) -> list of bytes of the spans"},
     {"pack", py_pack, METH_VARARGS,
      "pack(data, starts, lengths, values, at, /) -> end: the spans copied into values from at"},

@@ -321,6 +321,62 @@ static PyObject *py_half_of(PyObject *self, PyObject *args) {
     return PyLong_FromLong(half_of(value));
 }
 
+
+/* make_items(cls, records, prefixes, epoch, positions, files, indices): a list of `cls` (a tuple
+ * subclass) instances (record, epoch, position, file, index, prefix), one per record. */
+static PyObject *py_make_items(PyObject *self, PyObject *args) {
+    PyObject *cls, *records, *prefixes, *epoch, *positions_obj, *files_obj, *indices_obj;
+    if (!PyArg_ParseTuple(args, "O!O!O!OOOO:make_items", &PyType_Type, &cls, &PyList_Type,
+                          &records, &PyList_Type, &prefixes, &epoch, &positions_obj, &files_obj,
+                          &indices_obj))
+        return NULL;
+    if (!PyType_IsSubtype((PyTypeObject *)cls, &PyTuple_Type))
+        return PyErr_Format(PyExc_TypeError, "make_items: cls must be a tuple subclass");
+    allocfunc alloc = (allocfunc)PyType_GetSlot((PyTypeObject *)cls, Py_tp_alloc);
+    Py_buffer arrays[3];
+    PyObject *objs[3] = {positions_obj, files_obj, indices_obj};
+    int held = 0;
+    for (; held < 3; held++)
+        if (borrow_int64(objs[held], &arrays[held], 0, "make_items: positions/files/indices") < 0)
+            break;
+    PyObject *out = NULL;
+    Py_ssize_t n = PyList_Size(records);
+    if (held == 3 && (PyList_Size(prefixes) != n || items_of(&arrays[0]) != n ||
+                      items_of(&arrays[1]) != n || items_of(&arrays[2]) != n)) {
+        PyErr_SetString(PyExc_ValueError, "make_items: every column must hold one entry per record");
+    } else if (held == 3) {
+        const int64_t *pos = arrays[0].buf, *file = arrays[1].buf, *index = arrays[2].buf;
+        out = PyList_New(n);
+        for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+            PyObject *item = alloc((PyTypeObject *)cls, 6);
+            PyObject *fields[6] = {PyList_GetItem(records, i), epoch, NULL, NULL, NULL,
+                                   PyList_GetItem(prefixes, i)};
+            Py_XINCREF(fields[0]);
+            Py_INCREF(fields[1]);
+            Py_XINCREF(fields[5]);
+            fields[2] = PyLong_FromLongLong(pos[i]);
+            fields[3] = PyLong_FromLongLong(file[i]);
+            fields[4] = PyLong_FromLongLong(index[i]);
+            int bad = item == NULL;
+            for (int k = 0; k < 6; k++) {
+                if (fields[k] == NULL || bad) {
+                    bad = 1;
+                    Py_XDECREF(fields[k]);
+                } else if (PyTuple_SetItem(item, k, fields[k]) < 0) {
+                    bad = 1;
+                }
+            }
+            if (bad || PyList_SetItem(out, i, item) < 0) {
+                Py_XDECREF(item);
+                Py_CLEAR(out);
+            }
+        }
+    }
+    while (held-- > 0)
+        PyBuffer_Release(&arrays[held]);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"crc32c", py_crc32c, METH_VARARGS,
      "crc32c(data, value=0, /): the CRC32C of data, continuing from value."},
@@ -333,6 +389,8 @@ static PyMethodDef methods[] = {
     {"gather_images", py_gather_images, METH_VARARGS,
      "gather_images(images, n, h, w, rows, flips, scale, shift, out, kind, channels_last, /)"},
     {"half_of", py_half_of, METH_VARARGS, "half_of(value, /): the binary16 bits of a float"},
+    {"make_items", py_make_items, METH_VARARGS,
+     "make_items(cls, records, prefixes, epoch, positions, files, indices, /) -> list"},
     {"cut", py_cut, METH_VARARGS, "cut(data, starts, lengths, /) -> list of bytes of the spans"},
     {"pack", py_pack, METH_VARARGS,
      "pack(data, starts, lengths, values, at, /) -> end: the spans copied into values from at"},

@@ -166,7 +166,7 @@ def test_strict_refuses_mixed_units(capsys: pytest.CaptureFixture[str]) -> None:
 def test_a_catalog_plan_in_a_reader_asks_for_data_dir() -> None:
     plan = readplan.ReadPlan(readplan.DatasetInfo.from_catalog("imagenet2012"), "train")
     with pytest.raises(ConfigError, match=r"Reader\(plan, data_dir=") as caught:
-        readplan.Reader(plan)
+        next(iter(readplan.Reader(plan)))
     assert caught.value.field == "data_dir"
 
 

@@ -24,9 +24,12 @@ from tests.tfds_toy import TOY_DIR
 
 
 def _numeric_options() -> Iterator[tuple[str, str, argparse.Action]]:
-    """``(subcommand, option, action)`` of every option whose value is a number."""
+    """``(subcommand, option, action)`` of every option whose value is a number; the
+    options before the subcommand (``--retries``) are listed under ``order``."""
     parser = build_parser()
     for action in parser._actions:
+        if action.type is not None and action.option_strings:
+            yield "", action.option_strings[-1], action
         if isinstance(action, argparse._SubParsersAction):
             for name, sub in sorted(action.choices.items()):
                 for option in sub._actions:
@@ -44,6 +47,7 @@ BASE = {
     "index": ["index", str(TOY_DIR / "readplan_toy-train.tfrecord-00000-of-00008")],
     "demo": ["demo"],
     "view": ["view", "--no-browser"],
+    "": [],
 }
 
 
@@ -64,20 +68,36 @@ def _refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
 
 
 @pytest.mark.parametrize(("command", "option"), NUMERIC)
-@pytest.mark.parametrize("text", ["99999999999999999999", "-99999999999999999999", "1e3", "x"])
+@pytest.mark.parametrize("case", range(4))
 def test_out_of_range_numbers_are_refused_in_one_style(
-    command: str, option: str, text: str, capsys: pytest.CaptureFixture[str]
+    command: str, option: str, case: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
     action = next(a for c, o, a in _numeric_options() if (c, o) == (command, option))
     low, high = action.type.bounds
+    real = isinstance(low, float) or isinstance(high, float)
+    # Too large, too small, and not a number of this kind at all.
+    text = (["1e400", "-1", "nan", "x"] if real else ["9" * 400, "-" + "9" * 400, "1e3", "x"])[case]
     argv = [*BASE[command], option, text]
     if command == "checkpoint" and option == "--position":
         argv = [*BASE[command][:3], option, text]
+    if command == "":
+        argv = [option, text, *BASE["order"]]
     err = _refused(argv, capsys)
-    shown = f"an integer in {low}..{high}"
     assert f"argument {option}" in err or f"argument {'/'.join(action.option_strings)}" in err
-    if text.lstrip("-").isdigit():
-        assert re.search(rf"{re.escape(text)} is out of range: pass .*, {shown}", err), err
+    if real:
+        shown = f"a number in {low:g}..{high:g}"
+        numeric = text != "x"
+    else:
+        shown = "an integer in " + (
+            f"-2**{high.bit_length() - 1}..2**{high.bit_length() - 1}"
+            if high.bit_length() > 64
+            else f"{low}..{high}"
+        )
+        numeric = text.lstrip("-").isdigit()
+    if numeric:
+        # The message quotes at most 40 characters of what was given.
+        quoted = re.escape(text[:40])
+        assert re.search(rf"{quoted} is out of range: pass .*, {re.escape(shown)}", err), err
     else:
         assert f"{shown}; got {text!r}" in err, err
 
@@ -88,7 +108,7 @@ def test_each_option_accepts_exactly_its_range(data: st.DataObject) -> None:
     command, option = data.draw(st.sampled_from(NUMERIC))
     action = next(a for c, o, a in _numeric_options() if (c, o) == (command, option))
     low, high = action.type.bounds
-    value = data.draw(st.integers(low - 2**70, high + 2**70))
+    value = data.draw(st.integers(int(low) - 2**70, int(high) + 2**70))
     if low <= value <= high:
         assert action.type(str(value)) == value
     else:

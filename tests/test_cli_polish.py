@@ -96,7 +96,7 @@ def test_a_seed_without_shuffled_files_warns_and_seeds_of_any_size_are_taken(
     with pytest.raises(SystemExit) as exited:
         main(["order", TOY_ARG, "train", "--shuffle-files", "--seed", "1.5"])
     assert exited.value.code == 2
-    assert "expected an integer" in capsys.readouterr().err
+    assert "expected a seed, an integer in -2**1024..2**1024; got '1.5'" in capsys.readouterr().err
 
 
 def test_order_from_a_saved_state_continues_where_it_stands(

@@ -80,6 +80,10 @@ def images_render(browser: Any) -> list[int]:
 
 
 def test_home_lists_what_is_served(site: Any) -> None:
+    server, browser = site
+    browser.get(server.url)
+    assert wait_for(browser, "return window.RP && RP.loaded === true")
+    assert "token" not in browser.current_url  # taken out of the address bar once loaded
     browser = visit(site, "/")
     text = browser.find_element("css selector", "table.roots").text
     assert FEATURES_PATH in text

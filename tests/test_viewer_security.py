@@ -47,23 +47,30 @@ def test_binds_loopback_by_default(server: ViewerServer) -> None:
     assert server.url.startswith(f"http://127.0.0.1:{server.server_address[1]}/?token=")
 
 
-def test_warns_when_not_loopback(capsys: pytest.CaptureFixture[str]) -> None:
+def test_warns_when_not_loopback(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``serve(host="0.0.0.0")`` warns; the test binds loopback all the same (no socket is
+    opened on other interfaces) and does not run the server."""
     from readplan.viewer import server as module
 
-    calls: list[ViewerServer] = []
+    asked: list[str] = []
+    real = module.make_server
 
-    def fake_forever(self: ViewerServer, poll_interval: float = 0.5) -> None:
-        calls.append(self)
+    def loopback_server(paths: list[str], host: str, port: int) -> ViewerServer:
+        asked.append(host)
+        return real(paths, "127.0.0.1", port)
 
-    original = module.ViewerServer.serve_forever
-    module.ViewerServer.serve_forever = fake_forever  # type: ignore[method-assign]
-    try:
-        module.serve([str(FEATURES_ROOT)], host="0.0.0.0", port=0, open_browser=False)
-    finally:
-        module.ViewerServer.serve_forever = original  # type: ignore[method-assign]
-    err = capsys.readouterr().err
-    assert "not a loopback address" in err
-    assert len(calls) == 1
+    monkeypatch.setattr(module, "make_server", loopback_server)
+    monkeypatch.setattr(module.ViewerServer, "serve_forever", lambda self: None)
+    module.serve([str(FEATURES_ROOT)], host="0.0.0.0", port=0, open_browser=False)
+    printed = capsys.readouterr()
+    assert "not a loopback address" in printed.err
+    assert "readplan view: serving 1 path(s) at http://127.0.0.1:" in printed.out
+    assert "/?token=" in printed.out
+    assert asked == ["0.0.0.0"]
+    module.serve([str(FEATURES_ROOT)], host="127.0.0.1", port=0, open_browser=False)
+    assert "warning" not in capsys.readouterr().err
 
 
 def test_token_required(server: ViewerServer) -> None:

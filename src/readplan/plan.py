@@ -23,6 +23,7 @@ from readplan._internal.validate import check_int, check_optional_int, not_int
 from readplan.errors import ConfigError
 from readplan.metadata.dataset_info import DatasetInfo
 from readplan.planning.autocache import tfds_autocaches
+from readplan.planning.buffered import iter_buffered, iter_permuted
 from readplan.planning.config import ReadConfig
 from readplan.planning.guards import (
     MAX_MATERIALIZED_EXAMPLES,
@@ -51,6 +52,10 @@ from readplan.state.fingerprint import expanded_fingerprint, summary
 __all__ = ["EpochOrder", "ReadPlan"]
 
 
+# Shuffled epochs up to this many records are walked through their cached permutation (a
+# later walk from another start costs only its chunks); larger ones are streamed, in memory
+# of the buffer (planning.buffered), the buffer simulated up to the start of each walk.
+_STREAM_SHUFFLED_ABOVE = 1 << 22
 # What a refused whole epoch offers instead (plan.epoch past its bound).
 _BOUNDED_CALLS = (
     "stream it with plan.iter_epoch({epoch}, chunk_size=...), and use plan.locate({epoch}, "
@@ -270,10 +275,11 @@ class ReadPlan:
             check_materializable(
                 self.num_examples,
                 MAX_MATERIALIZED_EXAMPLES,
-                call=f"the example shuffle's permutation of epoch {epoch} (which locate, "
-                "position_of and iter_epoch use)",
-                instead=f"plan.checkpoint({epoch}, position) simulates the buffer in memory "
-                "bounded by its size",
+                call=f"the example shuffle's permutation of epoch {epoch} (which locate and "
+                "position_of use)",
+                instead=f"plan.iter_epoch({epoch}, ...) streams the shuffled epoch and "
+                f"plan.checkpoint({epoch}, position) simulates the buffer, in memory bounded "
+                "by its size",
             )
             order, _ = buffer_shuffle(self.num_examples, shuffle.buffer_size, pair)
             inverse = np.empty_like(order)
@@ -312,18 +318,22 @@ class ReadPlan:
     ) -> Iterator[EpochOrder]:
         """Stream epoch ``epoch`` from position ``start`` in chunks of ``chunk_size``.
 
-        Memory stays bounded by the number of files plus the chunk, so plans far too
-        large to materialise can be walked (with an example-level shuffle the buffer's
-        permutation of the epoch is held as well).
+        Memory stays bounded by the number of files plus the chunk (and an example-level
+        shuffle's buffer, whose state at ``start`` is simulated, linear in ``start``), so
+        plans far too large to materialise can be walked.
         """
         check_int(chunk_size, "chunk_size", minimum=1, what="a positive integer")
         schedule = self.epoch_schedule(epoch)
         schedule.check_position(start, allow_end=True)
-        shuffled = self._example_order(epoch)
-        if shuffled is None:
+        if schedule.example_pair is None:
             chunks = schedule.interleave.iter_chunks(start=start, chunk_size=chunk_size)
+        elif self.num_examples > _STREAM_SHUFFLED_ABOVE:
+            chunks = iter_buffered(schedule, start=start, chunk_size=chunk_size)
         else:
-            chunks = _slices(schedule.interleave.order(), shuffled[0], start, chunk_size)
+            shuffled = self._example_order(epoch)
+            assert shuffled is not None
+            order = schedule.interleave.order()
+            chunks = iter_permuted(order, shuffled[0], start=start, chunk_size=chunk_size)
         position = start
         for inputs, within in chunks:
             yield self._epoch_order(schedule, position, inputs, within)
@@ -487,17 +497,14 @@ class ReadPlan:
         epoch, start = checkpoint.epoch, checkpoint.position
         if stop_epoch is not None and epoch >= stop_epoch:
             return
-        if checkpoint.example_buffer is not None:
+        buffer = checkpoint.example_buffer
+        if buffer is not None:
             # The buffer's state continues only this epoch; later epochs start afresh.
-            rest = self._rest(checkpoint)
-            for first in range(0, len(rest), chunk_size):
-                yield EpochOrder(
-                    plan=self,
-                    epoch=epoch,
-                    start=start + first,
-                    file_index=rest.file_index[first : first + chunk_size],
-                    record_index=rest.record_index[first : first + chunk_size],
-                )
+            schedule = self.epoch_schedule(epoch)
+            chunks = iter_buffered(schedule, start=start, chunk_size=chunk_size, state=buffer)
+            for inputs, within in chunks:
+                yield self._epoch_order(schedule, start, inputs, within)
+                start += inputs.size
             epoch, start = epoch + 1, 0
         while stop_epoch is None or epoch < stop_epoch:
             yield from self.iter_epoch(epoch, chunk_size=chunk_size, start=start)
@@ -586,11 +593,3 @@ class EpochOrder:
     def tfds_ids(self) -> list[str]:
         """TFDS's ``tfds_id`` strings, ``{file}__{index}``."""
         return self.plan.tfds_ids(self.file_index, self.record_index)
-
-
-def _slices(
-    order: tuple[IntArray, IntArray], positions: IntArray, start: int, chunk_size: int
-) -> Iterator[tuple[IntArray, IntArray]]:
-    for first in range(start, positions.size, chunk_size):
-        chosen = positions[first : first + chunk_size]
-        yield order[0][chosen], order[1][chosen]

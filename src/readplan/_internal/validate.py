@@ -136,9 +136,14 @@ class _Brief(reprlib.Repr):
         self.maxlong = 40
 
     def repr_int(self, x: int, level: int) -> str:
+        # Beyond 128 bits the digits say less than the size (and past 4,300 digits Python
+        # refuses to print them at all).
         if x.bit_length() > 128:
             return f"<an int of {x.bit_length()} bits>"
-        return super().repr_int(x, level)
+        return repr(x)
+
+    def repr_str(self, x: str, level: int) -> str:
+        return repr(x[: self.maxstring + 2])  # a prefix the message cuts, not a middle cut
 
 
 _BRIEF = _Brief()

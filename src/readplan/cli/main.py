@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from readplan import __version__, storage
 from readplan.cli import convert, demo, framing, planning, view
-from readplan.cli.numbers import POSITIVE
+from readplan.cli.numbers import POSITIVE, SECONDS
 from readplan.errors import ReadplanError
 from readplan.records.native import CORE_NAME
 from readplan.storage import DEFAULT_RETRY, RetryPolicy
@@ -42,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--retry-timeout",
-        type=float,
+        type=SECONDS,
         default=DEFAULT_RETRY_TIMEOUT,
         metavar="SECONDS",
         help="start no retry later than this after a request's first try (default "

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from readplan import storage
-from readplan.cli.numbers import NON_NEGATIVE, POSITION, POSITIVE
+from readplan.cli.numbers import NON_NEGATIVE, POSITION, POSITIVE, SEED
 from readplan.cli.steps import Step, add_step_arguments, config_from_state, steps_of
 from readplan.errors import ConfigError, DatasetInfoError, EmptySplitError
 from readplan.metadata.dataset_info import DatasetInfo, catalog_names
@@ -207,7 +207,7 @@ def _add_read_config_arguments(
     )
     group.add_argument("--shuffle-files", action="store_true", help="shuffle_files=True")
     group.add_argument(
-        "--seed", type=_seed, default=None, help="shuffle_seed of the file shuffle (an integer)"
+        "--seed", type=SEED, default=None, help="shuffle_seed of the file shuffle (an integer)"
     )
     group.add_argument(
         "--no-reshuffle",
@@ -223,14 +223,6 @@ def _add_read_config_arguments(
     parser.add_argument(
         "--epoch", type=NON_NEGATIVE, default=None, help="epoch, counted from 0 (default 0)"
     )
-
-
-def _seed(text: str) -> int:
-    """An argparse type: a seed, an integer of any size (TensorFlow folds it)."""
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
 
 
 _CONFIG_FLAGS = (

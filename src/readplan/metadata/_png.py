@@ -99,13 +99,19 @@ def _read_header(data: bytes, refuse: Refuse) -> _Header:
         (length,) = struct.unpack(">I", data[offset : offset + 4])
         kind = data[offset + 4 : offset + 8]
         body = data[offset + 8 : offset + 8 + length]
-        if len(body) != length:
+        crc = data[offset + 8 + length : offset + 12 + length]
+        if len(body) != length or len(crc) != 4:
             raise refuse(f"the PNG's {kind!r} chunk at byte {offset} is truncated")
+        intact = zlib.crc32(kind + body) == struct.unpack(">I", crc)[0]
+        if not intact and not kind[:1].islower():
+            raise refuse(f"the PNG's {kind!r} chunk at byte {offset} fails its CRC")
         if kind == b"IDAT":
             idat.append(body)
         elif kind == b"IEND":
             break
-        else:
+        elif intact and not idat:
+            # libpng drops an ancillary chunk that fails its CRC, and ignores the ones
+            # that come after the image data or repeat.
             chunks.setdefault(kind, body)
         offset += 12 + length
     return _Header(width, height, depth, color, interlace == 1, chunks, b"".join(idat))

@@ -152,7 +152,6 @@ class Reader(Closing):
         check_damage_options(on_corruption, report)
         self.plan = plan
         self.data_dir = None if data_dir is None else to_str(data_dir)
-        _check_files_reachable(plan, self.data_dir)
         self.index_dir, self.storage_options = index_dir, storage_options
         self.epochs = epochs
         self.rank = rank
@@ -551,6 +550,7 @@ class Reader(Closing):
         return located(failure, where)
 
     def _open(self, file_index: int) -> Shard:
+        _check_files_reachable(self.plan, self.data_dir)
         return Shard(
             self._path(file_index),
             end=int(self._ends[file_index]),

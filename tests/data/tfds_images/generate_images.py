@@ -63,6 +63,14 @@ def _filter_rows(raw: np.ndarray, bpp: int, filters: list[int]) -> bytes:
     return bytes(out)
 
 
+def _bad_crc(data: bytes, kind: bytes) -> bytes:
+    """``data`` with the CRC of its first ``kind`` chunk flipped."""
+    at = data.index(kind) - 4
+    (length,) = struct.unpack(">I", data[at : at + 4])
+    end = at + 12 + length
+    return data[: end - 1] + bytes([data[end - 1] ^ 0xFF]) + data[end:]
+
+
 def _pack(samples: np.ndarray, depth: int) -> np.ndarray:
     """(h, w*channels) samples -> rows of bytes at ``depth`` bits per sample."""
     if depth == 16:
@@ -217,6 +225,18 @@ def png_cases() -> list[tuple[str, bytes]]:
         ("gAMA 2.2", (b"gAMA", struct.pack(">I", 220000))),
     ):
         cases.append((f"png rgb d16 gray sweep {label}", png(sweep, 2, 16, extra=(chunk,))))
+    # A chunk failing its CRC: libpng refuses a critical one and drops an ancillary one;
+    # chunks after the image data are ignored.
+    pixels = _samples(3, 4, 3, 16)
+    cases.append(("png rgb d16 bad IDAT CRC", _bad_crc(png(pixels, 2, 16), b"IDAT")))
+    key = pixels[1, 1].tolist()
+    keyed = png(pixels, 2, 16, trns=struct.pack(">HHH", *key))
+    cases.append(("png rgb d16 tRNS bad tRNS CRC", _bad_crc(keyed, b"tRNS")))
+    gamma = png(pixels, 2, 16, extra=((b"gAMA", struct.pack(">I", 220000)),))
+    cases.append(("png rgb d16 gAMA bad gAMA CRC", _bad_crc(gamma, b"gAMA")))
+    late = png(pixels, 2, 16)
+    gama = _chunk(b"gAMA", struct.pack(">I", 220000))
+    cases.append(("png rgb d16 gAMA after IDAT", late[:-12] + gama + late[-12:]))
     # The issue's example: 16-bit RGB [[4660, 43981, 255], ...].
     pixels = np.array([[[4660, 43981, 255], [0, 65535, 32768]]], dtype=np.int64)
     cases.append(("png rgb d16 example", png(pixels, 2, 16)))

@@ -8,6 +8,7 @@
 #include "crc32c.h"
 #include "example_py.h"
 #include "frames.h"
+#include "images.h"
 
 #include <string.h>
 
@@ -227,6 +228,155 @@ static PyObject *py_pack(PyObject *self, PyObject *args) {
     return result;
 }
 
+
+static int floats3(PyObject *obj, float out[3], const char *name) {
+    if (!PyArg_ParseTuple(obj, "fff", &out[0], &out[1], &out[2])) {
+        PyErr_Format(PyExc_TypeError, "gather_images: %s must be a tuple of 3 floats", name);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *py_gather_images(PyObject *self, PyObject *args) {
+    PyObject *images_obj, *rows_obj, *flips_obj, *scale_obj, *shift_obj, *out_obj;
+    Py_ssize_t n, h, w;
+    int kind, channels_last;
+    if (!PyArg_ParseTuple(args, "OnnnOOO!O!Oip:gather_images", &images_obj, &n, &h, &w, &rows_obj,
+                          &flips_obj, &PyTuple_Type, &scale_obj, &PyTuple_Type, &shift_obj,
+                          &out_obj, &kind, &channels_last))
+        return NULL;
+    image_batch b = {0};
+    if (n < 0 || h < 0 || w < 0 || kind < IMAGE_U8 || kind > IMAGE_F16)
+        return PyErr_Format(PyExc_ValueError, "gather_images: bad shape (%zd, %zd, %zd) or kind %d",
+                            n, h, w, kind);
+    if (floats3(scale_obj, b.scale, "scale") < 0 || floats3(shift_obj, b.shift, "shift") < 0)
+        return NULL;
+    Py_buffer images, rows, flips = {0}, out;
+    if (borrow_bytes(images_obj, &images, "gather_images: images") < 0)
+        return NULL;
+    if (borrow_int64(rows_obj, &rows, 0, "gather_images: rows") < 0) {
+        PyBuffer_Release(&images);
+        return NULL;
+    }
+    int has_flips = flips_obj != Py_None;
+    if (has_flips && borrow_bytes(flips_obj, &flips, "gather_images: flips") < 0) {
+        PyBuffer_Release(&rows);
+        PyBuffer_Release(&images);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(out_obj, &out, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        if (has_flips)
+            PyBuffer_Release(&flips);
+        PyBuffer_Release(&rows);
+        PyBuffer_Release(&images);
+        return NULL;
+    }
+    Py_ssize_t count = items_of(&rows);
+    Py_ssize_t item = kind == IMAGE_U8 ? 1 : kind == IMAGE_F32 ? 4 : 2;
+    /* Every size in Py_ssize_t without overflow: n, h and w are bounded by the buffers. */
+    int fits = h == 0 || w == 0 || (w <= PY_SSIZE_T_MAX / 3 / h &&
+                                    n <= PY_SSIZE_T_MAX / (3 * h * w));
+    const char *problem = NULL;
+    if (!fits || images.len != n * h * w * 3)
+        problem = "images must hold n * h * w * 3 bytes";
+    else if (has_flips && flips.len != count)
+        problem = "flips must hold one byte per row";
+    else if (count && (h * w * 3 > PY_SSIZE_T_MAX / item / count ||
+                       out.len != count * h * w * 3 * item))
+        problem = "out must hold rows * h * w * 3 items of the output type";
+    else if (!count && out.len != 0)
+        problem = "out must be empty for no rows";
+    const int64_t *r = rows.buf;
+    for (Py_ssize_t k = 0; problem == NULL && k < count; k++)
+        if (r[k] < 0 || r[k] >= n)
+            problem = "a row is outside [0, n)";
+    if (problem == NULL) {
+        b.images = images.buf;
+        b.n = (size_t)n, b.h = (size_t)h, b.w = (size_t)w;
+        b.rows = r;
+        b.flips = has_flips ? flips.buf : NULL;
+        b.count = (size_t)count;
+        b.kind = kind;
+        b.channels_last = channels_last;
+        Py_BEGIN_ALLOW_THREADS
+        gather_images(&b, out.buf);
+        Py_END_ALLOW_THREADS
+    } else {
+        PyErr_Format(PyExc_ValueError, "gather_images: %s", problem);
+    }
+    PyBuffer_Release(&out);
+    if (has_flips)
+        PyBuffer_Release(&flips);
+    PyBuffer_Release(&rows);
+    PyBuffer_Release(&images);
+    if (problem != NULL)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_half_of(PyObject *self, PyObject *args) {
+    float value;
+    if (!PyArg_ParseTuple(args, "f:half_of", &value))
+        return NULL;
+    return PyLong_FromLong(half_of(value));
+}
+
+
+/* make_items(cls, records, prefixes, epoch, positions, files, indices): a list of `cls` (a tuple
+ * subclass) instances (record, epoch, position, file, index, prefix), one per record. */
+static PyObject *py_make_items(PyObject *self, PyObject *args) {
+    PyObject *cls, *records, *prefixes, *epoch, *positions_obj, *files_obj, *indices_obj;
+    if (!PyArg_ParseTuple(args, "O!O!O!OOOO:make_items", &PyType_Type, &cls, &PyList_Type,
+                          &records, &PyList_Type, &prefixes, &epoch, &positions_obj, &files_obj,
+                          &indices_obj))
+        return NULL;
+    if (!PyType_IsSubtype((PyTypeObject *)cls, &PyTuple_Type))
+        return PyErr_Format(PyExc_TypeError, "make_items: cls must be a tuple subclass");
+    allocfunc alloc = (allocfunc)PyType_GetSlot((PyTypeObject *)cls, Py_tp_alloc);
+    Py_buffer arrays[3];
+    PyObject *objs[3] = {positions_obj, files_obj, indices_obj};
+    int held = 0;
+    for (; held < 3; held++)
+        if (borrow_int64(objs[held], &arrays[held], 0, "make_items: positions/files/indices") < 0)
+            break;
+    PyObject *out = NULL;
+    Py_ssize_t n = PyList_Size(records);
+    if (held == 3 && (PyList_Size(prefixes) != n || items_of(&arrays[0]) != n ||
+                      items_of(&arrays[1]) != n || items_of(&arrays[2]) != n)) {
+        PyErr_SetString(PyExc_ValueError, "make_items: every column must hold one entry per record");
+    } else if (held == 3) {
+        const int64_t *pos = arrays[0].buf, *file = arrays[1].buf, *index = arrays[2].buf;
+        out = PyList_New(n);
+        for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+            PyObject *item = alloc((PyTypeObject *)cls, 6);
+            PyObject *fields[6] = {PyList_GetItem(records, i), epoch, NULL, NULL, NULL,
+                                   PyList_GetItem(prefixes, i)};
+            Py_XINCREF(fields[0]);
+            Py_INCREF(fields[1]);
+            Py_XINCREF(fields[5]);
+            fields[2] = PyLong_FromLongLong(pos[i]);
+            fields[3] = PyLong_FromLongLong(file[i]);
+            fields[4] = PyLong_FromLongLong(index[i]);
+            int bad = item == NULL;
+            for (int k = 0; k < 6; k++) {
+                if (fields[k] == NULL || bad) {
+                    bad = 1;
+                    Py_XDECREF(fields[k]);
+                } else if (PyTuple_SetItem(item, k, fields[k]) < 0) {
+                    bad = 1;
+                }
+            }
+            if (bad || PyList_SetItem(out, i, item) < 0) {
+                Py_XDECREF(item);
+                Py_CLEAR(out);
+            }
+        }
+    }
+    while (held-- > 0)
+        PyBuffer_Release(&arrays[held]);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"crc32c", py_crc32c, METH_VARARGS,
      "crc32c(data, value=0, /): the CRC32C of data, continuing from value."},
@@ -236,6 +386,11 @@ static PyMethodDef methods[] = {
      "scan_frames(data, off, limit, max_length, verify, starts, lengths, /) -> (count, end, stop)"},
     {"scan_records", py_scan_records, METH_VARARGS,
      "scan_records(data, off, limit, max_length, verify, /) -> (records, end, stop)"},
+    {"gather_images", py_gather_images, METH_VARARGS,
+     "gather_images(images, n, h, w, rows, flips, scale, shift, out, kind, channels_last, /)"},
+    {"half_of", py_half_of, METH_VARARGS, "half_of(value, /): the binary16 bits of a float"},
+    {"make_items", py_make_items, METH_VARARGS,
+     "make_items(cls, records, prefixes, epoch, positions, files, indices, /) -> list"},
     {"cut", py_cut, METH_VARARGS, "cut(data, starts, lengths, /) -> list of bytes of the spans"},
     {"pack", py_pack, METH_VARARGS,
      "pack(data, starts, lengths, values, at, /) -> end: the spans copied into values from at"},

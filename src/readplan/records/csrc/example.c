@@ -169,23 +169,28 @@ static inline int is_list(const field *f) {
     return f->wire == WT_LEN && f->number >= EX_BYTES && f->number <= EX_INT64;
 }
 
-/* The Feature's kind (the last list field set), where the run of that kind starts, and how
- * many list fields it holds. */
-static int feature_kind(cursor feature, int *kind, const uint8_t **run, int *lists) {
+/* A Feature's list fields: the kind of the last (EX_NONE without any), where the run of that
+ * kind starts, how many there are, and the last one's payload. */
+typedef struct {
+    int kind, lists;
+    const uint8_t *run;
+    cursor last;
+} feature_lists;
+
+static int feature_kind(cursor feature, feature_lists *found) {
     field f;
-    *kind = EX_NONE;
-    *run = feature.p;
-    *lists = 0;
+    *found = (feature_lists){EX_NONE, 0, feature.p, feature};
     while (feature.p < feature.end) {
         const uint8_t *at = feature.p;
         if (next_field(&feature, &f) < 0)
             return -1;
         if (!is_list(&f))
             continue;
-        ++*lists;
-        if ((int)f.number != *kind) {
-            *kind = (int)f.number;
-            *run = at;
+        found->lists++;
+        found->last = f.payload;
+        if ((int)f.number != found->kind) {
+            found->kind = (int)f.number;
+            found->run = at;
         }
     }
     return 0;
@@ -341,6 +346,36 @@ static int plan_name(walk *w, int64_t id, ex_name *name) {
     return 0;
 }
 
+/* The values of a name's Feature in this record: counted (scan) or written (fill). */
+static int take_values(walk *w, int64_t id, ex_name *name, cursor value) {
+    feature_lists found;
+    if (feature_kind(value, &found) < 0 ||
+        (found.lists > 1 && check_replaced(value, found.run) < 0))
+        return -1;
+    if (found.kind == EX_NONE)
+        return 0;
+    sink s = {w->out, 0, name->cursor, name->limit, w->records->base[w->index], w->record};
+    if (w->out != NULL) {
+        if (found.kind != name->kind) {
+            w->status = EX_MISMATCH;
+            return -1;
+        }
+        w->out->present[(size_t)id * w->records->n + (size_t)w->index] = 1;
+    }
+    value.p = found.run;
+    /* One list field, the usual case: its payload is known already. */
+    if ((found.lists == 1 ? list_values(found.kind, found.last, &s)
+                          : feature_values(value, found.kind, &s)) < 0)
+        return -1;
+    if (w->out == NULL) {
+        note_kind(name, found.kind, w->index);
+        name->total += s.count;
+    } else {
+        name->cursor = s.at;
+    }
+    return 0;
+}
+
 static int take_entry(walk *w, cursor key, cursor value) {
     int64_t id = find_name(w->table, key.p, (size_t)(key.end - key.p), 1);
     if (id < 0) {
@@ -353,30 +388,7 @@ static int take_entry(walk *w, cursor key, cursor value) {
     if (name->seen == w->index)
         return -1; /* a name twice in one record: the runtime keeps the last */
     name->seen = w->index;
-    int kind, lists;
-    const uint8_t *run;
-    if (feature_kind(value, &kind, &run, &lists) < 0 || (lists > 1 && check_replaced(value, run) < 0))
-        return -1;
-    if (kind == EX_NONE)
-        return 0;
-    sink s = {w->out, 0, name->cursor, name->limit, w->records->base[w->index], w->record};
-    value.p = run;
-    if (w->out != NULL) {
-        if (kind != name->kind) {
-            w->status = EX_MISMATCH;
-            return -1;
-        }
-        w->out->present[(size_t)id * w->records->n + (size_t)w->index] = 1;
-    }
-    if (feature_values(value, kind, &s) < 0)
-        return -1;
-    if (w->out == NULL) {
-        note_kind(name, kind, w->index);
-        name->total += s.count;
-    } else {
-        name->cursor = s.at;
-    }
-    return 0;
+    return take_values(w, id, name, value);
 }
 
 /* A map entry: the key (field 1, "" when absent) and the Feature (field 2), each at most once,

@@ -114,7 +114,8 @@ static PyObject *scan_table(const ex_table *t) {
     int64_t *row = (int64_t *)PyBytes_AsString(table);
     for (size_t k = 0; k < t->count; k++, row += 5) {
         const ex_name *name = &t->names[k];
-        PyObject *key = PyBytes_FromStringAndSize((const char *)name->key, (Py_ssize_t)name->key_len);
+        PyObject *key =
+            PyBytes_FromStringAndSize((const char *)name->key, (Py_ssize_t)name->key_len);
         if (key == NULL || PyList_SetItem(names, (Py_ssize_t)k, key) < 0) {
             Py_DECREF(names);
             Py_DECREF(table);
@@ -249,8 +250,17 @@ PyObject *py_example_fill(PyObject *self, PyObject *args) {
     return result;
 }
 
-/* The record whose bytes hold [start, start + length), or -1. */
-static Py_ssize_t record_of(const ex_records *r, int64_t start, int64_t length) {
+static inline int holds(const ex_records *r, size_t k, int64_t start, int64_t length) {
+    return k < r->n && start >= r->base[k] && length >= 0 &&
+           length <= (int64_t)r->size[k] - (start - r->base[k]);
+}
+
+/* The record whose bytes hold [start, start + length), or -1.  Spans mostly come in record
+ * order, so the record of the previous span (`hint`) and the next one are tried first. */
+static Py_ssize_t record_of(const ex_records *r, int64_t start, int64_t length, size_t *hint) {
+    for (size_t k = *hint; k < *hint + 2; k++)
+        if (holds(r, k, start, length))
+            return (Py_ssize_t)(*hint = k);
     size_t low = 0, high = r->n; /* the last record starting at or before `start` */
     while (high - low > 1) {
         size_t mid = low + (high - low) / 2;
@@ -259,10 +269,9 @@ static Py_ssize_t record_of(const ex_records *r, int64_t start, int64_t length) 
         else
             high = mid;
     }
-    if (r->n == 0 || start < r->base[low] || length < 0 ||
-        length > (int64_t)r->size[low] - (start - r->base[low]))
+    if (!holds(r, low, start, length))
         return -1;
-    return (Py_ssize_t)low;
+    return (Py_ssize_t)(*hint = low);
 }
 
 PyObject *py_example_bytes(PyObject *self, PyObject *args) {
@@ -288,8 +297,9 @@ PyObject *py_example_bytes(PyObject *self, PyObject *args) {
     else if (opened == 0)
         out = PyList_New(n);
     const int64_t *st = starts.buf, *ln = lengths.buf;
+    size_t hint = 0;
     for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
-        Py_ssize_t k = record_of(&s.r, st[i], ln[i]);
+        Py_ssize_t k = record_of(&s.r, st[i], ln[i], &hint);
         PyObject *piece = NULL;
         if (k < 0)
             PyErr_Format(PyExc_ValueError,

@@ -21,13 +21,15 @@
   const CASTAGNOLI = table(0x82f63b78);
   const ZLIB = table(0xedb88320);
 
-  function crcWith(t, bytes, start, end) {
-    let c = 0xffffffff;
+  // `previous`: the CRC of the bytes before these, to continue it.
+  function crcWith(t, bytes, start, end, previous) {
+    let c = (previous ^ 0xffffffff) >>> 0;
     for (let i = start; i < end; i++) c = t[(c ^ bytes[i]) & 0xff] ^ (c >>> 8);
     return (c ^ 0xffffffff) >>> 0;
   }
-  RP.crc32c = (bytes, start = 0, end = bytes.length) => crcWith(CASTAGNOLI, bytes, start, end);
-  RP.crc32 = (bytes, start = 0, end = bytes.length) => crcWith(ZLIB, bytes, start, end);
+  RP.crc32c = (bytes, start = 0, end = bytes.length) => crcWith(CASTAGNOLI, bytes, start, end, 0);
+  RP.crc32 = (bytes, start = 0, end = bytes.length, previous = 0) =>
+    crcWith(ZLIB, bytes, start, end, previous);
   RP.mask = (c) => ((((c >>> 15) | (c << 17)) >>> 0) + 0xa282ead8) >>> 0;
   RP.crc16 = function (bytes, start = 0, end = bytes.length) {
     let c = 0xffff;
@@ -70,15 +72,21 @@
 
   // A sequential reader over a ReadableStream of Uint8Array chunks.
   class StreamSource {
-    constructor(stream) {
+    // `limit`: the bytes that may be read (those confirmed); the rest are never delivered.
+    constructor(stream, limit) {
       this.reader = stream.getReader();
       this.chunks = [];
       this.have = 0;
       this.done = false;
       this.error = null;
       this.pos = 0;
+      this.limit = limit;
+    }
+    cancel() {
+      this.reader.cancel().catch(() => {});
     }
     async fill(n) {
+      n = Math.min(n, this.limit - this.pos);
       while (this.have < n && !this.done) {
         let step;
         try {
@@ -123,15 +131,15 @@
   }
 
   // Blob.slice pieces as a stream (never the whole file at once), counting bytes read.
-  function sliceStream(blob, progress) {
-    let offset = 0;
+  function sliceStream(blob, progress, start = 0, stop = blob.size) {
+    let offset = start;
     return new ReadableStream({
       async pull(controller) {
-        if (offset >= blob.size) {
+        if (offset >= stop) {
           controller.close();
           return;
         }
-        const end = Math.min(blob.size, offset + WINDOW);
+        const end = Math.min(stop, offset + WINDOW);
         const piece = new Uint8Array(await blob.slice(offset, end).arrayBuffer());
         offset = end;
         progress.compressed = offset;
@@ -295,38 +303,124 @@
   }
 
   // ------------------------------------------------------------------ compressed
-  // specs/tfrecord.md §5.2: a compressed stream stops at its first damage.
+  // specs/tfrecord.md §3.2 and §5.2: records come only from bytes the stream's own
+  // checksums confirm (gzip's CRC-32 and ISIZE, zlib's Adler-32, which the browser's
+  // decompressor checks at the end), and a compressed stream stops at its first damage.
   function streamKind(err) {
     const text = String(err && err.message ? err.message : err);
     if (/junk|trailing|after end/i.test(text)) return "trailing_garbage";
     if (/truncat|unexpected end|premature/i.test(text)) return "truncated_stream";
     return "inflate";
   }
+  function inflated(file, compression, progress, start = 0, stop = file.size) {
+    const format = compression === "GZIP" ? "gzip" : "deflate";
+    const pieces = sliceStream(file, progress, start, stop);
+    return pieces.pipeThrough(new DecompressionStream(format));
+  }
+  // The members' inflated bytes one after another (concatenated GZIP members are one
+  // stream, as in TensorFlow); `starts` are their compressed offsets.
+  function members(file, compression, progress, starts) {
+    let k = 0;
+    let reader = null;
+    return new ReadableStream({
+      async pull(controller) {
+        for (;;) {
+          if (reader === null) {
+            if (k === starts.length) return controller.close();
+            const stop = k + 1 < starts.length ? starts[k + 1] : file.size;
+            reader = inflated(file, compression, progress, starts[k++], stop).getReader();
+          }
+          let step;
+          try {
+            step = await reader.read();
+          } catch (err) {
+            return controller.error(err);
+          }
+          if (!step.done) return controller.enqueue(step.value);
+          reader = null;
+        }
+      },
+      cancel() {
+        if (reader) reader.cancel().catch(() => {});
+      },
+    });
+  }
+  // Where the member that inflated to `size` bytes with CRC-32 `crc` ends, when another
+  // GZIP member follows it: its trailer (CRC-32, ISIZE) then `1f 8b 08`. -1 if none does.
+  async function nextMember(file, from, crc, size) {
+    const want = new Uint8Array(11);
+    new DataView(want.buffer).setUint32(0, crc, true);
+    new DataView(want.buffer).setUint32(4, size % 4294967296, true);
+    want.set([0x1f, 0x8b, 0x08], 8);
+    const src = new SliceSource(file);
+    for (let base = from; base + 11 <= file.size; base += WINDOW - 10) {
+      const w = await src.read(base, WINDOW);
+      for (let i = w.indexOf(want[0]); i >= 0 && i + 11 <= w.length; i = w.indexOf(want[0], i + 1)) {
+        if (want.every((v, j) => w[i + j] === v)) return base + i + 8;
+      }
+    }
+    return -1;
+  }
+  // The first pass: how many inflated bytes are confirmed (members whose trailer the
+  // browser's decompressor verified), the members' offsets, and the damage after them.
+  async function confirmed(file, compression, progress) {
+    const starts = [0];
+    let total = 0;
+    for (;;) {
+      const member = await confirmMember(file, compression, progress, starts[starts.length - 1]);
+      if (member.kind === null) return { bytes: total + member.bytes, kind: null, starts: starts };
+      if (member.kind !== "trailing_garbage") return { bytes: total, kind: member.kind, starts: starts };
+      total += member.bytes;
+      const next = compression === "GZIP" ? await nextMember(file, starts[starts.length - 1] + 18, member.crc, member.bytes) : -1;
+      if (next < 0) return { bytes: total, kind: "trailing_garbage", starts: starts };
+      starts.push(next);
+    }
+  }
+  // One member: its inflated size and CRC-32, or the damage that stopped it. Bytes after a
+  // verified member (trailing garbage, or another member) leave it confirmed; any other
+  // error leaves none of it confirmed.
+  async function confirmMember(file, compression, progress, start) {
+    const reader = inflated(file, compression, progress, start).getReader();
+    let bytes = 0;
+    let crc = 0;
+    for (;;) {
+      let step;
+      try {
+        step = await reader.read();
+      } catch (err) {
+        const kind = streamKind(err);
+        return { bytes: kind === "trailing_garbage" ? bytes : 0, crc: crc, kind: kind };
+      }
+      if (step.done) return { bytes: bytes, crc: crc, kind: null };
+      bytes += step.value.length;
+      if (compression === "GZIP") crc = RP.crc32(step.value, 0, step.value.length, crc);
+    }
+  }
   async function walkCompressed(file, compression, opts, progress) {
     const result = newResult(file, compression);
-    const format = compression === "GZIP" ? "gzip" : "deflate";
-    const stream = sliceStream(file, progress).pipeThrough(new DecompressionStream(format));
-    const src = new StreamSource(stream);
+    const checked = await confirmed(file, compression, progress);
+    const stream = members(file, compression, progress, checked.starts);
+    const src = new StreamSource(stream, checked.bytes);
     const max = opts.maxRecordBytes ?? MAX_COMPRESSED_RECORD_BYTES;
     let index = 0;
-    const stop = (kind, extra) => {
-      const at = src.pos;
+    let at = 0;
+    const stop = (kind) => {
       const ev = event(kind, at, index, null, { compressed_offset: progress.compressed || 0 });
-      result.damage.push(Object.assign(ev, extra || {}));
+      result.damage.push(ev);
     };
     for (;;) {
-      progress.offset = src.pos;
+      at = src.pos;
+      progress.offset = at;
       const got = await src.fill(12);
       if (got === 0) {
-        if (src.error) stop(streamKind(src.error));
+        if (checked.kind) stop(checked.kind);
         break;
       }
       if (got < 12) {
-        stop(src.error ? streamKind(src.error) : "truncated_header");
+        stop("truncated_header");
         break;
       }
       const h = src.take(12);
-      src.pos -= 12;
       if (!headerVerifies(h, 0)) {
         stop("header_crc");
         break;
@@ -336,22 +430,20 @@
         stop("absurd_length");
         break;
       }
-      const have = await src.fill(12 + length + 4 - 12);
-      if (have < length + 4) {
+      if ((await src.fill(length + 4)) < length + 4) {
         stop("truncated_data");
         break;
       }
       const d = src.take(length + 4);
-      src.pos -= length + 4;
       if (u32(d, length) !== RP.mask(RP.crc32c(d, 0, length))) {
         stop("data_crc");
         break;
       }
-      src.pos += 16 + length;
       deliver(result, d.subarray(0, length), opts.examples);
       index += 1;
       if (opts.yieldEvery && index % opts.yieldEvery === 0) await opts.pause();
     }
+    src.cancel();
     return result;
   }
 

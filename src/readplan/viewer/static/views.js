@@ -105,10 +105,12 @@
   RP.fileView = async function (main) {
     const q = RP.query();
     const bar = RP.progressBar();
-    main.append(el("h2", {}, "File: " + (q.path || "root " + q.root)), bar);
+    const title = el("h2", {}, "File: " + (q.path || "root " + q.root));
+    main.append(title, bar);
     const job = await RP.poll("inspect", { root: q.root, path: q.path }, bar);
     bar.remove();
     const s = job.summary;
+    title.textContent = "File: " + s.path.split("/").pop();
     if (s.error) {
       main.append(RP.errorBox(s.error));
       return;

@@ -36,6 +36,7 @@ Decoder = Callable[[Sequence[Any], Callable[[bytes], Any]], dict[str, Column]]
 PATHS: list[Decoder] = [decode_columns_pure]
 if native.CORE is not None:
     PATHS.append(_kernel.decode_columns_native)
+needs_core = pytest.mark.skipif(native.CORE is None, reason="the compiled core is not loaded")
 
 
 def _outcome(path: Decoder, records: Sequence[Any]) -> Any:
@@ -99,6 +100,23 @@ def test_every_spelling_and_damage(records: list[bytes]) -> None:
     _assert_paths_agree(records)
 
 
+def _refuse(raw: bytes) -> dict[str, Any]:
+    raise AssertionError("the kernel left the batch to the runtime")
+
+
+@needs_core
+@given(wire_batches(odd=False))
+@example([wire.example(wire.entry("x", wire.int64_feature(1, 2, packed=False)))])
+def test_the_kernel_reads_every_spelling_writers_may_use(records: list[bytes]) -> None:
+    # Unknown fields, Example.features twice, entries in either order or without key or value,
+    # several lists per Feature, packed and unpacked values, over-long value varints.
+    assert native.CORE is not None
+    expected = _outcome(one_by_one, records)
+    if isinstance(expected, tuple):  # names with two kinds: every record is read all the same
+        assert native.CORE.example_scan(records, None)[0] == 0
+    assert _outcome(lambda r, _: _kernel.decode_columns_native(r, _refuse), records) == expected
+
+
 @pytest.mark.parametrize("unusual", unusual_records("x", [5, -1], [0x7F800001]))
 def test_each_unusual_record_between_canonical_ones(unusual: bytes) -> None:
     canonical = encode({"c": np.array([7]), "x": np.array([1])})
@@ -157,8 +175,6 @@ def test_random_bytes(records: list[bytes]) -> None:
 
 
 # --- the kernel's own checks of its arguments (compiled core only) ---------------------------
-
-needs_core = pytest.mark.skipif(native.CORE is None, reason="the compiled core is not loaded")
 
 
 def _outputs(names: int, n: int, size: int = 4) -> list[Any]:

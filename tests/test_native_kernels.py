@@ -40,7 +40,12 @@ def frame(payload: bytes) -> bytes:
     return length + struct.pack("<I", masked(length)) + payload + struct.pack("<I", masked(payload))
 
 
-payloads = st.lists(st.binary(max_size=300) | st.binary(min_size=4000, max_size=9000), max_size=12)
+long_payloads = st.builds(
+    lambda pattern, size: (pattern * (size // len(pattern) + 1))[:size],
+    st.binary(min_size=1, max_size=16),
+    st.integers(4000, 9000),
+)
+payloads = st.lists(st.binary(max_size=300) | long_payloads, max_size=12)
 
 
 @st.composite

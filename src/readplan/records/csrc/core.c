@@ -10,6 +10,7 @@
 #include "frames.h"
 #include "images.h"
 
+#include <limits.h>
 #include <string.h>
 
 /* Below this many bytes, releasing and taking back the GIL costs more than the CRC. */
@@ -53,16 +54,43 @@ static PyObject *py_crc32c_table(PyObject *self, PyObject *args) {
     return PyLong_FromUnsignedLong(crc);
 }
 
+/* A frame-length cap: any int >= 0 (past 2^64 - 1 it caps nothing, as the largest uint64). */
+static int max_length_of(PyObject *obj, unsigned long long *out, const char *name) {
+    PyObject *value = PyNumber_Index(obj);
+    if (value == NULL)
+        return -1;
+    int overflow, bad = 0;
+    long long small = PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (small == -1 && PyErr_Occurred()) {
+        bad = 1;
+    } else if (overflow < 0 || (overflow == 0 && small < 0)) {
+        PyErr_Format(PyExc_ValueError, "%s: max_length must be >= 0, got %S", name, value);
+        bad = 1;
+    } else if (overflow == 0) {
+        *out = (unsigned long long)small;
+    } else {
+        *out = PyLong_AsUnsignedLongLong(value);
+        if (*out == ULLONG_MAX && PyErr_Occurred()) {
+            PyErr_Clear(); /* over 2^64 - 1 */
+            *out = ULLONG_MAX;
+        }
+    }
+    Py_DECREF(value);
+    return bad ? -1 : 0;
+}
+
 static PyObject *py_scan_frames(PyObject *self, PyObject *args) {
-    PyObject *data_obj, *starts_obj, *lengths_obj;
+    PyObject *data_obj, *starts_obj, *lengths_obj, *max_obj;
     Py_ssize_t off, limit;
     unsigned long long max_length;
     int verify;
-    if (!PyArg_ParseTuple(args, "OnnKpOO:scan_frames", &data_obj, &off, &limit, &max_length,
+    if (!PyArg_ParseTuple(args, "OnnOpOO:scan_frames", &data_obj, &off, &limit, &max_obj,
                           &verify, &starts_obj, &lengths_obj))
         return NULL;
     if (off < 0)
         return PyErr_Format(PyExc_ValueError, "scan_frames: off must be >= 0, got %zd", off);
+    if (max_length_of(max_obj, &max_length, "scan_frames") < 0)
+        return NULL;
     Py_buffer data, starts, lengths;
     if (borrow_bytes(data_obj, &data, "scan_frames: data") < 0)
         return NULL;
@@ -94,15 +122,17 @@ static PyObject *py_scan_frames(PyObject *self, PyObject *args) {
  * CRC was computed over it, while it is still in the processor's cache.  The GIL is held
  * throughout, since each frame makes a bytes object. */
 static PyObject *py_scan_records(PyObject *self, PyObject *args) {
-    PyObject *data_obj;
+    PyObject *data_obj, *max_obj;
     Py_ssize_t off, limit;
     unsigned long long max_length;
     int verify;
-    if (!PyArg_ParseTuple(args, "OnnKp:scan_records", &data_obj, &off, &limit, &max_length,
+    if (!PyArg_ParseTuple(args, "OnnOp:scan_records", &data_obj, &off, &limit, &max_obj,
                           &verify))
         return NULL;
     if (off < 0)
         return PyErr_Format(PyExc_ValueError, "scan_records: off must be >= 0, got %zd", off);
+    if (max_length_of(max_obj, &max_length, "scan_records") < 0)
+        return NULL;
     Py_buffer data;
     if (borrow_bytes(data_obj, &data, "scan_records: data") < 0)
         return NULL;
@@ -205,11 +235,22 @@ static PyObject *py_pack(PyObject *self, PyObject *args) {
         return NULL;
     }
     const int64_t *st = s.starts.buf, *ln = s.lengths.buf;
-    Py_ssize_t total = 0;
-    for (Py_ssize_t i = 0; i < s.n; i++)
-        total += (Py_ssize_t)ln[i]; /* each length is within the data: no overflow */
+    /* Each length is within the data, but their sum can pass PY_SSIZE_T_MAX (a huge mapping
+     * with many spans): it is checked against the room left as it grows. */
+    Py_ssize_t total = 0, room = at < 0 || at > values.len ? -1 : values.len - at;
+    int over = 0;
+    for (Py_ssize_t i = 0; i < s.n && !over; i++) {
+        if ((Py_ssize_t)ln[i] > PY_SSIZE_T_MAX - total)
+            over = 1;
+        else
+            total += (Py_ssize_t)ln[i];
+    }
     PyObject *result = NULL;
-    if (at < 0 || at > values.len || total > values.len - at) {
+    if (over) {
+        PyErr_Format(PyExc_ValueError,
+                     "pack: more than %zd bytes at %zd do not fit a buffer of %zd", total, at,
+                     values.len);
+    } else if (room < 0 || total > room) {
         PyErr_Format(PyExc_ValueError, "pack: %zd bytes at %zd do not fit a buffer of %zd", total,
                      at, values.len);
     } else {
@@ -281,6 +322,9 @@ static PyObject *py_gather_images(PyObject *self, PyObject *args) {
         problem = "images must hold n * h * w * 3 bytes";
     else if (has_flips && flips.len != count)
         problem = "flips must hold one byte per row";
+    else if (out.itemsize != item)
+        problem = count ? "out must hold rows * h * w * 3 items of the output type"
+                        : "out must be empty for no rows";
     else if (count && (h * w * 3 > PY_SSIZE_T_MAX / item / count ||
                        out.len != count * h * w * 3 * item))
         problem = "out must hold rows * h * w * 3 items of the output type";

@@ -235,3 +235,16 @@ def test_example_fill_writes_where_the_plan_it_checked_says_while_another_thread
         racing(plan.reshape(-1), 4, 1 << 40, call, rounds=20)
         """
     )
+
+
+@pytest.mark.parametrize("value", [-1, 2**32, 2**64, 2**64 + 5, 2**100])
+def test_crc32c_refuses_a_value_outside_uint32_rather_than_wrap_it(value: int) -> None:
+    for kernel in (core.crc32c, core.crc32c_table):
+        with pytest.raises(ValueError, match=f"value must be a uint32, got {value}"):
+            kernel(b"abc", value)
+
+
+def test_crc32c_continues_from_any_uint32_as_the_reference_does() -> None:
+    for value in (0, 1, 2**31, 2**32 - 1, np.uint32(7)):
+        expected = crc32c_package.crc32c(b"abc", int(value))
+        assert core.crc32c(b"abc", value) == core.crc32c_table(b"abc", value) == expected

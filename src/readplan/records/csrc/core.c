@@ -16,17 +16,40 @@
 /* Below this many bytes, releasing and taking back the GIL costs more than the CRC. */
 #define GIL_FREE_BYTES (1 << 16)
 
+/* A CRC to continue from: an int in [0, 2^32), else ValueError (never taken modulo 2^64). */
+static int crc_value_of(PyObject *obj, uint32_t *out, const char *name) {
+    if (obj == NULL) {
+        *out = 0;
+        return 0;
+    }
+    PyObject *value = PyNumber_Index(obj);
+    if (value == NULL)
+        return -1;
+    unsigned long long v = PyLong_AsUnsignedLongLong(value);
+    if ((v == ULLONG_MAX && PyErr_Occurred()) || v > 0xFFFFFFFFull) {
+        if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            Py_DECREF(value);
+            return -1;
+        }
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "%s: value must be a uint32, got %S", name, value);
+        Py_DECREF(value);
+        return -1;
+    }
+    Py_DECREF(value);
+    *out = (uint32_t)v;
+    return 0;
+}
+
 static PyObject *py_crc32c(PyObject *self, PyObject *args) {
-    PyObject *obj;
-    unsigned long value = 0;
-    if (!PyArg_ParseTuple(args, "O|k:crc32c", &obj, &value))
+    PyObject *obj, *value_obj = NULL;
+    uint32_t crc;
+    if (!PyArg_ParseTuple(args, "O|O:crc32c", &obj, &value_obj) ||
+        crc_value_of(value_obj, &crc, "crc32c") < 0)
         return NULL;
-    if (value > 0xFFFFFFFFul)
-        return PyErr_Format(PyExc_ValueError, "crc32c: value must be a uint32, got %lu", value);
     Py_buffer view;
     if (borrow_bytes(obj, &view, "crc32c: data") < 0)
         return NULL;
-    uint32_t crc = (uint32_t)value;
     if (view.len >= GIL_FREE_BYTES) {
         Py_BEGIN_ALLOW_THREADS
         crc = crc32c_update(crc, view.buf, (size_t)view.len);
@@ -39,17 +62,15 @@ static PyObject *py_crc32c(PyObject *self, PyObject *args) {
 }
 
 static PyObject *py_crc32c_table(PyObject *self, PyObject *args) {
-    PyObject *obj;
-    unsigned long value = 0;
-    if (!PyArg_ParseTuple(args, "O|k:crc32c_table", &obj, &value))
+    PyObject *obj, *value_obj = NULL;
+    uint32_t value;
+    if (!PyArg_ParseTuple(args, "O|O:crc32c_table", &obj, &value_obj) ||
+        crc_value_of(value_obj, &value, "crc32c_table") < 0)
         return NULL;
-    if (value > 0xFFFFFFFFul)
-        return PyErr_Format(PyExc_ValueError, "crc32c_table: value must be a uint32, got %lu",
-                            value);
     Py_buffer view;
     if (borrow_bytes(obj, &view, "crc32c_table: data") < 0)
         return NULL;
-    uint32_t crc = crc32c_table_update((uint32_t)value, view.buf, (size_t)view.len);
+    uint32_t crc = crc32c_table_update(value, view.buf, (size_t)view.len);
     PyBuffer_Release(&view);
     return PyLong_FromUnsignedLong(crc);
 }

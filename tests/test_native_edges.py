@@ -147,3 +147,104 @@ def test_gather_images_refuses_images_that_are_not_uint8_alike() -> None:
     args = (images, np.zeros(1, np.int64), None, (1.0,) * 3, (0.0,) * 3, out, 0, True)
     assert outcome(_gather.gather_images, *args) == outcome(_gather.gather_images_pure, *args)
     assert outcome(_gather.gather_images, *args)[0] == "ValueError"
+
+
+RACE = """
+import sys, threading
+import numpy as np
+import readplan.records._core as core
+
+def racing(array, index, wild, call, rounds=40):
+    # Another thread writes `wild` into the caller's array while the kernel runs without the
+    # GIL: whatever it reads, the kernel must neither read nor write outside its buffers.
+    stop = False
+    def writer():
+        while not stop:
+            array[index] = wild
+            array[index] = 0
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        for _ in range(rounds):
+            try:
+                call()
+            except ValueError:
+                pass
+    finally:
+        stop = True
+        thread.join()
+"""
+
+
+def run_race(body: str) -> None:
+    script = RACE + textwrap.dedent(body) + '\nprint("survived")\n'
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, "survived"), done.stderr[-2000:]
+
+
+def test_gather_images_reads_the_rows_it_checked_while_another_thread_writes_them() -> None:
+    run_race(
+        """
+        n = 1_000_000
+        images = np.zeros((1, 1, 1, 3), dtype=np.uint8)
+        rows = np.zeros(n, dtype=np.int64)
+        out = np.empty(n * 3, dtype=np.float32)
+        args = (images, 1, 1, 1, rows, None, (1.0,) * 3, (0.0,) * 3, out, 1, True)
+        racing(rows, n - 1, 1 << 40, lambda: core.gather_images(*args))
+        """
+    )
+
+
+def test_pack_copies_the_spans_it_checked_while_another_thread_writes_them() -> None:
+    run_race(
+        """
+        n = 1_000_000
+        starts = np.zeros(n, dtype=np.int64)
+        lengths = np.ones(n, dtype=np.int64)
+        values = bytearray(n)
+        racing(lengths, n - 1, 1 << 40, lambda: core.pack(bytes(16), starts, lengths, values, 0))
+        """
+    )
+
+
+def test_example_fill_writes_where_the_plan_it_checked_says_while_another_thread_writes_it() -> (
+    None
+):
+    run_race(
+        """
+        def example(key, values):  # Example{features{feature{key: {int64_list{value}}}}}
+            packed = bytes([0x0A, len(values)]) + bytes(values)
+            feature = bytes([0x1A, len(packed)]) + packed
+            entry = bytes([0x0A, len(key)]) + key + bytes([0x12, len(feature)]) + feature
+            features = bytes([0x0A, len(entry)]) + entry
+            return bytes([0x0A, len(features)]) + features
+        n = 300_000
+        records = [example(b"b", [1, 2])] * n + [example(b"a", [3])]
+        plan = np.array([[3, 0, 2 * n], [3, 2 * n, 1]], dtype=np.int64)
+        ints = np.empty(2 * n + 1, dtype=np.int64)
+        words = np.empty(0, dtype=np.uint32)
+        spans = np.empty(0, dtype=np.int64)
+        splits = np.zeros((2, n + 2), dtype=np.int64)
+        present = np.zeros((2, n + 1), dtype=np.bool_)
+        call = lambda: core.example_fill(
+            records, None, plan, ints, words, spans, spans, splits, present
+        )
+        assert call() == (0, -1)
+        racing(plan.reshape(-1), 4, 1 << 40, call, rounds=20)
+        """
+    )
+
+
+@pytest.mark.parametrize("value", [-1, 2**32, 2**64, 2**64 + 5, 2**100])
+def test_crc32c_refuses_a_value_outside_uint32_rather_than_wrap_it(value: int) -> None:
+    for kernel in (core.crc32c, core.crc32c_table):
+        with pytest.raises(ValueError, match=f"value must be a uint32, got {value}"):
+            kernel(b"abc", value)
+
+
+def test_crc32c_continues_from_any_uint32_as_the_reference_does() -> None:
+    for value in (0, 1, 2**31, 2**32 - 1, np.uint32(7)):
+        expected = crc32c_package.crc32c(b"abc", int(value))
+        assert core.crc32c(b"abc", value) == core.crc32c_table(b"abc", value) == expected

@@ -16,17 +16,40 @@
 /* Below this many bytes, releasing and taking back the GIL costs more than the CRC. */
 #define GIL_FREE_BYTES (1 << 16)
 
+/* A CRC to continue from: an int in [0, 2^32), else ValueError (never taken modulo 2^64). */
+static int crc_value_of(PyObject *obj, uint32_t *out, const char *name) {
+    if (obj == NULL) {
+        *out = 0;
+        return 0;
+    }
+    PyObject *value = PyNumber_Index(obj);
+    if (value == NULL)
+        return -1;
+    unsigned long long v = PyLong_AsUnsignedLongLong(value);
+    if ((v == ULLONG_MAX && PyErr_Occurred()) || v > 0xFFFFFFFFull) {
+        if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            Py_DECREF(value);
+            return -1;
+        }
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "%s: value must be a uint32, got %S", name, value);
+        Py_DECREF(value);
+        return -1;
+    }
+    Py_DECREF(value);
+    *out = (uint32_t)v;
+    return 0;
+}
+
 static PyObject *py_crc32c(PyObject *self, PyObject *args) {
-    PyObject *obj;
-    unsigned long value = 0;
-    if (!PyArg_ParseTuple(args, "O|k:crc32c", &obj, &value))
+    PyObject *obj, *value_obj = NULL;
+    uint32_t crc;
+    if (!PyArg_ParseTuple(args, "O|O:crc32c", &obj, &value_obj) ||
+        crc_value_of(value_obj, &crc, "crc32c") < 0)
         return NULL;
-    if (value > 0xFFFFFFFFul)
-        return PyErr_Format(PyExc_ValueError, "crc32c: value must be a uint32, got %lu", value);
     Py_buffer view;
     if (borrow_bytes(obj, &view, "crc32c: data") < 0)
         return NULL;
-    uint32_t crc = (uint32_t)value;
     if (view.len >= GIL_FREE_BYTES) {
         Py_BEGIN_ALLOW_THREADS
         crc = crc32c_update(crc, view.buf, (size_t)view.len);
@@ -39,17 +62,15 @@ static PyObject *py_crc32c(PyObject *self, PyObject *args) {
 }
 
 static PyObject *py_crc32c_table(PyObject *self, PyObject *args) {
-    PyObject *obj;
-    unsigned long value = 0;
-    if (!PyArg_ParseTuple(args, "O|k:crc32c_table", &obj, &value))
+    PyObject *obj, *value_obj = NULL;
+    uint32_t value;
+    if (!PyArg_ParseTuple(args, "O|O:crc32c_table", &obj, &value_obj) ||
+        crc_value_of(value_obj, &value, "crc32c_table") < 0)
         return NULL;
-    if (value > 0xFFFFFFFFul)
-        return PyErr_Format(PyExc_ValueError, "crc32c_table: value must be a uint32, got %lu",
-                            value);
     Py_buffer view;
     if (borrow_bytes(obj, &view, "crc32c_table: data") < 0)
         return NULL;
-    uint32_t crc = crc32c_table_update((uint32_t)value, view.buf, (size_t)view.len);
+    uint32_t crc = crc32c_table_update(value, view.buf, (size_t)view.len);
     PyBuffer_Release(&view);
     return PyLong_FromUnsignedLong(crc);
 }
@@ -234,19 +255,31 @@ static PyObject *py_pack(PyObject *self, PyObject *args) {
         release_spans(&s);
         return NULL;
     }
-    const int64_t *st = s.starts.buf, *ln = s.lengths.buf;
+    /* The spans are checked and used in a copy: another thread may write the caller's arrays
+     * while the GIL is released, and a span checked must be the span copied. */
+    int64_t *st = PyMem_Malloc(2 * (size_t)(s.n > 0 ? s.n : 1) * sizeof *st), *ln = st + s.n;
+    if (st == NULL) {
+        PyBuffer_Release(&values);
+        release_spans(&s);
+        return PyErr_NoMemory();
+    }
+    memcpy(st, s.starts.buf, (size_t)s.n * sizeof *st);
+    memcpy(ln, s.lengths.buf, (size_t)s.n * sizeof *ln);
+    int bad = check_spans(st, ln, s.n, s.data.len, "pack") < 0;
     /* Each length is within the data, but their sum can pass PY_SSIZE_T_MAX (a huge mapping
      * with many spans): it is checked against the room left as it grows. */
     Py_ssize_t total = 0, room = at < 0 || at > values.len ? -1 : values.len - at;
     int over = 0;
-    for (Py_ssize_t i = 0; i < s.n && !over; i++) {
+    for (Py_ssize_t i = 0; !bad && i < s.n && !over; i++) {
         if ((Py_ssize_t)ln[i] > PY_SSIZE_T_MAX - total)
             over = 1;
         else
             total += (Py_ssize_t)ln[i];
     }
     PyObject *result = NULL;
-    if (over) {
+    if (bad) {
+        /* the spans changed since borrow_spans() checked them: check_spans() said how */
+    } else if (over) {
         PyErr_Format(PyExc_ValueError,
                      "pack: more than %zd bytes at %zd do not fit a buffer of %zd", total, at,
                      values.len);
@@ -264,6 +297,7 @@ static PyObject *py_pack(PyObject *self, PyObject *args) {
         Py_END_ALLOW_THREADS
         result = PyLong_FromSsize_t(at + total);
     }
+    PyMem_Free(st);
     PyBuffer_Release(&values);
     release_spans(&s);
     return result;
@@ -330,11 +364,27 @@ static PyObject *py_gather_images(PyObject *self, PyObject *args) {
         problem = "out must hold rows * h * w * 3 items of the output type";
     else if (!count && out.len != 0)
         problem = "out must be empty for no rows";
-    const int64_t *r = rows.buf;
-    for (Py_ssize_t k = 0; problem == NULL && k < count; k++)
+    /* The rows are checked and used in a copy: another thread may write the caller's array
+     * while the GIL is released, and a row checked must be the row read. */
+    int64_t *r = NULL;
+    int failed = problem != NULL;
+    if (!failed && count > 0) {
+        r = PyMem_Malloc((size_t)count * sizeof *r);
+        if (r == NULL) {
+            PyErr_NoMemory();
+            failed = 1;
+        } else {
+            memcpy(r, rows.buf, (size_t)count * sizeof *r);
+        }
+    }
+    for (Py_ssize_t k = 0; !failed && problem == NULL && k < count; k++)
         if (r[k] < 0 || r[k] >= n)
             problem = "a row is outside [0, n)";
-    if (problem == NULL) {
+    if (problem != NULL) {
+        PyErr_Format(PyExc_ValueError, "gather_images: %s", problem);
+        failed = 1;
+    }
+    if (!failed) {
         b.images = images.buf;
         b.n = (size_t)n, b.h = (size_t)h, b.w = (size_t)w;
         b.rows = r;
@@ -345,15 +395,14 @@ static PyObject *py_gather_images(PyObject *self, PyObject *args) {
         Py_BEGIN_ALLOW_THREADS
         gather_images(&b, out.buf);
         Py_END_ALLOW_THREADS
-    } else {
-        PyErr_Format(PyExc_ValueError, "gather_images: %s", problem);
     }
+    PyMem_Free(r);
     PyBuffer_Release(&out);
     if (has_flips)
         PyBuffer_Release(&flips);
     PyBuffer_Release(&rows);
     PyBuffer_Release(&images);
-    if (problem != NULL)
+    if (failed)
         return NULL;
     Py_RETURN_NONE;
 }

@@ -7,8 +7,11 @@ import argparse
 from typing import Any
 
 from readplan._internal.progress import Progress
+from readplan.cli.numbers import integer
 from readplan.convert import ConvertedShard, convert
 from readplan.metadata.dataset_info import DatasetInfo
+
+IMAGE_SIZE = integer(1, 65535, "an image side in pixels")
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -52,7 +55,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     )
     parser.add_argument(
         "--image-size",
-        type=int,
+        type=IMAGE_SIZE,
         metavar="S",
         help="with --raw: the side of the stored images, each stretched to S x S (Pillow "
         "bilinear, no crop)",

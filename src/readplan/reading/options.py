@@ -8,12 +8,14 @@ from typing import Any
 
 from readplan._internal.validate import is_int
 from readplan.errors import CheckpointError, ConfigError
+from readplan.plan import ReadPlan
 from readplan.state.codec import parse_json
 from readplan.state.limits import check_bounds, read_state_file
 
 __all__ = [
     "check_batching",
     "check_epochs",
+    "check_files_reachable",
     "check_packed",
     "check_rank",
     "read_state",
@@ -96,3 +98,20 @@ def read_state(
             field="$",
         )
     return state
+
+
+def check_files_reachable(plan: ReadPlan, data_dir: str | None) -> None:
+    """A plan whose files are bare names (a catalog layout) needs the folder they are in."""
+    table = plan.instructions
+    if data_dir is not None or plan.info.data_dir is not None or not len(table):
+        return
+    first = table.filename(0)
+    if "/" not in first and "\\" not in first:
+        raise ConfigError(
+            f"the plan of {plan.info.name!r} names its shard files without a folder ({first}): "
+            "its layout has no data_dir (a catalog layout, DatasetInfo.from_catalog). Pass "
+            "Reader(plan, data_dir=<the folder holding the shard files>), or plan with "
+            "DatasetInfo.load(<that folder>)",
+            field="data_dir",
+            value=None,
+        )

@@ -19,6 +19,7 @@ __all__ = [
     "merge_states",
     "owner",
     "reader_bindings",
+    "remaining",
     "resumed_position",
 ]
 
@@ -199,3 +200,13 @@ def reader_bindings(reader: object, num_files: int | None) -> dict[int, FileBind
             field=f"{STATE_KEY}.files",
         )
     return bindings
+
+
+def remaining(epochs: int, epoch: int, position: int, size: int, rank: int, world_size: int) -> int:
+    """Positions ``rank`` delivers from ``position`` of ``epoch`` to the end of ``epochs``
+    epochs of ``size`` positions."""
+    if epoch >= epochs:
+        return 0
+    per_epoch = count_below(size, rank, world_size)
+    first = per_epoch - count_below(position, rank, world_size)
+    return first + (epochs - epoch - 1) * per_epoch

@@ -22,7 +22,7 @@ import os
 from collections.abc import Generator, Iterator, Mapping
 from functools import partial
 from itertools import chain, islice
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -30,6 +30,7 @@ import numpy.typing as npt
 from readplan._internal.closing import Closing
 from readplan.errors import CheckpointError, ConfigError, ReadplanError, ReadplanTypeError
 from readplan.plan import EpochOrder, ReadPlan
+from readplan.reading import raw_batches
 from readplan.reading.batching import (
     close_iterator,
     collated_batches,
@@ -45,6 +46,7 @@ from readplan.reading.located import located
 from readplan.reading.options import (
     check_batching,
     check_epochs,
+    check_files_reachable,
     check_packed,
     check_rank,
     read_state,
@@ -52,10 +54,10 @@ from readplan.reading.options import (
 from readplan.reading.prefetch import DEFAULT_SPAN_AHEAD, ShardWarmer, SpanFetcher
 from readplan.reading.ranks import (
     STATE_KEY,
-    count_below,
     first_share,
     owner,
     reader_bindings,
+    remaining,
     resumed_position,
 )
 from readplan.reading.runs import Closes, Runs, Shard, last_read_marks, without_lost
@@ -75,6 +77,7 @@ __all__ = ["Reader", "Start"]
 
 Start: TypeAlias = "Checkpoint | Mapping[str, Any] | str | os.PathLike[str]"
 """Where a reader starts: a state, a checkpoint, or the path of a saved state."""
+_B = TypeVar("_B", Batch, raw_batches.ImageBatch)
 
 
 # Positions of the plan taken per step, and records delivered per batch: large enough that
@@ -201,16 +204,8 @@ class Reader(Closing):
                 value=None,
             )
         epoch, position = self._frontier()
-        return self._remaining(epoch, position)
-
-    def _remaining(self, epoch: int, position: int) -> int:
-        assert self.epochs is not None
-        if epoch >= self.epochs:
-            return 0
         size = self.plan.num_examples
-        per_epoch = count_below(size, self.rank, self.world_size)
-        first = per_epoch - count_below(position, self.rank, self.world_size)
-        return first + (self.epochs - epoch - 1) * per_epoch
+        return remaining(self.epochs, epoch, position, size, self.rank, self.world_size)
 
     # -- iteration --------------------------------------------------------------------
 
@@ -275,7 +270,30 @@ class Reader(Closing):
             yield rest
         self._settle()
 
-    def _delivered_batches(self, produced: Iterator[Batch]) -> Generator[Batch, None, None]:
+    def image_batches(
+        self,
+        batch_size: int,
+        *,
+        normalize: tuple[Any, Any] | None = None,
+        layout: raw_batches.Layout = "NCHW",
+        dtype: raw_batches.OutKind = "float32",
+        hflip: float = 0.0,
+        seed: int = 0,
+        drop_remainder: bool = False,
+    ) -> Iterator[raw_batches.ImageBatch]:
+        """A TBL-RAW dataset's deliveries as image batches gathered from the shards' memory
+        maps, normalized, flipped by (seed, epoch, position), as :meth:`batches` cuts them
+        (``specs/tbl.md`` §11)."""
+        options = raw_batches.ImageOptions(
+            batch_size, normalize, layout, dtype, hflip, seed, drop_remainder
+        )
+        self._begin()
+        produced = raw_batches.serve(self, self._path, self._frontier(), options)
+        batches = self._delivered_batches(produced)
+        self._active = batches
+        return batches
+
+    def _delivered_batches(self, produced: Iterator[_B]) -> Generator[_B, None, None]:
         try:
             for batch in produced:
                 self._epoch = batch.epoch
@@ -550,7 +568,7 @@ class Reader(Closing):
         return located(failure, where)
 
     def _open(self, file_index: int) -> Shard:
-        _check_files_reachable(self.plan, self.data_dir)
+        check_files_reachable(self.plan, self.data_dir)
         return Shard(
             self._path(file_index),
             end=int(self._ends[file_index]),
@@ -577,20 +595,3 @@ class Reader(Closing):
         shared = self.data_dir is not None or not sorted_by_user
         files = range(1 if shared else len(self.plan.instructions))
         return any(is_remote(self._path(k)) for k in files)
-
-
-def _check_files_reachable(plan: ReadPlan, data_dir: str | None) -> None:
-    """A plan whose files are bare names (a catalog layout) needs the folder they are in."""
-    table = plan.instructions
-    if data_dir is not None or plan.info.data_dir is not None or not len(table):
-        return
-    first = table.filename(0)
-    if "/" not in first and "\\" not in first:
-        raise ConfigError(
-            f"the plan of {plan.info.name!r} names its shard files without a folder ({first}): "
-            "its layout has no data_dir (a catalog layout, DatasetInfo.from_catalog). Pass "
-            "Reader(plan, data_dir=<the folder holding the shard files>), or plan with "
-            "DatasetInfo.load(<that folder>)",
-            field="data_dir",
-            value=None,
-        )

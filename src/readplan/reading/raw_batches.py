@@ -1,0 +1,317 @@
+"""Image batches served from the memory maps of a TBL-RAW dataset (``specs/tbl.md`` §11).
+
+:meth:`readplan.Reader.image_batches` follows the plan's order position by position, as the
+reader does, and builds each batch by gathering its rows straight from the shards'
+``raw_view()`` maps with :func:`~readplan.records.tbl._gather.gather_images` (one pass:
+gather, flip, normalize, lay out), the other features decoded from the samples' metadata.
+Flips are drawn from ``(seed, epoch, position)`` by :func:`flip_draws`, so a reader
+restored from a state continues with the same flips.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from readplan._internal.arrays import IntArray, U8Array
+from readplan.errors import ConfigError
+from readplan.metadata.features import FeaturesDict
+from readplan.metadata.loader import INFO_FILE
+from readplan.metadata.raw_images import RAW_KEY, RawMarker, raw_marker
+from readplan.plan import ReadPlan
+from readplan.reading.collate import collate
+from readplan.records import tbl
+from readplan.records.tbl._gather import KINDS, OutKind, gather_images, normalization
+from readplan.storage import StorageOptions
+
+__all__ = [
+    "ImageBatch",
+    "ImageOptions",
+    "Layout",
+    "OutKind",
+    "ReaderParts",
+    "flip_draws",
+    "image_batches",
+    "rank_chunks",
+    "raw_marker_of",
+    "serve",
+]
+
+Layout = Literal["NCHW", "NHWC"]
+# Views kept mapped at once; one evicted is mapped again (without a second CRC pass).
+_MAPPED = 128
+_CHUNK = 1 << 16
+_GOLDEN = 0x9E3779B97F4A7C15
+
+
+@dataclass(frozen=True)
+class ImageBatch:
+    """One batch: ``images`` (``(B, 3, S, S)`` NCHW or ``(B, S, S, 3)`` NHWC), the other
+    features collated from the samples' metadata, and where each row is in the plan."""
+
+    images: npt.NDArray[Any]
+    features: dict[str, Any]
+    epoch: int
+    positions: IntArray
+    file_index: IntArray
+    record_index: IntArray
+    flips: U8Array
+
+
+@dataclass(frozen=True)
+class ImageOptions:
+    """What :meth:`readplan.Reader.image_batches` was asked for, checked."""
+
+    batch_size: int
+    normalize: tuple[tuple[float, float, float], tuple[float, float, float]] | None
+    layout: Layout
+    dtype: OutKind
+    hflip: float
+    seed: int
+    drop_remainder: bool
+
+    def __post_init__(self) -> None:
+        size = self.batch_size
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ConfigError(
+                f"batch_size must be a positive int, got {size!r:.40}",
+                field="batch_size",
+                value=size,
+            )
+        if self.layout not in ("NCHW", "NHWC"):
+            raise ConfigError(
+                f"layout must be 'NCHW' or 'NHWC', got {self.layout!r:.40}",
+                field="layout",
+                value=self.layout,
+            )
+        if self.dtype not in KINDS:
+            raise ConfigError(
+                f"dtype must be one of {list(KINDS)}, got {self.dtype!r:.40}",
+                field="dtype",
+                value=self.dtype,
+            )
+        if self.dtype == "uint8" and self.normalize is not None:
+            raise ConfigError(
+                "normalize applies to float32/float16 batches; uint8 batches are the pixels",
+                field="normalize",
+                value=self.normalize,
+            )
+        hflip = self.hflip
+        if isinstance(hflip, bool) or not isinstance(hflip, (int, float)) or not 0 <= hflip <= 1:
+            raise ConfigError(
+                f"hflip must be a probability in 0.0..1.0, got {hflip!r:.40}",
+                field="hflip",
+                value=hflip,
+            )
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ConfigError(
+                f"seed must be an int >= 0, got {self.seed!r:.40}", field="seed", value=self.seed
+            )
+
+    def coefficients(self) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
+        """``(scale, shift)`` of the kernel: ``normalize``'s, or the pixel values."""
+        if self.normalize is None:
+            return (1.0, 1.0, 1.0), (0.0, 0.0, 0.0)
+        try:
+            mean, std = self.normalize
+            return normalization(tuple(mean), tuple(std))  # type: ignore[arg-type]
+        except (TypeError, ValueError) as err:
+            raise ConfigError(
+                "normalize must be (mean, std), three floats each (pixels scaled to 0..1 "
+                f"first), got {self.normalize!r:.80}",
+                field="normalize",
+                value=self.normalize,
+            ) from err
+
+
+def flip_draws(seed: int, epoch: int, positions: IntArray, hflip: float) -> U8Array:
+    """1 where the image at ``positions`` of ``epoch`` is mirrored: ``u < hflip`` for ``u``
+    the top 53 bits of SplitMix64's finalizer of ``seed * G**2 + epoch * G + position``
+    (``G = 0x9E3779B97F4A7C15``, uint64 arithmetic) over ``2**53``."""
+    base = (seed * _GOLDEN * _GOLDEN + epoch * _GOLDEN) % (1 << 64)
+    x = np.asarray(positions, dtype=np.uint64) + np.uint64(base)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    x = x ^ (x >> np.uint64(31))
+    u = (x >> np.uint64(11)).astype(np.float64) * 2.0**-53
+    flips: U8Array = (u < hflip).astype(np.uint8)
+    return flips
+
+
+@dataclass
+class _Shards:
+    """The mapped views and metadata of the shards met so far."""
+
+    path: Callable[[int], str]
+    views: dict[int, tuple[npt.NDArray[np.uint8], list[bytes]]]
+    verified: set[int]
+
+    def get(self, file_index: int) -> tuple[npt.NDArray[np.uint8], list[bytes]]:
+        found = self.views.get(file_index)
+        if found is None:
+            if len(self.views) >= _MAPPED:
+                self.views.pop(next(iter(self.views)))
+            with tbl.TblFile(self.path(file_index)) as samples:
+                view = samples.raw_view(verify=file_index not in self.verified)
+                blocks = [samples.metadata(i) for i in range(len(samples))]
+            self.verified.add(file_index)
+            found = self.views[file_index] = (view, [b.data if b else b"" for b in blocks])
+        return found
+
+
+Chunk = tuple[int, IntArray, IntArray, IntArray]
+
+
+class ReaderParts(Protocol):
+    """What :func:`serve` reads of a :class:`~readplan.Reader`."""
+
+    plan: ReadPlan
+    data_dir: str | None
+    storage_options: Mapping[str, Any] | None
+    epochs: int | None
+    rank: int
+    world_size: int
+
+
+def serve(
+    reader: ReaderParts,
+    path: Callable[[int], str],
+    frontier: tuple[int, int],
+    options: ImageOptions,
+) -> Iterator[ImageBatch]:
+    """The image batches of ``reader`` from ``frontier`` (epoch, next position) on, its
+    shards opened at ``path(file_index)``."""
+    plan = reader.plan
+    marker = raw_marker_of(plan, reader.data_dir, reader.storage_options)
+    features = plan.info.resolve_features(reader.storage_options)
+    chunks = rank_chunks(plan, reader.epochs, reader.rank, reader.world_size, *frontier)
+    return image_batches(marker, features, path, chunks, options)
+
+
+def raw_marker_of(
+    plan: ReadPlan, data_dir: str | None, storage_options: StorageOptions
+) -> RawMarker:
+    """The TBL-RAW marker of the plan's dataset; a dataset without one is a ConfigError."""
+    where = data_dir or plan.info.data_dir
+    marker = None if where is None else raw_marker(where, storage_options)
+    if marker is None or plan.info.file_format != tbl.FILE_FORMAT:
+        raise ConfigError(
+            "image_batches serves TBL-RAW datasets (made by readplan convert --raw, "
+            f"{RAW_KEY} in their {INFO_FILE}); {where or 'the plan'} is not one",
+            field="data_dir",
+            value=where,
+        )
+    return marker
+
+
+def rank_chunks(
+    plan: ReadPlan, epochs: int | None, rank: int, world_size: int, epoch: int, position: int
+) -> Iterator[Chunk]:
+    """``(epoch, positions, file_index, record_index)`` of the positions ``p`` with ``p %
+    world_size == rank`` from ``position`` of ``epoch`` on, each epoch ending with an empty
+    chunk."""
+    empty = np.zeros(0, dtype=np.int64)
+    while epochs is None or epoch < epochs:
+        if position < plan.num_examples:
+            for order in plan.iter_epoch(epoch, chunk_size=_CHUNK, start=position):
+                positions = np.arange(order.start, order.start + len(order), dtype=np.int64)
+                mine = positions % world_size == rank
+                yield epoch, positions[mine], order.file_index[mine], order.record_index[mine]
+        yield epoch, empty, empty, empty
+        epoch, position = epoch + 1, min(rank, plan.num_examples)
+
+
+def image_batches(
+    marker: RawMarker,
+    features: FeaturesDict | None,
+    path: Callable[[int], str],
+    chunks: Iterator[Chunk],
+    options: ImageOptions,
+) -> Iterator[ImageBatch]:
+    """The batches of the positions in ``chunks`` (from :func:`rank_chunks`)."""
+    decode = _metadata_decoder(features, marker)
+    shards = _Shards(path, {}, set())
+    size = marker.image_size
+    scale, shift = options.coefficients()
+    kind = KINDS.index(options.dtype)
+    held: list[tuple[IntArray, IntArray, IntArray]] = []
+    count = 0
+    for epoch, positions, files, records in chunks:
+        end_of_epoch = not len(positions)
+        if not end_of_epoch:
+            held.append((positions, files, records))
+            count += len(positions)
+        while count >= options.batch_size or (
+            end_of_epoch and count and not options.drop_remainder
+        ):
+            take = min(count, options.batch_size)
+            rows, held = _split(held, take)
+            count -= take
+            yield _batch(epoch, rows, shards, size, scale, shift, kind, options, decode)
+        if end_of_epoch:
+            held, count = [], 0
+
+
+def _split(
+    held: list[tuple[IntArray, IntArray, IntArray]], take: int
+) -> tuple[tuple[IntArray, IntArray, IntArray], list[tuple[IntArray, IntArray, IntArray]]]:
+    joined = [np.concatenate(column) for column in zip(*held)]
+    batch = (joined[0][:take], joined[1][:take], joined[2][:take])
+    rest = (joined[0][take:], joined[1][take:], joined[2][take:])
+    return batch, [rest] if len(rest[0]) else []
+
+
+def _batch(
+    epoch: int,
+    rows: tuple[IntArray, IntArray, IntArray],
+    shards: _Shards,
+    size: int,
+    scale: tuple[float, float, float],
+    shift: tuple[float, float, float],
+    kind: int,
+    options: ImageOptions,
+    decode: Callable[[list[bytes]], dict[str, Any]],
+) -> ImageBatch:
+    positions, files, records = rows
+    n = len(positions)
+    shape = (n, size, size, 3) if options.layout == "NHWC" else (n, 3, size, size)
+    out = np.empty(shape, dtype=options.dtype)
+    flips = flip_draws(options.seed, epoch, positions, options.hflip)
+    metadata: list[bytes] = []
+    # Runs of rows from one file are gathered in one call, into their slice of the batch.
+    breaks = np.flatnonzero(np.diff(files)) + 1
+    for begin, end in zip([0, *breaks.tolist()], [*breaks.tolist(), n]):
+        view, blocks = shards.get(int(files[begin]))
+        picked = records[begin:end]
+        gather_images(
+            view,
+            picked,
+            flips[begin:end],
+            scale,
+            shift,
+            out[begin:end],
+            kind,
+            options.layout == "NHWC",
+        )
+        metadata.extend(blocks[i] for i in picked.tolist())
+    return ImageBatch(out, decode(metadata), epoch, positions, files, records, flips)
+
+
+def _metadata_decoder(
+    features: FeaturesDict | None, marker: RawMarker
+) -> Callable[[list[bytes]], dict[str, Any]]:
+    """The samples' metadata (records less the image) decoded and collated, with the
+    dataset's features less the image; without features.json, no features."""
+    if features is None:
+        return lambda blocks: {}
+    rest = FeaturesDict({k: v for k, v in features.items() if k != marker.image_feature})
+    decode_many = rest.batch_decoder()
+
+    def decode(blocks: list[bytes]) -> dict[str, Any]:
+        return collate(decode_many(blocks), ragged="list", padding_values=None)
+
+    return decode

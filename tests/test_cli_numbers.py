@@ -46,6 +46,7 @@ BASE = {
     "inspect": ["inspect", str(TOY_DIR / "readplan_toy-train.tfrecord-00000-of-00008")],
     "index": ["index", str(TOY_DIR / "readplan_toy-train.tfrecord-00000-of-00008")],
     "demo": ["demo"],
+    "convert": ["convert", str(TOY_DIR), "/nonexistent/out", "--format", "tbl", "--raw"],
     "view": ["view", "--no-browser"],
     "": [],
 }

@@ -393,3 +393,36 @@ def test_gif_frames_are_bounded_as_they_are_read() -> None:
         decode_image(small, channels=None, dtype="uint8", where="g", max_bytes=35)
     with pytest.raises(FeatureError, match="header says 2 x 3 pixels"):
         FeaturesDict({"img": Image((3, 3, 3))}).decode(encode({"img": small}))
+
+
+def test_the_viewer_shows_a_placeholder_for_an_image_bomb() -> None:
+    out = run_bounded(
+        """
+        from readplan.viewer.records import _picture
+        from tests.hostile_images import png_claiming
+        for size in (100_000, 12_000):
+            picture = _picture("img", png_claiming(size, size))
+            print(picture["src"], picture["error"])
+        """,
+        address_space=GIB // 2,
+        timeout=60,
+    )
+    first, second = out.splitlines()
+    assert first.startswith("None ")  # Pillow's own bomb error, as a placeholder
+    assert second == "None 12000 x 12000 pixels: larger than max_value_bytes allows"
+
+
+def test_metadata_files_are_read_within_the_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "features.json").symlink_to("/dev/zero")
+    with pytest.raises(FeatureError, match="not valid JSON"):
+        load_features(tmp_path)  # a device's size is 0: nothing is read from it
+    (tmp_path / "features.json").unlink()
+    (tmp_path / "features.json").write_text(json.dumps(_dict(x=_tensor())) + " " * 100)
+    monkeypatch.setenv("READPLAN_MAX_VALUE_BYTES", "100")
+    with pytest.raises(FeatureError, match="larger than 100 bytes") as err:
+        load_features(tmp_path)
+    assert err.value.path == str(tmp_path / "features.json")
+    monkeypatch.delenv("READPLAN_MAX_VALUE_BYTES")
+    assert isinstance(load_features(tmp_path), FeaturesDict)

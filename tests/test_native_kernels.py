@@ -20,6 +20,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from readplan.reading.items import Item, new_items_pure
 from readplan.records import native
 from readplan.records.tfrecord import _scan
 
@@ -39,7 +40,12 @@ def frame(payload: bytes) -> bytes:
     return length + struct.pack("<I", masked(length)) + payload + struct.pack("<I", masked(payload))
 
 
-payloads = st.lists(st.binary(max_size=300) | st.binary(min_size=4000, max_size=9000), max_size=12)
+long_payloads = st.builds(
+    lambda pattern, size: (pattern * (size // len(pattern) + 1))[:size],
+    st.binary(min_size=1, max_size=16),
+    st.integers(4000, 9000),
+)
+payloads = st.lists(st.binary(max_size=300) | long_payloads, max_size=12)
 
 
 @st.composite
@@ -249,3 +255,28 @@ def test_readplan_pure_selects_every_pure_twin_in_a_new_process() -> None:
     env = {**os.environ, native.PURE_VARIABLE: "1"}
     done = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True)
     assert done.stdout.strip() == "pure", done.stderr
+
+
+# ------------------------------------------------------------------------------------ items
+@given(st.lists(st.binary(max_size=4), max_size=20), st.integers(0, 2**40), st.data())
+def test_items_are_made_alike_by_both_cores(
+    records: list[bytes], epoch: int, data: st.DataObject
+) -> None:
+    n = len(records)
+    column = st.lists(st.integers(0, 2**62), min_size=n, max_size=n)
+    positions, files, indices = (np.array(data.draw(column), dtype=np.int64) for _ in range(3))
+    prefixes = [f"ds-train.tfrecord-{f:05d}-of-99999" for f in files.tolist()]
+    made = core.make_items(Item, records, prefixes, epoch, positions, files, indices)
+    twin = new_items_pure(records, prefixes, epoch, positions, files, indices)
+    assert made == twin
+    assert all(type(item) is Item for item in made)
+    assert [item.tfds_id for item in made] == [
+        f"{p}__{i}" for p, i in zip(prefixes, indices.tolist())
+    ]
+
+
+def test_items_refuse_columns_of_other_lengths() -> None:
+    one, two = np.zeros(1, dtype=np.int64), np.zeros(2, dtype=np.int64)
+    for kernel in (lambda *a: core.make_items(Item, *a), new_items_pure):
+        with pytest.raises(ValueError, match="one entry per record"):
+            kernel([b"a"], ["p"], 0, one, two, one)

@@ -402,3 +402,17 @@ def test_each_pass_of_an_order_sampler_reads_the_next_epoch(workers: int, tmp_pa
     again.load_state_dict(state)
     assert head + [i for batch in again for i in batch] == expected[2]
     assert [i for batch in again for i in batch] == expected[3]
+
+
+def test_set_epoch_after_a_load_must_name_the_loaded_pass() -> None:
+    first = dataset()
+    stream = iter(first)
+    head = [next(stream) for _ in range(5)]
+    state = first.state_dict()
+    restored = dataset()
+    restored.load_state_dict(state)
+    with pytest.raises(ConfigError, match=r"set_epoch\(3\).*pass 0.*set_epoch\(0\)"):
+        restored.set_epoch(3)
+    restored.set_epoch(0)  # the loop's own call for the restored epoch
+    assert head + [tuple(x) for x in restored] == epochs_of(0, 1)
+    assert [tuple(x) for x in restored] == epochs_of(1, 2)

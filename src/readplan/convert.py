@@ -8,6 +8,8 @@ other file of the directory (``features.json``, label files) is copied.  A sourc
 several formats is read in the first one readplan reads.
 ``format="tfrecord"`` converts back: the TFRecord files are byte-identical to the ones
 converted from.  Plans, readers and checkpoints treat both directories alike.
+``raw=True, image_size=S`` writes TBL-RAW shards instead (``specs/tbl.md`` §10,
+:mod:`readplan.convert_raw`): every image decoded once into an ``S x S`` RAW_U8 sample.
 """
 
 from __future__ import annotations
@@ -21,10 +23,13 @@ from typing import Literal
 
 from readplan import storage
 from readplan._internal.atomic import atomic_write
+from readplan.convert_raw import RawImages, raw_images
 from readplan.errors import ConfigError, DatasetInfoError
 from readplan.metadata.dataset_info import DatasetInfo
+from readplan.metadata.features import FEATURES_FILE
 from readplan.metadata.loader import INFO_FILE, verify_files
 from readplan.metadata.naming import format_shard_name
+from readplan.metadata.raw_images import RAW_KEY, raw_marker
 from readplan.reading.containers import CONTAINERS, RecordContainer, container_for, readable
 from readplan.records import tbl, tfrecord
 
@@ -52,6 +57,8 @@ def convert(
     *,
     format: TargetFormat = "tbl",
     compression: bool = False,
+    raw: bool = False,
+    image_size: int | None = None,
     progress: Callable[[ConvertedShard], None] | None = None,
 ) -> list[ConvertedShard]:
     """Rewrite the dataset in ``src_dir`` into ``dst_dir`` (created; it must not hold a
@@ -60,17 +67,22 @@ def convert(
 
     ``compression`` applies LZ4 per sample to TBL output (TFRecord output is written
     uncompressed, as TFDS writes it).  Every shard must hold exactly the records its
-    ``shardLengths`` says, or a :class:`DatasetInfoError` names it.  Returns the shards
-    written, in split and shard order.
+    ``shardLengths`` says, or a :class:`DatasetInfoError` names it.  ``raw=True`` (TBL
+    only, uncompressed) decodes the dataset's one ``Image`` feature and stores it resized to
+    ``image_size x image_size`` as RAW_U8 samples (``specs/tbl.md`` §10).  Returns the
+    shards written, in split and shard order.
     """
     source = storage.to_str(src_dir)
     target = storage.to_str(dst_dir)
     _check_options(format, compression)
     info, reader = _readable_source(source)
+    images = _raw_option(info, source, format, compression, raw, image_size)
     if storage.is_remote(target):
-        return _convert_to_store(info, reader, source, target, format, compression, progress)
+        return _convert_to_store(
+            info, reader, source, target, format, compression, images, progress
+        )
     _prepare_target(source, target)
-    return _convert_into(info, reader, source, target, format, compression, progress)
+    return _convert_into(info, reader, source, target, format, compression, images, progress)
 
 
 def _convert_to_store(
@@ -80,6 +92,7 @@ def _convert_to_store(
     target: str,
     file_format: str,
     compression: bool,
+    images: RawImages | None,
     progress: Callable[[ConvertedShard], None] | None,
 ) -> list[ConvertedShard]:
     """Convert into a local staging folder, then upload its files, dataset_info.json last
@@ -97,7 +110,9 @@ def _convert_to_store(
             value=target,
         )
     with tempfile.TemporaryDirectory(prefix="readplan-convert-") as staging:
-        staged = _convert_into(info, reader, source, staging, file_format, compression, None)
+        staged = _convert_into(
+            info, reader, source, staging, file_format, compression, images, None
+        )
         names = sorted(name for name in os.listdir(staging) if name != INFO_FILE)
         for name in [*names, INFO_FILE]:
             with open(os.path.join(staging, name), "rb") as handle:
@@ -118,6 +133,7 @@ def _convert_into(
     target: str,
     format: str,
     compression: bool,
+    images: RawImages | None,
     progress: Callable[[ConvertedShard], None] | None,
 ) -> list[ConvertedShard]:
     shards: list[ConvertedShard] = []
@@ -125,7 +141,11 @@ def _convert_into(
         for k, planned in enumerate(split_info.shard_lengths):
             src_path = info.shard_path(split, k)
             dst_path = os.path.join(target, _renamed(info, format, split, k))
-            written = _write(format, dst_path, reader.stream(src_path), compression)
+            records = reader.stream(src_path)
+            if images is None:
+                written = _write(format, dst_path, records, compression)
+            else:
+                written = _write_raw(dst_path, records, images)
             if written != planned:
                 raise DatasetInfoError(
                     f"{src_path} holds {written} records, but {INFO_FILE} gives it {planned} "
@@ -138,8 +158,8 @@ def _convert_into(
             shards.append(shard)
             if progress is not None:
                 progress(shard)
-    _copy_other_files(info, source, target)
-    _write_info(source, target, format)
+    _copy_other_files(info, source, target, images)
+    _write_info(source, target, format, images)
     return shards
 
 
@@ -157,6 +177,41 @@ def _check_options(file_format: object, compression: bool) -> None:
             field="compression",
             value=compression,
         )
+
+
+def _raw_option(
+    info: DatasetInfo,
+    source: str,
+    file_format: str,
+    compression: bool,
+    raw: bool,
+    image_size: object,
+) -> RawImages | None:
+    """The image conversion ``raw=True`` asks for, or None; ``image_size`` goes with it."""
+    if not isinstance(raw, bool):
+        raise ConfigError(f"raw must be a bool, got {raw!r:.40}", field="raw", value=raw)
+    if not raw:
+        if image_size is not None:
+            raise ConfigError(
+                "image_size applies to raw=True (images decoded into RAW_U8 samples)",
+                field="image_size",
+                value=image_size,
+            )
+        return None
+    if file_format != tbl.FILE_FORMAT or compression:
+        raise ConfigError(
+            "raw=True writes uncompressed TBL shards (RAW_U8 samples memory-mapped as they "
+            f"are stored); got format={file_format!r}, compression={compression}",
+            field="raw",
+            value=True,
+        )
+    if raw_marker(source) is not None:
+        raise ConfigError(
+            f"{source} is already a raw conversion ({RAW_KEY} in {INFO_FILE}); convert its source",
+            field="src_dir",
+            value=source,
+        )
+    return raw_images(info.resolve_features(), image_size)
 
 
 def _readable_source(source: str) -> tuple[DatasetInfo, RecordContainer]:
@@ -210,9 +265,26 @@ def _write(file_format: str, path: str, records: Iterable[bytes], compression: b
     return tfrecord.write(path, records)
 
 
-def _copy_other_files(info: DatasetInfo, source: str, target: str) -> None:
+def _write_raw(path: str, records: Iterable[bytes], images: RawImages) -> int:
+    size = images.size
+    with tbl.TblWriter(path) as writer:
+        for pixels, metadata in images.samples(records):
+            writer.add(
+                pixels,
+                format="raw_u8",
+                width=size,
+                height=size,
+                metadata=metadata,
+                metadata_type="protobuf",
+            )
+        return len(writer)
+
+
+def _copy_other_files(
+    info: DatasetInfo, source: str, target: str, images: RawImages | None
+) -> None:
     """Copy every regular file of ``source`` that is not a shard (of any of its formats), a
-    sidecar or the info."""
+    sidecar or the info; a raw conversion rewrites ``features.json``."""
     shard_names = {
         storage.basename(path)
         for file_format in info.available_file_formats
@@ -226,15 +298,20 @@ def _copy_other_files(info: DatasetInfo, source: str, target: str) -> None:
             stem = stem.removesuffix(suffix)
         if name == INFO_FILE or stem in shard_names or is_dir:
             continue
+        data = storage.read_bytes(path)
+        if images is not None and name == FEATURES_FILE:
+            data = images.features_json(data)
         with open(os.path.join(target, name), "wb") as out:
-            out.write(storage.read_bytes(path))
+            out.write(data)
 
 
-def _write_info(source: str, target: str, file_format: str) -> None:
+def _write_info(source: str, target: str, file_format: str, images: RawImages | None) -> None:
     """The source's dataset_info.json, every field kept but the formats: ``fileFormat``
-    replaced, ``alternativeFileFormats`` dropped."""
+    replaced, ``alternativeFileFormats`` dropped; a raw conversion's marker added."""
     fields = json.loads(storage.read_bytes(storage.join(source, INFO_FILE)))
     fields["fileFormat"] = file_format
+    if images is not None:
+        fields[RAW_KEY] = images.marker.to_json()
     fields.pop("alternativeFileFormats", None)
     fields.pop("alternative_file_formats", None)
     text = json.dumps(fields, indent=2, ensure_ascii=False)

@@ -7,8 +7,11 @@ import argparse
 from typing import Any
 
 from readplan._internal.progress import Progress
+from readplan.cli.numbers import integer
 from readplan.convert import ConvertedShard, convert
 from readplan.metadata.dataset_info import DatasetInfo
+
+IMAGE_SIZE = integer(1, 65535, "an image side in pixels")
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -43,6 +46,20 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument(
         "--compression", action="store_true", help="LZ4 per sample (TBL output only)"
     )
+    parser.add_argument(
+        "--raw",
+        action="store_true",
+        help="TBL-RAW: decode the dataset's one Image feature and store it resized to "
+        "--image-size as RAW_U8 samples (the other features as each sample's metadata), "
+        "served from a memory map",
+    )
+    parser.add_argument(
+        "--image-size",
+        type=IMAGE_SIZE,
+        metavar="S",
+        help="with --raw: the side of the stored images, each stretched to S x S (Pillow "
+        "bilinear, no crop)",
+    )
     parser.set_defaults(handler=run_convert)
 
 
@@ -59,6 +76,8 @@ def run_convert(args: argparse.Namespace) -> int:
             args.dst_dir,
             format=args.format,
             compression=args.compression,
+            raw=args.raw,
+            image_size=args.image_size,
             progress=advance,
         )
     records = sum(shard.records for shard in shards)

@@ -32,7 +32,7 @@ from readplan.metadata._feature_types import (
     Text,
     UnknownFeature,
 )
-from readplan.metadata._limits import MAX_FEATURE_DEPTH
+from readplan.metadata._limits import MAX_FEATURE_DEPTH, value_cap
 
 __all__ = ["FEATURES_FILE", "MakeDict", "read_features"]
 
@@ -76,7 +76,7 @@ def read_features(
     """The features of the dataset in ``directory``, or None without a ``features.json``."""
     file = storage.join(directory, FEATURES_FILE)
     try:
-        raw = storage.read_bytes(file, storage_options=storage_options)
+        raw = _read_bounded(file, storage_options)
     except FileNotFoundError:
         return None
     except OSError as err:
@@ -109,6 +109,21 @@ def read_features(
         raise context.error((), "nests JSON values too deeply to read") from None
 
 
+def _read_bounded(file: str, storage_options: storage.StorageOptions) -> bytes:
+    """The file's bytes, refused past the decoded-value bound (``max_value_bytes``' default,
+    specs/features.md §6): metadata of a few kilobytes is read, never a device or a
+    runaway file whole."""
+    cap = value_cap(None)
+    raw = storage.read_prefix(file, cap + 1, storage_options=storage_options)
+    if len(raw) > cap:
+        raise FeatureError(
+            f"{file} is larger than {cap} bytes (TFDS writes kilobytes); if it is genuine, "
+            "set $READPLAN_MAX_VALUE_BYTES higher",
+            path=file,
+        )
+    return raw
+
+
 class _LongNumber(str):
     """A JSON number too long for int64, kept as its text for :func:`_int` to refuse, located."""
 
@@ -124,7 +139,7 @@ def _read_labels(
 ) -> list[str] | None:
     file = storage.join(directory, f"{stem}.labels.txt")
     try:
-        text = storage.read_bytes(file, storage_options=storage_options).decode("utf-8")
+        text = _read_bounded(file, storage_options).decode("utf-8")
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as err:

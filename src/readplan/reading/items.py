@@ -14,8 +14,9 @@ from readplan._internal.arrays import IntArray
 from readplan._internal.validate import is_int
 from readplan.errors import ConfigError
 from readplan.plan import ReadPlan
+from readplan.records.native import CORE
 
-__all__ = ["Batch", "Item", "LazyRecords", "Record", "new_items"]
+__all__ = ["Batch", "Item", "LazyRecords", "Record", "new_items", "new_items_pure"]
 
 Record: TypeAlias = bytes | dict[str, Any]
 """What a reader delivers per record: the raw bytes, or the decoded/parsed features."""
@@ -67,7 +68,7 @@ class Item(tuple):  # type: ignore[type-arg]
         prefix = tfds_id[: -len(suffix)]
         return tuple.__new__(cls, (record, epoch, position, file_index, record_index, prefix))
 
-    # The reader builds items from tuples in C (_new_items); tfds_id is formatted on demand.
+    # The reader builds items from tuples in C (new_items); tfds_id is formatted on demand.
     record: Record = property(itemgetter(0))  # type: ignore[assignment]
     epoch: int = property(itemgetter(1))  # type: ignore[assignment]
     position: int = property(itemgetter(2))  # type: ignore[assignment]
@@ -89,19 +90,42 @@ class Item(tuple):  # type: ignore[type-arg]
         )
 
 
-def new_items(
+def new_items_pure(
     records: Sequence[Record],
-    prefixes: Sequence[str],
+    prefixes: list[str],
     epoch: int,
-    positions: Sequence[int],
-    files: Sequence[int],
-    indices: Sequence[int],
+    positions: IntArray,
+    files: IntArray,
+    indices: IntArray,
 ) -> list[Item]:
+    """One :class:`Item` per record, from a batch's columns (``prefixes[k]`` is record
+    ``k``'s file's ``tfds_id`` prefix); the twin of the compiled ``make_items``."""
+    if not len(records) == len(prefixes) == len(positions) == len(files) == len(indices):
+        raise ValueError("make_items: every column must hold one entry per record")
     # The reader's values are valid by construction: its items skip the checks of __new__
     # and are made from tuples without a Python step per item (map calls tuple.__new__
     # itself: a partial around it costs a quarter more per item).
-    rows = zip(records, repeat(epoch), positions, files, indices, prefixes)
+    rows = zip(
+        records, repeat(epoch), positions.tolist(), files.tolist(), indices.tolist(), prefixes
+    )
     return list(map(tuple.__new__, repeat(Item), rows))
+
+
+def new_items(
+    records: Sequence[Record],
+    prefixes: list[str],
+    epoch: int,
+    positions: IntArray,
+    files: IntArray,
+    indices: IntArray,
+) -> list[Item]:
+    """:func:`new_items_pure`, by the compiled core when there is one (``specs/native.md``)."""
+    if CORE is None:
+        return new_items_pure(records, prefixes, epoch, positions, files, indices)
+    made: list[Item] = CORE.make_items(
+        Item, list(records), prefixes, epoch, positions, files, indices
+    )
+    return made
 
 
 class LazyRecords(Sequence[Any]):
@@ -212,12 +236,11 @@ class Batch:
 
     def items(self) -> list[Item]:
         """The batch as :class:`Item` objects."""
-        files = self.file_index.tolist()
         return new_items(
             self.records,
-            self.plan.tfds_id_prefixes_of(files),
+            self.plan.tfds_id_prefixes_of(self.file_index),
             self.epoch,
-            self.positions.tolist(),
-            files,
-            self.record_index.tolist(),
+            self.positions,
+            self.file_index,
+            self.record_index,
         )

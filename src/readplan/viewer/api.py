@@ -318,11 +318,15 @@ def _label_choices(info: DatasetInfo) -> list[dict[str, Any]]:
     features = _features(info)
     if features is None:
         return []
+    # The first names only: a ClassLabel may declare 10**15 classes (names made on demand).
     return [
-        {"key": key, "names": list(feature.names)}
+        {"key": key, "names": list(feature.names[:_LABEL_CHOICES])}
         for key, feature in features.items()
         if isinstance(feature, ClassLabel)
     ]
+
+
+_LABEL_CHOICES = 1000
 
 
 def _label_filter(info: DatasetInfo, text: str) -> tuple[str, int] | None:

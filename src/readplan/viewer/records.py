@@ -20,6 +20,7 @@ import numpy as np
 
 from readplan import storage
 from readplan.errors import CorruptRecordError, MissingExtraError
+from readplan.metadata._limits import value_cap
 from readplan.records import tfrecord
 from readplan.records.example import FixedLen, VarLen, decode, parse
 from readplan.records.tbl import TblFile
@@ -147,8 +148,14 @@ def _picture(key: str, data: bytes) -> dict[str, Any]:
         ) from err
     try:
         with PILImage.open(io.BytesIO(data)) as opened:
+            # Opening reads the header only: an image larger than a decoded value may be
+            # (specs/features.md §6) is not decoded for a thumbnail.
+            width, height = opened.size
+            if width * height * 3 > value_cap(None):
+                why = f"{width} x {height} pixels: larger than max_value_bytes allows"
+                return {"key": key, "src": None, "width": width, "height": height, "error": why}
             pixels = np.asarray(opened.convert("RGB"))
-    except (OSError, ValueError) as err:
+    except (OSError, ValueError, PILImage.DecompressionBombError) as err:
         return {"key": key, "src": None, "width": 0, "height": 0, "error": str(err)}
     picture = thumbnail(pixels)
     picture["key"] = key

@@ -10,22 +10,46 @@
 #include "frames.h"
 #include "images.h"
 
+#include <limits.h>
 #include <string.h>
 
 /* Below this many bytes, releasing and taking back the GIL costs more than the CRC. */
 #define GIL_FREE_BYTES (1 << 16)
 
+/* A CRC to continue from: an int in [0, 2^32), else ValueError (never taken modulo 2^64). */
+static int crc_value_of(PyObject *obj, uint32_t *out, const char *name) {
+    if (obj == NULL) {
+        *out = 0;
+        return 0;
+    }
+    PyObject *value = PyNumber_Index(obj);
+    if (value == NULL)
+        return -1;
+    unsigned long long v = PyLong_AsUnsignedLongLong(value);
+    if ((v == ULLONG_MAX && PyErr_Occurred()) || v > 0xFFFFFFFFull) {
+        if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            Py_DECREF(value);
+            return -1;
+        }
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "%s: value must be a uint32, got %S", name, value);
+        Py_DECREF(value);
+        return -1;
+    }
+    Py_DECREF(value);
+    *out = (uint32_t)v;
+    return 0;
+}
+
 static PyObject *py_crc32c(PyObject *self, PyObject *args) {
-    PyObject *obj;
-    unsigned long value = 0;
-    if (!PyArg_ParseTuple(args, "O|k:crc32c", &obj, &value))
+    PyObject *obj, *value_obj = NULL;
+    uint32_t crc;
+    if (!PyArg_ParseTuple(args, "O|O:crc32c", &obj, &value_obj) ||
+        crc_value_of(value_obj, &crc, "crc32c") < 0)
         return NULL;
-    if (value > 0xFFFFFFFFul)
-        return PyErr_Format(PyExc_ValueError, "crc32c: value must be a uint32, got %lu", value);
     Py_buffer view;
     if (borrow_bytes(obj, &view, "crc32c: data") < 0)
         return NULL;
-    uint32_t crc = (uint32_t)value;
     if (view.len >= GIL_FREE_BYTES) {
         Py_BEGIN_ALLOW_THREADS
         crc = crc32c_update(crc, view.buf, (size_t)view.len);
@@ -38,31 +62,56 @@ static PyObject *py_crc32c(PyObject *self, PyObject *args) {
 }
 
 static PyObject *py_crc32c_table(PyObject *self, PyObject *args) {
-    PyObject *obj;
-    unsigned long value = 0;
-    if (!PyArg_ParseTuple(args, "O|k:crc32c_table", &obj, &value))
+    PyObject *obj, *value_obj = NULL;
+    uint32_t value;
+    if (!PyArg_ParseTuple(args, "O|O:crc32c_table", &obj, &value_obj) ||
+        crc_value_of(value_obj, &value, "crc32c_table") < 0)
         return NULL;
-    if (value > 0xFFFFFFFFul)
-        return PyErr_Format(PyExc_ValueError, "crc32c_table: value must be a uint32, got %lu",
-                            value);
     Py_buffer view;
     if (borrow_bytes(obj, &view, "crc32c_table: data") < 0)
         return NULL;
-    uint32_t crc = crc32c_table_update((uint32_t)value, view.buf, (size_t)view.len);
+    uint32_t crc = crc32c_table_update(value, view.buf, (size_t)view.len);
     PyBuffer_Release(&view);
     return PyLong_FromUnsignedLong(crc);
 }
 
+/* A frame-length cap: any int >= 0 (past 2^64 - 1 it caps nothing, as the largest uint64). */
+static int max_length_of(PyObject *obj, unsigned long long *out, const char *name) {
+    PyObject *value = PyNumber_Index(obj);
+    if (value == NULL)
+        return -1;
+    int overflow, bad = 0;
+    long long small = PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (small == -1 && PyErr_Occurred()) {
+        bad = 1;
+    } else if (overflow < 0 || (overflow == 0 && small < 0)) {
+        PyErr_Format(PyExc_ValueError, "%s: max_length must be >= 0, got %S", name, value);
+        bad = 1;
+    } else if (overflow == 0) {
+        *out = (unsigned long long)small;
+    } else {
+        *out = PyLong_AsUnsignedLongLong(value);
+        if (*out == ULLONG_MAX && PyErr_Occurred()) {
+            PyErr_Clear(); /* over 2^64 - 1 */
+            *out = ULLONG_MAX;
+        }
+    }
+    Py_DECREF(value);
+    return bad ? -1 : 0;
+}
+
 static PyObject *py_scan_frames(PyObject *self, PyObject *args) {
-    PyObject *data_obj, *starts_obj, *lengths_obj;
+    PyObject *data_obj, *starts_obj, *lengths_obj, *max_obj;
     Py_ssize_t off, limit;
     unsigned long long max_length;
     int verify;
-    if (!PyArg_ParseTuple(args, "OnnKpOO:scan_frames", &data_obj, &off, &limit, &max_length,
+    if (!PyArg_ParseTuple(args, "OnnOpOO:scan_frames", &data_obj, &off, &limit, &max_obj,
                           &verify, &starts_obj, &lengths_obj))
         return NULL;
     if (off < 0)
         return PyErr_Format(PyExc_ValueError, "scan_frames: off must be >= 0, got %zd", off);
+    if (max_length_of(max_obj, &max_length, "scan_frames") < 0)
+        return NULL;
     Py_buffer data, starts, lengths;
     if (borrow_bytes(data_obj, &data, "scan_frames: data") < 0)
         return NULL;
@@ -94,15 +143,17 @@ static PyObject *py_scan_frames(PyObject *self, PyObject *args) {
  * CRC was computed over it, while it is still in the processor's cache.  The GIL is held
  * throughout, since each frame makes a bytes object. */
 static PyObject *py_scan_records(PyObject *self, PyObject *args) {
-    PyObject *data_obj;
+    PyObject *data_obj, *max_obj;
     Py_ssize_t off, limit;
     unsigned long long max_length;
     int verify;
-    if (!PyArg_ParseTuple(args, "OnnKp:scan_records", &data_obj, &off, &limit, &max_length,
+    if (!PyArg_ParseTuple(args, "OnnOp:scan_records", &data_obj, &off, &limit, &max_obj,
                           &verify))
         return NULL;
     if (off < 0)
         return PyErr_Format(PyExc_ValueError, "scan_records: off must be >= 0, got %zd", off);
+    if (max_length_of(max_obj, &max_length, "scan_records") < 0)
+        return NULL;
     Py_buffer data;
     if (borrow_bytes(data_obj, &data, "scan_records: data") < 0)
         return NULL;
@@ -204,12 +255,35 @@ static PyObject *py_pack(PyObject *self, PyObject *args) {
         release_spans(&s);
         return NULL;
     }
-    const int64_t *st = s.starts.buf, *ln = s.lengths.buf;
-    Py_ssize_t total = 0;
-    for (Py_ssize_t i = 0; i < s.n; i++)
-        total += (Py_ssize_t)ln[i]; /* each length is within the data: no overflow */
+    /* The spans are checked and used in a copy: another thread may write the caller's arrays
+     * while the GIL is released, and a span checked must be the span copied. */
+    int64_t *st = PyMem_Malloc(2 * (size_t)(s.n > 0 ? s.n : 1) * sizeof *st), *ln = st + s.n;
+    if (st == NULL) {
+        PyBuffer_Release(&values);
+        release_spans(&s);
+        return PyErr_NoMemory();
+    }
+    memcpy(st, s.starts.buf, (size_t)s.n * sizeof *st);
+    memcpy(ln, s.lengths.buf, (size_t)s.n * sizeof *ln);
+    int bad = check_spans(st, ln, s.n, s.data.len, "pack") < 0;
+    /* Each length is within the data, but their sum can pass PY_SSIZE_T_MAX (a huge mapping
+     * with many spans): it is checked against the room left as it grows. */
+    Py_ssize_t total = 0, room = at < 0 || at > values.len ? -1 : values.len - at;
+    int over = 0;
+    for (Py_ssize_t i = 0; !bad && i < s.n && !over; i++) {
+        if ((Py_ssize_t)ln[i] > PY_SSIZE_T_MAX - total)
+            over = 1;
+        else
+            total += (Py_ssize_t)ln[i];
+    }
     PyObject *result = NULL;
-    if (at < 0 || at > values.len || total > values.len - at) {
+    if (bad) {
+        /* the spans changed since borrow_spans() checked them: check_spans() said how */
+    } else if (over) {
+        PyErr_Format(PyExc_ValueError,
+                     "pack: more than %zd bytes at %zd do not fit a buffer of %zd", total, at,
+                     values.len);
+    } else if (room < 0 || total > room) {
         PyErr_Format(PyExc_ValueError, "pack: %zd bytes at %zd do not fit a buffer of %zd", total,
                      at, values.len);
     } else {
@@ -223,6 +297,7 @@ static PyObject *py_pack(PyObject *self, PyObject *args) {
         Py_END_ALLOW_THREADS
         result = PyLong_FromSsize_t(at + total);
     }
+    PyMem_Free(st);
     PyBuffer_Release(&values);
     release_spans(&s);
     return result;
@@ -281,16 +356,35 @@ static PyObject *py_gather_images(PyObject *self, PyObject *args) {
         problem = "images must hold n * h * w * 3 bytes";
     else if (has_flips && flips.len != count)
         problem = "flips must hold one byte per row";
+    else if (out.itemsize != item)
+        problem = count ? "out must hold rows * h * w * 3 items of the output type"
+                        : "out must be empty for no rows";
     else if (count && (h * w * 3 > PY_SSIZE_T_MAX / item / count ||
                        out.len != count * h * w * 3 * item))
         problem = "out must hold rows * h * w * 3 items of the output type";
     else if (!count && out.len != 0)
         problem = "out must be empty for no rows";
-    const int64_t *r = rows.buf;
-    for (Py_ssize_t k = 0; problem == NULL && k < count; k++)
+    /* The rows are checked and used in a copy: another thread may write the caller's array
+     * while the GIL is released, and a row checked must be the row read. */
+    int64_t *r = NULL;
+    int failed = problem != NULL;
+    if (!failed && count > 0) {
+        r = PyMem_Malloc((size_t)count * sizeof *r);
+        if (r == NULL) {
+            PyErr_NoMemory();
+            failed = 1;
+        } else {
+            memcpy(r, rows.buf, (size_t)count * sizeof *r);
+        }
+    }
+    for (Py_ssize_t k = 0; !failed && problem == NULL && k < count; k++)
         if (r[k] < 0 || r[k] >= n)
             problem = "a row is outside [0, n)";
-    if (problem == NULL) {
+    if (problem != NULL) {
+        PyErr_Format(PyExc_ValueError, "gather_images: %s", problem);
+        failed = 1;
+    }
+    if (!failed) {
         b.images = images.buf;
         b.n = (size_t)n, b.h = (size_t)h, b.w = (size_t)w;
         b.rows = r;
@@ -301,15 +395,14 @@ static PyObject *py_gather_images(PyObject *self, PyObject *args) {
         Py_BEGIN_ALLOW_THREADS
         gather_images(&b, out.buf);
         Py_END_ALLOW_THREADS
-    } else {
-        PyErr_Format(PyExc_ValueError, "gather_images: %s", problem);
     }
+    PyMem_Free(r);
     PyBuffer_Release(&out);
     if (has_flips)
         PyBuffer_Release(&flips);
     PyBuffer_Release(&rows);
     PyBuffer_Release(&images);
-    if (problem != NULL)
+    if (failed)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -319,6 +412,62 @@ static PyObject *py_half_of(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "f:half_of", &value))
         return NULL;
     return PyLong_FromLong(half_of(value));
+}
+
+
+/* make_items(cls, records, prefixes, epoch, positions, files, indices): a list of `cls` (a tuple
+ * subclass) instances (record, epoch, position, file, index, prefix), one per record. */
+static PyObject *py_make_items(PyObject *self, PyObject *args) {
+    PyObject *cls, *records, *prefixes, *epoch, *positions_obj, *files_obj, *indices_obj;
+    if (!PyArg_ParseTuple(args, "O!O!O!OOOO:make_items", &PyType_Type, &cls, &PyList_Type,
+                          &records, &PyList_Type, &prefixes, &epoch, &positions_obj, &files_obj,
+                          &indices_obj))
+        return NULL;
+    if (!PyType_IsSubtype((PyTypeObject *)cls, &PyTuple_Type))
+        return PyErr_Format(PyExc_TypeError, "make_items: cls must be a tuple subclass");
+    allocfunc alloc = (allocfunc)PyType_GetSlot((PyTypeObject *)cls, Py_tp_alloc);
+    Py_buffer arrays[3];
+    PyObject *objs[3] = {positions_obj, files_obj, indices_obj};
+    int held = 0;
+    for (; held < 3; held++)
+        if (borrow_int64(objs[held], &arrays[held], 0, "make_items: positions/files/indices") < 0)
+            break;
+    PyObject *out = NULL;
+    Py_ssize_t n = PyList_Size(records);
+    if (held == 3 && (PyList_Size(prefixes) != n || items_of(&arrays[0]) != n ||
+                      items_of(&arrays[1]) != n || items_of(&arrays[2]) != n)) {
+        PyErr_SetString(PyExc_ValueError, "make_items: every column must hold one entry per record");
+    } else if (held == 3) {
+        const int64_t *pos = arrays[0].buf, *file = arrays[1].buf, *index = arrays[2].buf;
+        out = PyList_New(n);
+        for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+            PyObject *item = alloc((PyTypeObject *)cls, 6);
+            PyObject *fields[6] = {PyList_GetItem(records, i), epoch, NULL, NULL, NULL,
+                                   PyList_GetItem(prefixes, i)};
+            Py_XINCREF(fields[0]);
+            Py_INCREF(fields[1]);
+            Py_XINCREF(fields[5]);
+            fields[2] = PyLong_FromLongLong(pos[i]);
+            fields[3] = PyLong_FromLongLong(file[i]);
+            fields[4] = PyLong_FromLongLong(index[i]);
+            int bad = item == NULL;
+            for (int k = 0; k < 6; k++) {
+                if (fields[k] == NULL || bad) {
+                    bad = 1;
+                    Py_XDECREF(fields[k]);
+                } else if (PyTuple_SetItem(item, k, fields[k]) < 0) {
+                    bad = 1;
+                }
+            }
+            if (bad || PyList_SetItem(out, i, item) < 0) {
+                Py_XDECREF(item);
+                Py_CLEAR(out);
+            }
+        }
+    }
+    while (held-- > 0)
+        PyBuffer_Release(&arrays[held]);
+    return out;
 }
 
 static PyMethodDef methods[] = {
@@ -333,6 +482,8 @@ static PyMethodDef methods[] = {
     {"gather_images", py_gather_images, METH_VARARGS,
      "gather_images(images, n, h, w, rows, flips, scale, shift, out, kind, channels_last, /)"},
     {"half_of", py_half_of, METH_VARARGS, "half_of(value, /): the binary16 bits of a float"},
+    {"make_items", py_make_items, METH_VARARGS,
+     "make_items(cls, records, prefixes, epoch, positions, files, indices, /) -> list"},
     {"cut", py_cut, METH_VARARGS, "cut(data, starts, lengths, /) -> list of bytes of the spans"},
     {"pack", py_pack, METH_VARARGS,
      "pack(data, starts, lengths, values, at, /) -> end: the spans copied into values from at"},

@@ -79,10 +79,14 @@ static void build_shift(uint32_t t[4][256], size_t zeros) {
 #if defined(READPLAN_X86)
 #define TARGET __attribute__((target("sse4.2")))
 #define CRC8(c, b) _mm_crc32_u8((c), (b))
+#define CRC16(c, h) _mm_crc32_u16((c), (h))
+#define CRC32(c, v) _mm_crc32_u32((c), (v))
 #define CRC64(c, w) ((uint32_t)_mm_crc32_u64((c), (w)))
 #elif defined(READPLAN_ARM)
 #define TARGET __attribute__((target("+crc")))
 #define CRC8(c, b) __crc32cb((c), (b))
+#define CRC16(c, h) __crc32ch((c), (h))
+#define CRC32(c, v) __crc32cw((c), (v))
 #define CRC64(c, w) __crc32cd((c), (w))
 #endif
 
@@ -103,11 +107,10 @@ TARGET static const unsigned char *triple(uint32_t *state, const unsigned char *
     return p + 2 * block;
 }
 
+/* Unaligned 8-byte loads cost nothing extra on the processors that have the instruction, and a
+ * tail of 4, 2 and 1 bytes takes three steps without a loop: records of varying sizes then cost
+ * no mispredicted branches. */
 TARGET static uint32_t instruction_raw(uint32_t c, const unsigned char *p, size_t size) {
-    while (size && ((uintptr_t)p & 7)) {
-        c = CRC8(c, *p++);
-        size--;
-    }
     while (size >= 3 * LONG_BLOCK) {
         p = triple(&c, p, LONG_BLOCK, shift_long);
         size -= 3 * LONG_BLOCK;
@@ -121,8 +124,20 @@ TARGET static uint32_t instruction_raw(uint32_t c, const unsigned char *p, size_
         p += 8;
         size -= 8;
     }
-    while (size--)
-        c = CRC8(c, *p++);
+    if (size & 4) {
+        uint32_t v;
+        memcpy(&v, p, 4);
+        c = CRC32(c, v);
+        p += 4;
+    }
+    if (size & 2) {
+        uint16_t h;
+        memcpy(&h, p, 2);
+        c = CRC16(c, h);
+        p += 2;
+    }
+    if (size & 1)
+        c = CRC8(c, *p);
     return c;
 }
 

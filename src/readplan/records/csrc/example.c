@@ -29,11 +29,11 @@ static inline int read_varint(cursor *c, uint64_t *out) {
     return -1;
 }
 
-/* A tag or a length: a varint of at most 5 bytes without padding (a last byte of 0 after
- * others), below 2^31 for a length.  Other spellings are left to the runtime. */
-static inline int read_short(cursor *c, uint64_t *out) {
+/* A tag (below 2^32) or a length (below 2^31): a varint of at most 5 bytes without padding
+ * (a last byte of 0 after others).  Other spellings are left to the runtime. */
+static inline int read_short(cursor *c, uint64_t *out, uint64_t most) {
     const uint8_t *start = c->p;
-    if (read_varint(c, out) < 0 || c->p - start > 5 || *out > 0x7FFFFFFFu ||
+    if (read_varint(c, out) < 0 || c->p - start > 5 || *out > most ||
         (c->p - start > 1 && c->p[-1] == 0))
         return -1;
     return 0;
@@ -49,7 +49,7 @@ typedef struct {
 
 static inline int next_field(cursor *c, field *f) {
     uint64_t tag, length;
-    if (read_short(c, &tag) < 0 || (tag >> 3) == 0)
+    if (read_short(c, &tag, 0xFFFFFFFFu) < 0 || (tag >> 3) == 0)
         return -1;
     f->number = (uint32_t)(tag >> 3);
     f->wire = (int)(tag & 7);
@@ -68,7 +68,7 @@ static inline int next_field(cursor *c, field *f) {
         return 0;
     }
     case WT_LEN:
-        if (read_short(c, &length) < 0 || length > (uint64_t)(c->end - c->p))
+        if (read_short(c, &length, 0x7FFFFFFFu) < 0 || length > (uint64_t)(c->end - c->p))
             return -1;
         f->payload.p = c->p;
         c->p += length;

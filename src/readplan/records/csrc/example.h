@@ -1,14 +1,16 @@
 /* The tf.train.Example parse kernel (specs/native.md, "Example parse"): a batch of serialized
- * records walked into columns, one feature name at a time.
+ * records walked into columns, record by record, in two passes (a scan that counts, a fill
+ * that writes).
  *
  * The walk reads the subset of the protobuf wire format whose meaning it is sure of: unknown
- * fields (wire types 0, 1, 2, 5) at every level, Example.features more than once, a map entry's
- * key and value in either order, several lists in one Feature (the oneof keeps the last kind;
- * lists of that kind since it was set are merged), packed and unpacked numeric values mixed.
- * Anything else (malformed bytes, groups, over-long tags or lengths, a map entry with its key
- * or value twice or with another field, a name twice in one record) stops the walk with
- * EX_FALLBACK and the protobuf runtime decides, as on the pure path.  Every length is checked against the bytes
- * left before it is used, every write against the output it goes to. */
+ * fields (wire types 0, 1, 2, 5) at every level but inside a map entry, Example.features more
+ * than once, a map entry's key and value in either order, several lists in one Feature (the
+ * oneof keeps the last kind; lists of that kind since it was set are merged), packed and
+ * unpacked numeric values mixed.  Anything else (malformed bytes, groups, over-long tags or
+ * lengths, a map entry with its key or value twice or with another field, a name twice in one
+ * record) stops the walk with EX_FALLBACK and the protobuf runtime decides, as on the pure
+ * path.  Every length is checked against the bytes left before it is used, every write against
+ * the output it goes to. */
 #ifndef READPLAN_EXAMPLE_H
 #define READPLAN_EXAMPLE_H
 
@@ -18,7 +20,7 @@
 /* The kinds are the Feature field numbers: bytes_list 1, float_list 2, int64_list 3. */
 enum ex_kind { EX_NONE = 0, EX_BYTES = 1, EX_FLOAT = 2, EX_INT64 = 3 };
 
-/* Why a walk stopped.  The values are part of the Python contract (records/example/_native.py). */
+/* Why a walk stopped.  The values are part of the Python contract (records/example/_kernel.py). */
 enum ex_status {
     EX_OK = 0,
     EX_FALLBACK = 1, /* a record leaves the subset read here; `at` is its index */

@@ -114,7 +114,8 @@ static PyObject *scan_table(const ex_table *t) {
     int64_t *row = (int64_t *)PyBytes_AsString(table);
     for (size_t k = 0; k < t->count; k++, row += 5) {
         const ex_name *name = &t->names[k];
-        PyObject *key = PyBytes_FromStringAndSize((const char *)name->key, (Py_ssize_t)name->key_len);
+        PyObject *key =
+            PyBytes_FromStringAndSize((const char *)name->key, (Py_ssize_t)name->key_len);
         if (key == NULL || PyList_SetItem(names, (Py_ssize_t)k, key) < 0) {
             Py_DECREF(names);
             Py_DECREF(table);
@@ -232,6 +233,18 @@ PyObject *py_example_fill(PyObject *self, PyObject *args) {
     if (opened > 0) {
         PyErr_SetString(PyExc_TypeError, "example_fill: every record must be bytes");
     } else if (opened == 0 && outputs_of(views, s.r.n, &out) == 0) {
+        /* The plan is checked and used in a copy: another thread may write the caller's array
+         * while the GIL is released, and a span checked must be the span written. */
+        size_t plan_bytes = (size_t)views[PLAN].len;
+        int64_t *plan = PyMem_Malloc(plan_bytes > 0 ? plan_bytes : 1);
+        if (plan == NULL) {
+            PyErr_NoMemory();
+            close_source(&s);
+            release_outputs(views, held);
+            return NULL;
+        }
+        memcpy(plan, views[PLAN].buf, plan_bytes);
+        out.plan = plan;
         ex_table t;
         ex_table_init(&t);
         ex_result r;
@@ -239,6 +252,7 @@ PyObject *py_example_fill(PyObject *self, PyObject *args) {
         r = ex_fill(&s.r, &t, &out);
         Py_END_ALLOW_THREADS
         ex_table_free(&t);
+        PyMem_Free(plan);
         if (r.status == EX_NOMEM)
             PyErr_NoMemory();
         else

@@ -5,7 +5,9 @@
 Canonically encoded batches (what TensorFlow, TFDS and :func:`~readplan.example.encode`
 write) are read by the vectorised wire walk of :mod:`readplan.records.example._wire`; any
 other batch is decoded one record at a time by the protobuf runtime, with the same result.
-See ``specs/example.md`` §5.
+This is the pure path (:func:`decode_columns_pure`); the compiled kernel's twin, which
+gives the same columns and errors, is :mod:`readplan.records.example._kernel`. See
+``specs/example.md`` §5 and ``specs/native.md``.
 """
 
 from __future__ import annotations

@@ -115,7 +115,7 @@ def gather_images(
     if CORE is None:
         gather_images_pure(images, rows, flips, scale, shift, out, kind, channels_last)
         return
-    if images.ndim != 4:
+    if images.ndim != 4 or images.dtype != np.uint8:
         raise ValueError("gather_images: images must hold n * h * w * 3 bytes")
     n, h, w, _ = images.shape
     CORE.gather_images(images, n, h, w, rows, flips, scale, shift, out, kind, channels_last)

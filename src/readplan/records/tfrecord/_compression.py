@@ -221,7 +221,7 @@ class Inflater:
 
     def _verify(self) -> _Confirmed:
         """Inflate the whole file once, checking every member's trailer (specs/tfrecord.md
-        §5: the cost of never delivering bytes no checksum has confirmed)."""
+        §3.2: the cost of never delivering bytes no checksum has confirmed)."""
         checker = Inflater(self._fd, self._compression, confirm=False)
         try:
             while checker.read(_VERIFY_PIECE):

@@ -70,6 +70,8 @@ def scan_frames_pure(
     starts and ``stop`` says why the scan ended there."""
     if off < 0:
         raise ValueError(f"scan_frames: off must be >= 0, got {off}")
+    if max_length < 0:
+        raise ValueError(f"scan_frames: max_length must be >= 0, got {max_length}")
     view = memoryview(data).cast("B")
     capacity = min(len(starts), len(lengths))
     most = capacity if limit < 0 else min(limit, capacity)
@@ -129,6 +131,10 @@ def scan_records_pure(
 ) -> tuple[list[bytes], int, int]:
     """``(payloads, end, stop)``: :func:`scan_frames_pure` and :func:`cut_pure` in one call,
     ``limit`` frames at most (``-1``: no limit)."""
+    if off < 0:
+        raise ValueError(f"scan_records: off must be >= 0, got {off}")
+    if max_length < 0:
+        raise ValueError(f"scan_records: max_length must be >= 0, got {max_length}")
     starts, lengths = scratch(len(memoryview(data)) - min(off, len(memoryview(data))))
     count, end, stop = scan_frames_pure(data, off, limit, max_length, verify, starts, lengths)
     if limit >= 0 and count == len(starts) and count < limit:
@@ -167,7 +173,7 @@ def pack_pure(
     view = memoryview(data).cast("B")
     _check_spans("pack", len(view), starts, lengths)
     out = memoryview(values).cast("B")
-    total = int(lengths.sum())
+    total = sum(lengths.tolist())  # exact: an int64 sum of many huge spans wraps
     if at < 0 or at > len(out) or total > len(out) - at:
         raise ValueError(f"pack: {total} bytes at {at} do not fit a buffer of {len(out)}")
     for s, n in zip(starts.tolist(), lengths.tolist(), strict=True):

@@ -284,3 +284,28 @@ def test_convert_takes_urls_both_ways(capsys: pytest.CaptureFixture[str], tmp_pa
     status, _, err = run(capsys, "convert", str(local), back, "--format", "tfrecord")
     assert status == 2
     assert "already holds a dataset" in err
+
+
+def test_client_library_retries_are_said_and_its_tracebacks_dropped(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import argparse
+    import logging
+
+    from readplan.cli.retries import retry_reporting
+
+    args = argparse.Namespace(command="inspect", retries=3, retry_timeout=5.0)
+    gcsfs = logging.getLogger("gcsfs")
+    level, propagate = gcsfs.level, gcsfs.propagate
+    with retry_reporting(args):
+        gcsfs.debug("_request retrying after exception: Cannot connect to host 127.0.0.1:9")
+        try:
+            raise ConnectionRefusedError("refused")
+        except ConnectionRefusedError:
+            gcsfs.exception("_request out of retries on exception: refused")
+    err = capsys.readouterr().err
+    assert err == (
+        "readplan inspect: gcsfs retries within one try: _request retrying after exception: "
+        "Cannot connect to host 127.0.0.1:9\n"
+    )
+    assert (gcsfs.level, gcsfs.propagate) == (level, propagate)  # restored after the command

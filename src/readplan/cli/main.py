@@ -12,12 +12,13 @@ import os
 import sys
 from collections.abc import Sequence
 
-from readplan import __version__, storage
+from readplan import __version__
 from readplan.cli import convert, demo, framing, planning, view
 from readplan.cli.numbers import POSITIVE, SECONDS
+from readplan.cli.retries import retry_reporting
 from readplan.errors import ReadplanError
 from readplan.records.native import CORE_NAME
-from readplan.storage import DEFAULT_RETRY, RetryPolicy
+from readplan.storage import DEFAULT_RETRY
 
 DEFAULT_RETRY_TIMEOUT = 30.0
 """Seconds after a request's first try past which the command line starts no retry."""
@@ -62,8 +63,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
-        _configure_retries(args)
-        status: int = args.handler(args)
+        with retry_reporting(args):
+            status: int = args.handler(args)
         sys.stdout.flush()
     except KeyboardInterrupt:
         # Ctrl-C is the user's wish, not a failure to explain: 128 + SIGINT, no traceback.
@@ -77,28 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ReadplanError, OSError) as err:
         print(f"readplan {args.command}: error: {err}", file=sys.stderr)
         return 2
-    finally:
-        storage.configure_retries(None)
-        storage.set_retry_reporter(None)
     return status
-
-
-def _configure_retries(args: argparse.Namespace) -> None:
-    """Bound every store request's retries by the flags, and say on stderr what is retried
-    (a wrong endpoint would otherwise be a long silence before the error)."""
-    policy = RetryPolicy(
-        attempts=args.retries,
-        first_delay=DEFAULT_RETRY.first_delay,
-        max_delay=DEFAULT_RETRY.max_delay,
-        deadline=args.retry_timeout,
-    )
-    storage.configure_retries(policy)
-    command = args.command
-
-    def report(message: str) -> None:
-        print(f"readplan {command}: {message}", file=sys.stderr, flush=True)
-
-    storage.set_retry_reporter(report)
 
 
 if __name__ == "__main__":  # pragma: no cover

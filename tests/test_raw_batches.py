@@ -152,6 +152,9 @@ def test_refusals(converted: Path) -> None:
         ({"hflip": 1.5}, "hflip"),
         ({"seed": -1}, "seed"),
         ({"normalize": ((0.5,), (0.5,))}, "normalize"),
+        ({"normalize": ((0.5, 0.5, 0.5), (0.2, 0.0, 0.2))}, "normalize"),
+        ({"normalize": ((0.5, float("nan"), 0.5), (0.2, 0.2, 0.2))}, "normalize"),
+        ({"normalize": "mean/std"}, "normalize"),
     ]:
         with pytest.raises(ConfigError) as err:
             next(iter(reader.image_batches(4, **kwargs)))

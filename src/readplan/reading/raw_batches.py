@@ -116,16 +116,23 @@ class ImageOptions:
         """``(scale, shift)`` of the kernel: ``normalize``'s, or the pixel values."""
         if self.normalize is None:
             return (1.0, 1.0, 1.0), (0.0, 0.0, 0.0)
+        refusal = ConfigError(
+            "normalize must be (mean, std), three finite floats each, std > 0 (pixels "
+            f"scaled to 0..1 first), got {self.normalize!r:.80}",
+            field="normalize",
+            value=self.normalize,
+        )
         try:
-            mean, std = self.normalize
-            return normalization(tuple(mean), tuple(std))  # type: ignore[arg-type]
+            mean, std = (np.asarray(v, dtype=np.float64) for v in self.normalize)
         except (TypeError, ValueError) as err:
-            raise ConfigError(
-                "normalize must be (mean, std), three floats each (pixels scaled to 0..1 "
-                f"first), got {self.normalize!r:.80}",
-                field="normalize",
-                value=self.normalize,
-            ) from err
+            raise refusal from err
+        if mean.shape != (3,) or std.shape != (3,) or not np.isfinite([mean, std]).all():
+            raise refusal
+        if not (std > 0).all():
+            raise refusal
+        m0, m1, m2 = mean.tolist()
+        s0, s1, s2 = std.tolist()
+        return normalization((m0, m1, m2), (s0, s1, s2))
 
 
 def flip_draws(seed: int, epoch: int, positions: IntArray, hflip: float) -> U8Array:

@@ -16,6 +16,7 @@ import pytest
 from readplan import DatasetInfo, ReadConfig, Reader, ReadPlan
 from readplan.convert import convert
 from readplan.errors import ConfigError
+from readplan.example import FixedLen
 from readplan.metadata.raw_images import resize_image
 from readplan.reading.raw_batches import flip_draws
 from readplan.records.tbl._gather import KINDS, gather_images_pure, normalization
@@ -164,3 +165,13 @@ def test_refusals(converted: Path) -> None:
     source = ReadPlan(DatasetInfo.load(SOURCE), "train", CONFIG)
     with pytest.raises(ConfigError, match="TBL-RAW"):
         Reader(source).image_batches(4)
+
+
+def test_reader_decoding_refuses_raw_records(converted: Path) -> None:
+    plan = ReadPlan(DatasetInfo.load(converted), "train", CONFIG)
+    for decode in ("tfds", True, {"label": FixedLen((), np.int64)}):
+        with pytest.raises(ConfigError, match="TBL-RAW dataset") as err:
+            Reader(plan, decode=decode)  # type: ignore[arg-type]
+        assert err.value.field == "decode"
+    pixels = next(iter(Reader(plan))).record
+    assert len(pixels) == SIZE * SIZE * 3

@@ -16,10 +16,11 @@ from typing import Any, Literal
 from readplan.errors import ConfigError, ExampleError, FeatureError
 from readplan.metadata._feature_batch import compile_leaf_decoder
 from readplan.metadata.features import load_features
+from readplan.metadata.raw_images import raw_marker
 from readplan.plan import ReadPlan
 from readplan.reading.collate import Ragged, collate, collate_leaves
 from readplan.reading.items import LazyRecords
-from readplan.records import example
+from readplan.records import example, tbl
 from readplan.records.example import _many
 from readplan.records.example._leaves import LeafBatch
 from readplan.records.example._rows import NotRegularError
@@ -91,6 +92,8 @@ def record_decoder(
 ) -> RecordDecoder | None:
     """The decoder a reader applies to its records, or None to deliver bytes; the features
     of a dataset in a store are read with ``storage_options``."""
+    if decode is not None and decode is not False:
+        _refuse_raw(plan, data_dir, storage_options, decode)
     if decode == "tfds":
         return _tfds_decoder(plan, data_dir, decoders, storage_options)
     if decoders is not None:
@@ -101,6 +104,24 @@ def record_decoder(
             value=decoders,
         )
     return example_decoder(decode)
+
+
+def _refuse_raw(
+    plan: ReadPlan, data_dir: str | None, storage_options: StorageOptions, decode: object
+) -> None:
+    """A TBL-RAW dataset's records are pixels, not ``tf.train.Example`` records."""
+    where = data_dir or plan.info.data_dir
+    if plan.info.file_format != tbl.FILE_FORMAT or where is None:
+        return
+    if raw_marker(where, storage_options) is not None:
+        raise ConfigError(
+            f"{where} is a TBL-RAW dataset (readplan convert --raw): its records are "
+            f"{plan.info.file_format} RAW_U8 pixels, not tf.train.Example records, so "
+            f"decode={decode!r:.40} does not apply; read it with Reader.image_batches (images "
+            "and the other features), or with decode=None for each image's bytes",
+            field="decode",
+            value=decode,
+        )
 
 
 def example_decoder(

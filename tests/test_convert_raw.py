@@ -124,6 +124,9 @@ def test_cli_raw(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert tbl.TblFile(next(target.glob("*train.tbl-00000*"))).raw_view().shape[1:] == (8, 8, 3)
     assert main(["convert", str(RAW_SOURCE), str(tmp_path / "no"), *args[3:]]) == 2
     assert "image_size must be an int" in capsys.readouterr().err
+    two = ["convert", str(RAW_SOURCE), str(tmp_path / "two"), *args[3:], "--workers", "2"]
+    assert main([*two, "--image-size", "8"]) == 0
+    assert "6 tbl shards, 52 records" in capsys.readouterr().out
 
 
 def test_raw_refusals(tmp_path: Path, converted: Path) -> None:
@@ -145,7 +148,8 @@ def test_raw_refusals(tmp_path: Path, converted: Path) -> None:
         convert(converted, tmp_path / "c", raw=True, image_size=8)
 
 
-def test_interrupted_conversion_leaves_no_dataset(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", [1, 2])
+def test_interrupted_conversion_leaves_no_dataset(tmp_path: Path, workers: int) -> None:
     source = tmp_path / "src"
     shutil.copytree(RAW_SOURCE, source)
     # A record whose image is not an image: decoding stops the conversion in shard 1.
@@ -156,8 +160,28 @@ def test_interrupted_conversion_leaves_no_dataset(tmp_path: Path) -> None:
     tfrecord.write(str(shard), records)
     target = tmp_path / "dst"
     with pytest.raises(Exception, match="image"):
-        convert(source, target, raw=True, image_size=8)
+        convert(source, target, raw=True, image_size=8, workers=workers)
     assert not (target / "dataset_info.json").exists()
     assert not (target / "readplan_raw-train.tbl-00001-of-00003").exists()
     with pytest.raises(DatasetInfoError):
         DatasetInfo.load(target)
+
+
+def test_two_workers_write_the_same_files(tmp_path: Path, converted: Path) -> None:
+    done: list[tuple[str, int]] = []
+    shards = convert(
+        RAW_SOURCE,
+        tmp_path / "two",
+        raw=True,
+        image_size=SIZE,
+        workers=2,
+        progress=lambda shard: done.append((shard.split, shard.shard_index)),
+    )
+    assert done == [(s.split, s.shard_index) for s in shards]
+    assert done == [(split, k) for split in ("train", "test") for k in range(3)]
+    names = sorted(p.name for p in converted.iterdir())
+    assert sorted(p.name for p in (tmp_path / "two").iterdir()) == names
+    for name in names:
+        assert (tmp_path / "two" / name).read_bytes() == (converted / name).read_bytes()
+    with pytest.raises(ConfigError, match="workers"):
+        convert(RAW_SOURCE, tmp_path / "x", raw=True, image_size=SIZE, workers=0)

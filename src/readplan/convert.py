@@ -14,10 +14,13 @@ converted from.  Plans, readers and checkpoints treat both directories alike.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import multiprocessing
 import os
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -30,7 +33,7 @@ from readplan.metadata.features import FEATURES_FILE
 from readplan.metadata.loader import INFO_FILE, verify_files
 from readplan.metadata.naming import format_shard_name
 from readplan.metadata.raw_images import RAW_KEY, raw_marker
-from readplan.reading.containers import CONTAINERS, RecordContainer, container_for, readable
+from readplan.reading.containers import CONTAINERS, container_for, readable
 from readplan.records import tbl, tfrecord
 
 __all__ = ["ConvertedShard", "convert"]
@@ -59,6 +62,7 @@ def convert(
     compression: bool = False,
     raw: bool = False,
     image_size: int | None = None,
+    workers: int = 1,
     progress: Callable[[ConvertedShard], None] | None = None,
 ) -> list[ConvertedShard]:
     """Rewrite the dataset in ``src_dir`` into ``dst_dir`` (created; it must not hold a
@@ -69,30 +73,47 @@ def convert(
     uncompressed, as TFDS writes it).  Every shard must hold exactly the records its
     ``shardLengths`` says, or a :class:`DatasetInfoError` names it.  ``raw=True`` (TBL
     only, uncompressed) decodes the dataset's one ``Image`` feature and stores it resized to
-    ``image_size x image_size`` as RAW_U8 samples (``specs/tbl.md`` §10).  Returns the
-    shards written, in split and shard order.
+    ``image_size x image_size`` as RAW_U8 samples (``specs/tbl.md`` §10).  ``workers``
+    processes convert shards in parallel (one shard per task); the files are the same.
+    Returns the shards written, in split and shard order.
     """
     source = storage.to_str(src_dir)
     target = storage.to_str(dst_dir)
     _check_options(format, compression)
-    info, reader = _readable_source(source)
+    info = _readable_source(source)
     images = _raw_option(info, source, format, compression, raw, image_size)
+    output = _Output(format, compression, images, workers)
     if storage.is_remote(target):
-        return _convert_to_store(
-            info, reader, source, target, format, compression, images, progress
-        )
+        return _convert_to_store(info, source, target, output, progress)
     _prepare_target(source, target)
-    return _convert_into(info, reader, source, target, format, compression, images, progress)
+    return _convert_into(info, source, target, output, progress)
+
+
+@dataclass(frozen=True)
+class _Output:
+    """What the shards are converted into, and by how many processes."""
+
+    file_format: str
+    compression: bool
+    images: RawImages | None
+    workers: int
+
+    def __post_init__(self) -> None:
+        workers = self.workers
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise ConfigError(
+                f"workers must be a positive int (processes converting shards), got "
+                f"{workers!r:.40}",
+                field="workers",
+                value=workers,
+            )
 
 
 def _convert_to_store(
     info: DatasetInfo,
-    reader: RecordContainer,
     source: str,
     target: str,
-    file_format: str,
-    compression: bool,
-    images: RawImages | None,
+    output: _Output,
     progress: Callable[[ConvertedShard], None] | None,
 ) -> list[ConvertedShard]:
     """Convert into a local staging folder, then upload its files, dataset_info.json last
@@ -110,9 +131,7 @@ def _convert_to_store(
             value=target,
         )
     with tempfile.TemporaryDirectory(prefix="readplan-convert-") as staging:
-        staged = _convert_into(
-            info, reader, source, staging, file_format, compression, images, None
-        )
+        staged = _convert_into(info, source, staging, output, None)
         names = sorted(name for name in os.listdir(staging) if name != INFO_FILE)
         for name in [*names, INFO_FILE]:
             with open(os.path.join(staging, name), "rb") as handle:
@@ -128,39 +147,76 @@ def _convert_to_store(
 
 def _convert_into(
     info: DatasetInfo,
-    reader: RecordContainer,
     source: str,
     target: str,
-    format: str,
-    compression: bool,
-    images: RawImages | None,
+    output: _Output,
     progress: Callable[[ConvertedShard], None] | None,
 ) -> list[ConvertedShard]:
+    tasks = [
+        _Task(
+            info.file_format,
+            ConvertedShard(
+                split,
+                k,
+                info.shard_path(split, k),
+                os.path.join(target, _renamed(info, output.file_format, split, k)),
+                planned,
+            ),
+            output,
+        )
+        for split, split_info in info.splits.items()
+        for k, planned in enumerate(split_info.shard_lengths)
+    ]
     shards: list[ConvertedShard] = []
-    for split, split_info in info.splits.items():
-        for k, planned in enumerate(split_info.shard_lengths):
-            src_path = info.shard_path(split, k)
-            dst_path = os.path.join(target, _renamed(info, format, split, k))
-            records = reader.stream(src_path)
-            if images is None:
-                written = _write(format, dst_path, records, compression)
-            else:
-                written = _write_raw(dst_path, records, images)
-            if written != planned:
-                raise DatasetInfoError(
-                    f"{src_path} holds {written} records, but {INFO_FILE} gives it {planned} "
-                    "(shardLengths): the source dataset is inconsistent; nothing was converted "
-                    "past this shard",
-                    path=src_path,
-                    field="shardLengths",
-                )
-            shard = ConvertedShard(split, k, src_path, dst_path, written)
+    with _pool(output.workers) as pool:
+        for shard in pool.map(_convert_shard, tasks) if pool else map(_convert_shard, tasks):
             shards.append(shard)
             if progress is not None:
                 progress(shard)
-    _copy_other_files(info, source, target, images)
-    _write_info(source, target, format, images)
+    _copy_other_files(info, source, target, output.images)
+    _write_info(source, target, output.file_format, output.images)
     return shards
+
+
+@dataclass(frozen=True)
+class _Task:
+    """One shard to convert: ``shard.records`` is the count its ``shardLengths`` gives."""
+
+    source_format: str
+    shard: ConvertedShard
+    output: _Output
+
+
+@contextlib.contextmanager
+def _pool(workers: int) -> Iterator[ProcessPoolExecutor | None]:
+    """Processes for ``workers > 1`` (spawned: no state inherited from a threaded parent);
+    tasks not started when one fails are cancelled."""
+    if workers == 1:
+        yield None
+        return
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        yield pool
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _convert_shard(task: _Task) -> ConvertedShard:
+    shard, output = task.shard, task.output
+    records = container_for(task.source_format).stream(shard.source)
+    if output.images is None:
+        written = _write(output.file_format, shard.target, records, output.compression)
+    else:
+        written = _write_raw(shard.target, records, output.images)
+    if written != shard.records:
+        raise DatasetInfoError(
+            f"{shard.source} holds {written} records, but {INFO_FILE} gives it "
+            f"{shard.records} (shardLengths): the source dataset is inconsistent; the "
+            "conversion stopped and wrote no dataset_info.json",
+            path=shard.source,
+            field="shardLengths",
+        )
+    return shard
 
 
 def _check_options(file_format: object, compression: bool) -> None:
@@ -214,17 +270,17 @@ def _raw_option(
     return raw_images(info.resolve_features(), image_size)
 
 
-def _readable_source(source: str) -> tuple[DatasetInfo, RecordContainer]:
-    """The source dataset in the first format readplan reads, and that format's container;
+def _readable_source(source: str) -> DatasetInfo:
+    """The source dataset in the first format readplan reads (refused when there is none);
     every shard file of that format must exist."""
     info = readable(DatasetInfo.load(source))
-    reader = container_for(
+    container_for(
         info.file_format,
         path=storage.join(source, INFO_FILE),
         available=info.available_file_formats,
     )
     verify_files(info)
-    return info, reader
+    return info
 
 
 def _prepare_target(source: str, target: str) -> None:

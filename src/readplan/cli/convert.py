@@ -12,6 +12,7 @@ from readplan.convert import ConvertedShard, convert
 from readplan.metadata.dataset_info import DatasetInfo
 
 IMAGE_SIZE = integer(1, 65535, "an image side in pixels")
+WORKERS = integer(1, 1024, "a number of processes")
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -60,6 +61,13 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         help="with --raw: the side of the stored images, each stretched to S x S (Pillow "
         "bilinear, no crop)",
     )
+    parser.add_argument(
+        "--workers",
+        type=WORKERS,
+        default=1,
+        metavar="N",
+        help="processes converting shards in parallel, one shard at a time each (default 1)",
+    )
     parser.set_defaults(handler=run_convert)
 
 
@@ -78,6 +86,7 @@ def run_convert(args: argparse.Namespace) -> int:
             compression=args.compression,
             raw=args.raw,
             image_size=args.image_size,
+            workers=args.workers,
             progress=advance,
         )
     records = sum(shard.records for shard in shards)

@@ -245,3 +245,20 @@ def test_mutated_indexes_never_give_other_bytes_within_a_memory_bound() -> None:
         address_space=GIB,
         timeout=600,
     )
+
+
+def test_a_last_entry_moved_onto_an_earlier_payload_is_not_read_as_a_tail(tmp_path: Path) -> None:
+    """Entries 2-4 of five equal-size samples rotated (4, 2, 3): the last entry's payload ends
+    before the payload area does, and the bytes after it are another entry's, not a tail."""
+    raw = _golden("raw_u8")
+    written = _written("raw_u8")
+    for mutation in [("swap", 3, 4, 0, 0), ("swap", 2, 3, 0, 0)]:
+        raw = _apply(raw, mutation)
+    path = tmp_path / "x.tbl"
+    path.write_bytes(raw)
+    with tbl.TblFile(path) as tf:
+        assert len(tf) == len(written) == 5
+        assert tf.damaged.tolist() == [1, 2, 3, 4]
+        assert tf[0] == written[0]
+        with pytest.raises(CorruptTblError, match="index_order"):
+            tf[4]

@@ -291,12 +291,15 @@ def _out_of_order(
     a broken boundary either neighbour may be the moved, swapped or copied entry (an empty
     sample makes both look right on one side), so both are damage: an entry that could
     name another sample's bytes is never read as its own. Bytes between the last payload
-    and the end of the payload area are the tail's damage, not the last sample's.
+    and the end of the payload area are the tail's damage, not the last sample's, unless an
+    earlier entry's payload reaches into them: then the last entry was moved too (the chain
+    of payloads must end with the last entry's).
     """
     if len(start) == 0:
         return np.zeros(0, dtype=bool)
     left = start == np.concatenate([[np.uint64(layout.index_end)], end[:-1]])
-    right = np.concatenate([left[1:], [True]])
+    last_ends_the_chain = bool(end[-1] == layout.payload_end) or not (end[:-1] > end[-1]).any()
+    right = np.concatenate([left[1:], [last_ends_the_chain]])
     blamed: npt.NDArray[np.bool_] = ~left | ~right
     return blamed
 

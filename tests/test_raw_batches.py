@@ -18,6 +18,7 @@ from readplan.convert import convert
 from readplan.errors import ConfigError
 from readplan.example import FixedLen
 from readplan.metadata.raw_images import resize_image
+from readplan.reading import raw_batches
 from readplan.reading.raw_batches import flip_draws
 from readplan.records.tbl._gather import KINDS, gather_images_pure, normalization
 
@@ -175,3 +176,16 @@ def test_reader_decoding_refuses_raw_records(converted: Path) -> None:
         assert err.value.field == "decode"
     pixels = next(iter(Reader(plan))).record
     assert len(pixels) == SIZE * SIZE * 3
+
+
+def test_batches_across_plan_chunks(converted: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    plan = ReadPlan(DatasetInfo.load(converted), "train", CONFIG)
+    whole = list(Reader(plan, epochs=2, rank=1, world_size=2).image_batches(6, hflip=0.5))
+    monkeypatch.setattr(raw_batches, "_CHUNK", 5)  # the plan walked 5 positions at a time
+    cut = list(Reader(plan, epochs=2, rank=1, world_size=2).image_batches(6, hflip=0.5))
+    assert [(b.epoch, b.positions.tolist()) for b in cut] == [
+        (b.epoch, b.positions.tolist()) for b in whole
+    ]
+    assert [len(b.positions) for b in cut] == [6, 6, 6, 2, 6, 6, 6, 2]
+    for a, b in zip(cut, whole, strict=True):
+        assert np.array_equal(a.images, b.images)

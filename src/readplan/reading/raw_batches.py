@@ -245,31 +245,26 @@ def image_batches(
     size = marker.image_size
     scale, shift = options.coefficients()
     kind = KINDS.index(options.dtype)
-    held: list[tuple[IntArray, IntArray, IntArray]] = []
-    count = 0
+    empty = np.zeros(0, dtype=np.int64)
+    # The positions not yet batched, and how far into them the batches are.
+    pending, at = (empty, empty, empty), 0
     for epoch, positions, files, records in chunks:
         end_of_epoch = not len(positions)
         if not end_of_epoch:
-            held.append((positions, files, records))
-            count += len(positions)
-        while count >= options.batch_size or (
-            end_of_epoch and count and not options.drop_remainder
+            pending = tuple(  # type: ignore[assignment]
+                np.concatenate((old[at:], new))
+                for old, new in zip(pending, (positions, files, records))
+            )
+            at = 0
+        while len(pending[0]) - at >= options.batch_size or (
+            end_of_epoch and len(pending[0]) > at and not options.drop_remainder
         ):
-            take = min(count, options.batch_size)
-            rows, held = _split(held, take)
-            count -= take
+            stop = at + options.batch_size
+            rows = (pending[0][at:stop], pending[1][at:stop], pending[2][at:stop])
+            at = min(stop, len(pending[0]))
             yield _batch(epoch, rows, shards, size, scale, shift, kind, options, decode)
         if end_of_epoch:
-            held, count = [], 0
-
-
-def _split(
-    held: list[tuple[IntArray, IntArray, IntArray]], take: int
-) -> tuple[tuple[IntArray, IntArray, IntArray], list[tuple[IntArray, IntArray, IntArray]]]:
-    joined = [np.concatenate(column) for column in zip(*held)]
-    batch = (joined[0][:take], joined[1][:take], joined[2][:take])
-    rest = (joined[0][take:], joined[1][take:], joined[2][take:])
-    return batch, [rest] if len(rest[0]) else []
+            pending, at = (empty, empty, empty), 0
 
 
 def _batch(

@@ -89,6 +89,22 @@ def read(
     The file is opened (and arguments checked) at once; it is closed when the iterator is
     exhausted or garbage-collected.
     """
+    parser, stream = _whole_file_parser(
+        path, compression, verify, on_corruption, report, max_record_bytes, storage_options
+    )
+    return itertools.chain.from_iterable(parsed_batches(parser, stream, None))
+
+
+def _whole_file_parser(
+    path: PathLike,
+    compression: object,
+    verify: bool,
+    on_corruption: OnCorruption,
+    report: CorruptionReport | None,
+    max_record_bytes: int | None,
+    storage_options: StorageOptions,
+) -> tuple[FrameParser, ByteStream]:
+    """A parser over the whole of ``path``, opened now (arguments checked first)."""
     check_read_options(on_corruption, max_record_bytes, report)
     name = to_str(path)
     fd = open_handle(name, storage_options)
@@ -106,7 +122,7 @@ def read(
         report=report,
         max_record_bytes=record_cap(max_record_bytes, resolved),
     )
-    return itertools.chain.from_iterable(parsed_batches(parser, stream, None))
+    return parser, stream
 
 
 def read_packed(
@@ -124,22 +140,8 @@ def read_packed(
     :class:`PackedRecords` of ``batch_size`` records each (the last may be shorter): one
     buffer and one offsets array per batch instead of a ``bytes`` object per record."""
     check_batch_size(batch_size)
-    check_read_options(on_corruption, max_record_bytes, report)
-    name = to_str(path)
-    fd = open_handle(name, storage_options)
-    try:
-        resolved = _index.resolve_compression(fd, compression)
-        stream = stream_for(fd, resolved, start=0, end=size_of(fd), owns_fd=True)
-    except BaseException:
-        close_handle(fd)
-        raise
-    parser = FrameParser(
-        stream,
-        path=name,
-        verify=verify,
-        skip_damage=on_corruption == "skip",
-        report=report,
-        max_record_bytes=record_cap(max_record_bytes, resolved),
+    parser, stream = _whole_file_parser(
+        path, compression, verify, on_corruption, report, max_record_bytes, storage_options
     )
     return packed_batches(_closing(parser.payloads(), stream), batch_size)
 

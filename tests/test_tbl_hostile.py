@@ -262,3 +262,21 @@ def test_a_last_entry_moved_onto_an_earlier_payload_is_not_read_as_a_tail(tmp_pa
         assert tf[0] == written[0]
         with pytest.raises(CorruptTblError, match="index_order"):
             tf[4]
+
+
+def test_entries_that_chain_after_a_copied_entry_are_still_displaced(tmp_path: Path) -> None:
+    """Entries 3 and 4 swapped, then entry 2 copied over entry 3: entry 4 (sample 3's entry)
+    starts where entry 3's payload ends, yet a sample later than the payloads before it put
+    it; the unreferenced last payload is not a tail to step over."""
+    raw = _golden("raw_u8")
+    written = _written("raw_u8")
+    for mutation in [("swap", 3, 4, 0, 0), ("copy", 3, 2, 0, 0)]:
+        raw = _apply(raw, mutation)
+    path = tmp_path / "x.tbl"
+    path.write_bytes(raw)
+    with tbl.TblFile(path) as tf:
+        assert tf[0] == written[0]
+        assert tf[1] == written[1]
+        assert tf.damaged.tolist() == [2, 3, 4]
+        with pytest.raises(CorruptTblError, match="index_o"):
+            tf[4]

@@ -291,16 +291,25 @@ def _out_of_order(
     a broken boundary either neighbour may be the moved, swapped or copied entry (an empty
     sample makes both look right on one side), so both are damage: an entry that could
     name another sample's bytes is never read as its own. Bytes between the last payload
-    and the end of the payload area are the tail's damage, not the last sample's, unless an
-    earlier entry's payload reaches into them: then the last entry was moved too (the chain
-    of payloads must end with the last entry's).
+    and the end of the payload area are the tail's damage, not the last sample's.
+
+    A run of entries can chain with each other and still be displaced (one entry copied
+    over its predecessor shifts the rest by a sample), so each entry must also sit where
+    the payloads before it put it: at the index's end plus their sizes, or, when the last
+    payload ends the payload area, at that end less its own and the later sizes.
     """
     if len(start) == 0:
         return np.zeros(0, dtype=bool)
     left = start == np.concatenate([[np.uint64(layout.index_end)], end[:-1]])
-    last_ends_the_chain = bool(end[-1] == layout.payload_end) or not (end[:-1] > end[-1]).any()
-    right = np.concatenate([left[1:], [last_ends_the_chain]])
-    blamed: npt.NDArray[np.bool_] = ~left | ~right
+    right = np.concatenate([left[1:], [True]])
+    sizes = (end - start).astype(np.float64)  # float: sums of u64 sizes may not fit in u64
+    before = np.concatenate([[0.0], np.cumsum(sizes)[:-1]])
+    from_start = start.astype(np.float64) == layout.index_end + before
+    after = np.cumsum(sizes[::-1])[::-1]
+    from_end = (start.astype(np.float64) == layout.payload_end - after) & bool(
+        end[-1] == layout.payload_end
+    )
+    blamed: npt.NDArray[np.bool_] = ~left | ~right | ~(from_start | from_end)
     return blamed
 
 

@@ -280,3 +280,20 @@ def test_entries_that_chain_after_a_copied_entry_are_still_displaced(tmp_path: P
         assert tf.damaged.tolist() == [2, 3, 4]
         with pytest.raises(CorruptTblError, match="index_o"):
             tf[4]
+
+
+def test_an_entry_beside_a_moved_empty_sample_is_disputed(tmp_path: Path) -> None:
+    """Entries 5-7 rotated (7, 5, 6) where sample 7 is empty: entries 6 and 7 chain and sit
+    where the payloads before them put them; only the empty sample's misplaced point, where
+    entry 7's payload ends, shows that entry 7 may hold another sample's bytes."""
+    raw = _golden("mixed")
+    written = _written("mixed")
+    assert written[7] == b""
+    for mutation in [("swap", 5, 6, 0, 0), ("swap", 5, 7, 0, 0)]:
+        raw = _apply(raw, mutation)
+    path = tmp_path / "x.tbl"
+    path.write_bytes(raw)
+    with tbl.TblFile(path) as tf:
+        assert 7 in tf.damaged.tolist()
+        with pytest.raises(CorruptTblError, match="index_o"):
+            tf[7]

@@ -318,11 +318,14 @@ def _disputed(
 ) -> npt.NDArray[np.bool_]:
     """The entries whose payload a misplaced entry's payload touches: either may hold the
     other's place (entries of empty samples chain at one offset, so a swap among them can
-    look right on both sides of a sound-looking entry). Empty payloads count as the point
-    where they sit: coordinates are doubled, ``[s, e)`` is ``[2s, 2e)`` and ``[s, s)`` is
-    ``[2s, 2s + 1)``."""
-    low = start.astype(np.float64) * 2  # float: 2 * a u64 offset may not fit in u64
-    high = np.where(end > start, end.astype(np.float64) * 2, low + 1)
+    look right on both sides of a sound-looking entry). An empty payload counts as the
+    point where it sits, which touches the payload that ends there and the one that starts
+    there (either may be its partner): coordinates are doubled, ``[s, e)`` is ``[2s, 2e)``
+    and ``[s, s)`` is ``[2s - 1, 2s + 1)``."""
+    doubled = start.astype(np.float64) * 2  # float: 2 * a u64 offset may not fit in u64
+    empty = end == start
+    low = np.where(empty, doubled - 1, doubled)
+    high = np.where(empty, doubled + 1, end.astype(np.float64) * 2)
     chosen = np.flatnonzero(misplaced)
     if len(chosen) == 0:
         return np.zeros(len(start), dtype=bool)

@@ -297,3 +297,20 @@ def test_an_entry_beside_a_moved_empty_sample_is_disputed(tmp_path: Path) -> Non
         assert 7 in tf.damaged.tolist()
         with pytest.raises(CorruptTblError, match="index_o"):
             tf[7]
+
+
+def test_entries_between_a_moved_empty_sample_and_its_place_are_damage(tmp_path: Path) -> None:
+    """Empty sample 7's offset moved back a byte, then entries 7-9 rotated (8, 9, 7): entry 7
+    (sample 8's) chains where sample 7 belongs, and only the empty entry, now last of the
+    three, is misplaced; everything between it and where it points is damage."""
+    raw = _golden("mixed")
+    written = _written("mixed")
+    for mutation in [("shift", 7, 0, 0, -1), ("swap", 7, 9, 0, 0), ("swap", 7, 8, 0, 0)]:
+        raw = _apply(raw, mutation)
+    path = tmp_path / "x.tbl"
+    path.write_bytes(raw)
+    with tbl.TblFile(path) as tf:
+        assert {7, 8, 9} <= set(tf.damaged.tolist())
+        assert tf[0] == written[0]
+        with pytest.raises(CorruptTblError, match="index_o"):
+            tf[7]

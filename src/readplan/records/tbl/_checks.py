@@ -272,7 +272,9 @@ def entry_kinds(layout: Layout, index: bytes) -> U8Array:
     for code, failed in reversed(list(enumerate(tests, start=1))):
         kinds[failed] = code
     order_code = ENTRY_KINDS.index(TBL_KIND_INDEX_ORDER)
-    kinds[(kinds == 0) & _disputed(offset, end, kinds == order_code)] = order_code
+    misplaced = kinds == order_code
+    disputed = _disputed(offset, end, misplaced) | _passed_over(offset, end, misplaced, layout)
+    kinds[(kinds == 0) & disputed] = order_code
     # A misplaced entry that names bytes of another sample's payload is an overlap.
     misplaced = kinds == ENTRY_KINDS.index(TBL_KIND_INDEX_ORDER)
     placed = misplaced | (kinds == 0) | (kinds == ENTRY_KINDS.index(TBL_KIND_INDEX_FIELD))
@@ -311,6 +313,33 @@ def _out_of_order(
     )
     blamed: npt.NDArray[np.bool_] = ~left | ~right | ~(from_start | from_end)
     return blamed
+
+
+def _passed_over(
+    start: npt.NDArray[np.uint64],
+    end: npt.NDArray[np.uint64],
+    misplaced: npt.NDArray[np.bool_],
+    layout: Layout,
+) -> npt.NDArray[np.bool_]:
+    """The entries between each misplaced empty entry and the entries where its offset
+    would sit in the chain of payloads: a moved empty payload touches no other payload, yet
+    whatever it was swapped with lies between where it is and where it points (a misplaced
+    payload of some bytes touches its partner's: :func:`_disputed`)."""
+    chosen = np.flatnonzero(misplaced & (end == start))
+    found = np.zeros(len(start), dtype=bool)
+    if len(chosen) == 0:
+        return found
+    sizes = (end - start).astype(np.float64)  # float: sums of u64 sizes may not fit in u64
+    expected = layout.index_end + np.concatenate([[0.0], np.cumsum(sizes)[:-1]])
+    at = start[chosen].astype(np.float64)
+    low = np.maximum(np.searchsorted(expected, at, side="left") - 1, 0)
+    high = np.minimum(np.searchsorted(expected, at, side="right"), len(start) - 1)
+    first, last = np.minimum(chosen, low), np.maximum(chosen, high)
+    marks = np.zeros(len(start) + 1, dtype=np.int64)
+    np.add.at(marks, first, 1)
+    np.add.at(marks, last + 1, -1)
+    found[:] = np.cumsum(marks[:-1]) > 0
+    return found
 
 
 def _disputed(

@@ -37,6 +37,9 @@ from readplan.storage import positioned
 __all__ = ["FrameParser"]
 
 _LARGE_BATCH = 1 << 20
+# Records cut per scan: the batch a consumer drops is then still in the processor's cache, and
+# the allocator reuses its memory for the next one instead of returning it to the system.
+_RECORD_BATCH = 1024
 _JUMP_BATCH = 4096
 
 
@@ -124,7 +127,8 @@ class FrameParser:
     def _fast_records(self, left: int) -> list[bytes]:
         stream = self._stream
         begin = stream.off
-        batch, after, _ = scan_records(stream.data, begin, left, self._max, self._verify)
+        most = _RECORD_BATCH if left < 0 else min(left, _RECORD_BATCH)
+        batch, after, _ = scan_records(stream.data, begin, most, self._max, self._verify)
         if not batch:
             return batch
         if self._expected is not None:

@@ -192,6 +192,18 @@ class PlainStream(ByteStream):
     def remaining(self) -> int:
         return self.end - self.base - self.off
 
+    def fill(self, size: int) -> int:
+        if not isinstance(self.fd, int) or len(self.data) - self.off >= size:
+            return super().fill(size)
+        # A local file's unread tail is read again with the next chunk, in one read into one
+        # new buffer: joining it to the chunk would copy the whole chunk a second time.
+        start = self.base + self.off
+        want = min(max(size, len(self.data) - self.off + self.hint), self.end - start)
+        self.data = pread(self.fd, want, start) if want > 0 else b""
+        self.base = start
+        self.off = 0
+        return min(len(self.data), size)
+
     def _more(self, size: int) -> bytes:
         offset = self.base + len(self.data)
         size = min(size, self.end - offset)

@@ -64,3 +64,13 @@ scan_result scan_frames(const unsigned char *data, size_t size, size_t off, size
     r.end = off;
     return r;
 }
+
+void pack_frames(const unsigned char *data, size_t off, const int64_t *lengths, size_t count,
+                 unsigned char *out) {
+    for (size_t i = 0; i < count; i++) {
+        size_t length = (size_t)lengths[i];
+        memcpy(out, data + off + 12, length);
+        out += length;
+        off += length + 16;
+    }
+}

@@ -28,4 +28,9 @@ scan_result scan_frames(const unsigned char *data, size_t size, size_t off, size
                         uint64_t max_length, int verify, int64_t *starts, int64_t *lengths,
                         size_t capacity);
 
+/* The data of `count` consecutive frames from `off`, whose data lengths are lengths[] (as a
+ * scan_frames() from `off` found them), copied back to back into out, which holds their sum. */
+void pack_frames(const unsigned char *data, size_t off, const int64_t *lengths, size_t count,
+                 unsigned char *out);
+
 #endif

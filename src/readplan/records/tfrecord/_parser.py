@@ -15,6 +15,7 @@ Two paths share one :class:`~readplan.records.tfrecord._stream.ByteStream`:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sized
+from functools import partial
 from typing import TypeVar
 
 import numpy as np
@@ -28,9 +29,9 @@ from readplan.records._damage import (
 from readplan.records.tfrecord._expected import ExpectedFrames
 from readplan.records.tfrecord._frame_damage import FrameDamage, Skipped
 from readplan.records.tfrecord._layout import CRC, HEADER
-from readplan.records.tfrecord._packed import Spans
+from readplan.records.tfrecord._packed import Packed, Packer
 from readplan.records.tfrecord._resync import resync
-from readplan.records.tfrecord._scan import scan_frames, scan_records, scratch
+from readplan.records.tfrecord._scan import scan_frames, scan_pack, scan_records, scratch
 from readplan.records.tfrecord._stream import AFTER_LARGE, LARGE, ByteStream, PlainStream
 from readplan.storage import positioned
 
@@ -99,30 +100,32 @@ class FrameParser:
         fast, bulk, careful = self._fast_records, self._large_records, self._careful_record
         yield from self._walk(limit, fast, bulk, careful, lambda r: [r], check_end_at_limit=True)
 
-    def payloads(self, limit: int | None = None) -> Iterator[Spans | list[bytes]]:
-        """:meth:`records`, where what lies in the read buffer comes as the spans of the
-        payloads in it, uncopied (the buffer is not reused: the spans stay valid)."""
+    def payloads(self, packer: Packer) -> Iterator[Packed | list[bytes]]:
+        """:meth:`records` for ``packer``: what lies in the read buffer is packed into its
+        batch by the frame scan (:class:`Packed`: never more than the batch takes), the rest
+        comes as records."""
         if self._stream.pos < self._start:
             self._careful_or_damage(lambda: self._stream.skip(self._start - self._stream.pos))
-        fast: Callable[[int], Spans | list[bytes] | None] = self._fast_spans
-        bulk: Callable[[PlainStream, int], Spans | list[bytes] | None] = self._large_records
-        single: Callable[[bytes], Spans | list[bytes]] = _one_record
+        fast: Callable[[int], Packed | list[bytes] | None] = partial(self._fast_packed, packer)
+        bulk: Callable[[PlainStream, int], Packed | list[bytes] | None] = self._large_records
+        single: Callable[[bytes], Packed | list[bytes]] = _one_record
         careful = self._careful_record
-        yield from self._walk(limit, fast, bulk, careful, single, check_end_at_limit=True)
+        yield from self._walk(None, fast, bulk, careful, single, check_end_at_limit=True)
 
-    def _fast_spans(self, left: int) -> Spans | None:
+    def _fast_packed(self, packer: Packer, _: int) -> Packed | None:
         stream = self._stream
-        data = stream.data
-        found = self._scan(left, self._verify)
-        if found is None:
+        begin = stream.off
+        values, count, after, _ = scan_pack(
+            stream.data, begin, packer.room, self._max, self._verify, packer.offsets, packer.k
+        )
+        if values is None:
             return None
-        starts, lengths, after = found
         if self._expected is not None:
-            self._expected.check(starts + stream.base, after + stream.base)
-        stream.suit((after - int(starts[0])) / len(starts))
+            self._expected.check(self._starts_between(begin, after, count), after + stream.base)
+        stream.suit((after - begin) / count)
         stream.off = after
-        self.index += len(starts)
-        return Spans(data, starts + 12, lengths)
+        self.index += count
+        return Packed(values, count)
 
     def _fast_records(self, left: int) -> list[bytes]:
         stream = self._stream
@@ -396,7 +399,9 @@ def _one_frame(start: int) -> IntArray:
     return np.array([start], dtype=np.int64)
 
 
-def _large_frame_length(data: bytes, off: int, pos: int, end: int, maximum: int) -> int | None:
+def _large_frame_length(
+    data: bytes | memoryview, off: int, pos: int, end: int, maximum: int
+) -> int | None:
     """Length of the whole, soundly headed large frame at ``data[off:]`` (file offset ``pos``)."""
     length, stored = HEADER.unpack_from(data, off)
     whole = LARGE <= length <= maximum and pos + length + 16 <= end

@@ -8,6 +8,7 @@
 #include "crc32c.h"
 #include "example_py.h"
 #include "frames.h"
+#include "frames_py.h"
 #include "images.h"
 
 #include <limits.h>
@@ -73,31 +74,6 @@ static PyObject *py_crc32c_table(PyObject *self, PyObject *args) {
     uint32_t crc = crc32c_table_update(value, view.buf, (size_t)view.len);
     PyBuffer_Release(&view);
     return PyLong_FromUnsignedLong(crc);
-}
-
-/* A frame-length cap: any int >= 0 (past 2^64 - 1 it caps nothing, as the largest uint64). */
-static int max_length_of(PyObject *obj, unsigned long long *out, const char *name) {
-    PyObject *value = PyNumber_Index(obj);
-    if (value == NULL)
-        return -1;
-    int overflow, bad = 0;
-    long long small = PyLong_AsLongLongAndOverflow(value, &overflow);
-    if (small == -1 && PyErr_Occurred()) {
-        bad = 1;
-    } else if (overflow < 0 || (overflow == 0 && small < 0)) {
-        PyErr_Format(PyExc_ValueError, "%s: max_length must be >= 0, got %S", name, value);
-        bad = 1;
-    } else if (overflow == 0) {
-        *out = (unsigned long long)small;
-    } else {
-        *out = PyLong_AsUnsignedLongLong(value);
-        if (*out == ULLONG_MAX && PyErr_Occurred()) {
-            PyErr_Clear(); /* over 2^64 - 1 */
-            *out = ULLONG_MAX;
-        }
-    }
-    Py_DECREF(value);
-    return bad ? -1 : 0;
 }
 
 static PyObject *py_scan_frames(PyObject *self, PyObject *args) {
@@ -180,96 +156,6 @@ static PyObject *py_scan_records(PyObject *self, PyObject *args) {
         return NULL;
     PyObject *result = Py_BuildValue("(Oni)", records, (Py_ssize_t)at, stop);
     Py_DECREF(records);
-    return result;
-}
-
-/* scan_frames() and the packing of the frames' data in one call, for one batch of packed records:
- * the frames found are verified in the read buffer, then their data is copied while it is still
- * in the processor's cache into a bytearray of exactly their size (never more than the buffer
- * holds), and offsets[k + 1 .. k + count] get offsets[k] plus the running sum of their lengths.
- * The lengths are kept in memory of our own between the scan and the copy: the caller's arrays
- * may change while the GIL is released. */
-static PyObject *py_scan_pack(PyObject *self, PyObject *args) {
-    PyObject *data_obj, *max_obj, *offsets_obj;
-    Py_ssize_t off, limit, k;
-    unsigned long long max_length;
-    int verify;
-    if (!PyArg_ParseTuple(args, "OnnOpOn:scan_pack", &data_obj, &off, &limit, &max_obj, &verify,
-                          &offsets_obj, &k))
-        return NULL;
-    if (off < 0)
-        return PyErr_Format(PyExc_ValueError, "scan_pack: off must be >= 0, got %zd", off);
-    if (max_length_of(max_obj, &max_length, "scan_pack") < 0)
-        return NULL;
-    Py_buffer data, offsets;
-    if (borrow_bytes(data_obj, &data, "scan_pack: data") < 0)
-        return NULL;
-    if (borrow_int64(offsets_obj, &offsets, 1, "scan_pack: offsets") < 0) {
-        PyBuffer_Release(&data);
-        return NULL;
-    }
-    PyObject *values = NULL, *result = NULL;
-    int64_t *starts = NULL;
-    Py_ssize_t slots = items_of(&offsets);
-    int64_t *out = offsets.buf;
-    if (k < 0 || k >= slots) {
-        PyErr_Format(PyExc_ValueError, "scan_pack: k must be in [0, %zd), got %zd", slots, k);
-        goto done;
-    }
-    int64_t base = out[k];
-    if (base < 0) {
-        PyErr_Format(PyExc_ValueError, "scan_pack: offsets[%zd] must be >= 0, got %lld", k,
-                     (long long)base);
-        goto done;
-    }
-    size_t room = (size_t)(slots - 1 - k);
-    size_t most = limit < 0 || (size_t)limit > room ? room : (size_t)limit;
-    /* No more frames than 16-byte pieces of the buffer: the scratch is bounded by the data. */
-    size_t capacity = (size_t)data.len / 16 + 1;
-    if (capacity > most)
-        capacity = most;
-    starts = PyMem_Malloc(2 * (capacity ? capacity : 1) * sizeof *starts);
-    if (starts == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    int64_t *lengths = starts + capacity;
-    scan_result r;
-    Py_BEGIN_ALLOW_THREADS
-    r = scan_frames(data.buf, (size_t)data.len, (size_t)off, most, max_length, verify, starts,
-                    lengths, capacity);
-    Py_END_ALLOW_THREADS
-    /* Every frame lies in the data, so their total is at most data.len. */
-    Py_ssize_t total = 0;
-    for (size_t i = 0; i < r.count; i++)
-        total += (Py_ssize_t)lengths[i];
-    if (base > INT64_MAX - (int64_t)total) {
-        PyErr_Format(PyExc_ValueError, "scan_pack: offsets[%zd] + %zd bytes pass 2**63 - 1", k,
-                     total);
-        goto done;
-    }
-    if (r.count == 0) {
-        values = Py_None;
-        Py_INCREF(values);
-    } else {
-        values = PyByteArray_FromStringAndSize(NULL, total);
-        if (values == NULL)
-            goto done;
-        unsigned char *into = (unsigned char *)PyByteArray_AsString(values);
-        Py_BEGIN_ALLOW_THREADS
-        pack_frames(data.buf, (size_t)off, lengths, r.count, into);
-        Py_END_ALLOW_THREADS
-        for (size_t i = 0; i < r.count; i++) {
-            base += lengths[i];
-            out[k + 1 + (Py_ssize_t)i] = base;
-        }
-    }
-    result = Py_BuildValue("(Onni)", values, (Py_ssize_t)r.count, (Py_ssize_t)r.end, r.stop);
-done:
-    Py_XDECREF(values);
-    PyMem_Free(starts);
-    PyBuffer_Release(&offsets);
-    PyBuffer_Release(&data);
     return result;
 }
 
@@ -569,8 +455,6 @@ static PyMethodDef methods[] = {
      "scan_frames(data, off, limit, max_length, verify, starts, lengths, /) -> (count, end, stop)"},
     {"scan_records", py_scan_records, METH_VARARGS,
      "scan_records(data, off, limit, max_length, verify, /) -> (records, end, stop)"},
-    {"scan_pack", py_scan_pack, METH_VARARGS,
-     "scan_pack(data, off, limit, max_length, verify, offsets, k, /) -> (values, count, end, stop)"},
     {"gather_images", py_gather_images, METH_VARARGS,
      "gather_images(images, n, h, w, rows, flips, scale, shift, out, kind, channels_last, /)"},
     {"half_of", py_half_of, METH_VARARGS, "half_of(value, /): the binary16 bits of a float"},
@@ -580,6 +464,7 @@ static PyMethodDef methods[] = {
     {"pack", py_pack, METH_VARARGS,
      "pack(data, starts, lengths, values, at, /) -> end: the spans copied into values from at"},
     EXAMPLE_METHODS
+    FRAMES_METHODS
     {NULL, NULL, 0, NULL},
 };
 

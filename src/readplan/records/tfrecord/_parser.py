@@ -28,12 +28,13 @@ from readplan.records._damage import (
 )
 from readplan.records.tfrecord._expected import ExpectedFrames
 from readplan.records.tfrecord._frame_damage import FrameDamage, Skipped
+from readplan.records.tfrecord._frame_read import read_frame_data
 from readplan.records.tfrecord._layout import CRC, HEADER
 from readplan.records.tfrecord._packed import Packed, Packer
 from readplan.records.tfrecord._resync import resync
 from readplan.records.tfrecord._scan import scan_frames, scan_pack, scan_records, scratch
 from readplan.records.tfrecord._stream import AFTER_LARGE, LARGE, ByteStream, PlainStream
-from readplan.storage import positioned
+from readplan.storage import Handle, positioned
 
 __all__ = ["FrameParser"]
 
@@ -167,13 +168,13 @@ class FrameParser:
     def _large_records(self, stream: PlainStream, left: int) -> list[bytes]:
         """Consecutive large frames of a plain file, each read straight into its own bytes.
 
-        Two positioned reads per frame: the data, then its CRC together with the next
-        header.  Any frame that is not a sound large frame ends the batch; the careful path
-        then reads it again and reports what is wrong.
+        One read per frame from a local file (the data, then its CRC and the next header),
+        two from a remote one.  Any frame that is not a sound large frame ends the batch; the
+        careful path then reads it again and reports what is wrong.
         """
         # mask() is written out inline in this loop and in _jump_frames: they run once per
         # frame, where a Python call is a measurable part of the cost.
-        read, end, maximum, verify = positioned(stream.fd), stream.end, self._max, self._verify
+        end, maximum, verify = stream.end, self._max, self._verify
         data, off = stream.data, stream.off
         pos = stream.base + off
         batch: list[bytes] = []
@@ -184,12 +185,13 @@ class FrameParser:
             if length is None:
                 break
             after = pos + length + 16
-            payload = read(length, pos + 12)
-            tail = read(16 if after + 12 <= end else end - after + 4, after - 4)
-            if len(payload) < length or len(tail) < 4:
+            got = _frame_data(stream.fd, pos + 12, length, min(16, end - after + 4), verify)
+            if got is None:
+                break
+            payload, tail, crc = got
+            if len(tail) < 4:
                 break
             if verify:
-                crc = crc32c(payload)
                 masked = (((crc >> 15) | (crc << 17)) + MASK_DELTA) & 0xFFFFFFFF
                 if masked != CRC.unpack_from(tail)[0]:
                     break
@@ -397,6 +399,20 @@ def _one_record(record: bytes) -> list[bytes]:
 
 def _one_frame(start: int) -> IntArray:
     return np.array([start], dtype=np.int64)
+
+
+def _frame_data(
+    fd: Handle, offset: int, length: int, tail: int, verify: bool
+) -> tuple[bytes, bytes, int] | None:
+    """A large frame's data, the ``tail`` bytes after it and its CRC32C (0 without
+    ``verify``), or ``None`` when the file ends inside the data."""
+    if isinstance(fd, int):
+        return read_frame_data(fd, offset, length, tail, verify)
+    read = positioned(fd)
+    payload = read(length, offset)
+    if len(payload) < length:
+        return None
+    return payload, read(tail, offset + length), crc32c(payload) if verify else 0
 
 
 def _large_frame_length(

@@ -14,19 +14,17 @@ converted from.  Plans, readers and checkpoints treat both directories alike.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import multiprocessing
 import os
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Literal
 
 from readplan import storage
 from readplan._internal.atomic import atomic_write
 from readplan.convert_raw import RawImages, raw_images
+from readplan.convert_tasks import counted, run_tasks
 from readplan.errors import ConfigError, DatasetInfoError
 from readplan.metadata.dataset_info import DatasetInfo
 from readplan.metadata.features import FEATURES_FILE
@@ -64,6 +62,7 @@ def convert(
     image_size: int | None = None,
     workers: int = 1,
     progress: Callable[[ConvertedShard], None] | None = None,
+    records_progress: Callable[[int], None] | None = None,
 ) -> list[ConvertedShard]:
     """Rewrite the dataset in ``src_dir`` into ``dst_dir`` (created; it must not hold a
     ``dataset_info.json`` yet) with shards in ``format``.  Either may be a URL: a store
@@ -76,6 +75,12 @@ def convert(
     ``image_size x image_size`` as RAW_U8 samples (``specs/tbl.md`` §10).  ``workers``
     processes convert shards in parallel (one shard per task); the files are the same.
     Returns the shards written, in split and shard order.
+
+    Progress is reported in the calling process: ``progress(shard)`` once per shard when
+    it is written, in split and shard order; ``records_progress(added)`` with the number
+    of records converted since its previous call, as they are converted (each shard's
+    count at most every 0.1 s, from worker processes too), the calls adding up to the
+    records converted.
     """
     source = storage.to_str(src_dir)
     target = storage.to_str(dst_dir)
@@ -84,9 +89,9 @@ def convert(
     images = _raw_option(info, source, format, compression, raw, image_size)
     output = _Output(format, compression, images, workers)
     if storage.is_remote(target):
-        return _convert_to_store(info, source, target, output, progress)
+        return _convert_to_store(info, source, target, output, progress, records_progress)
     _prepare_target(source, target)
-    return _convert_into(info, source, target, output, progress)
+    return _convert_into(info, source, target, output, progress, records_progress)
 
 
 @dataclass(frozen=True)
@@ -115,6 +120,7 @@ def _convert_to_store(
     target: str,
     output: _Output,
     progress: Callable[[ConvertedShard], None] | None,
+    records_progress: Callable[[int], None] | None,
 ) -> list[ConvertedShard]:
     """Convert into a local staging folder, then upload its files, dataset_info.json last
     (the dataset exists in the store once its info does)."""
@@ -131,7 +137,7 @@ def _convert_to_store(
             value=target,
         )
     with tempfile.TemporaryDirectory(prefix="readplan-convert-") as staging:
-        staged = _convert_into(info, source, staging, output, None)
+        staged = _convert_into(info, source, staging, output, None, records_progress)
         names = sorted(name for name in os.listdir(staging) if name != INFO_FILE)
         for name in [*names, INFO_FILE]:
             with open(os.path.join(staging, name), "rb") as handle:
@@ -151,6 +157,7 @@ def _convert_into(
     target: str,
     output: _Output,
     progress: Callable[[ConvertedShard], None] | None,
+    records_progress: Callable[[int], None] | None,
 ) -> list[ConvertedShard]:
     tasks = [
         _Task(
@@ -167,12 +174,9 @@ def _convert_into(
         for split, split_info in info.splits.items()
         for k, planned in enumerate(split_info.shard_lengths)
     ]
-    shards: list[ConvertedShard] = []
-    with _pool(output.workers) as pool:
-        for shard in pool.map(_convert_shard, tasks) if pool else map(_convert_shard, tasks):
-            shards.append(shard)
-            if progress is not None:
-                progress(shard)
+    shards = run_tasks(
+        _convert_shard, tasks, output.workers, _records_of, progress, records_progress
+    )
     _copy_other_files(info, source, target, output.images)
     _write_info(source, target, output.file_format, output.images)
     return shards
@@ -187,23 +191,13 @@ class _Task:
     output: _Output
 
 
-@contextlib.contextmanager
-def _pool(workers: int) -> Iterator[ProcessPoolExecutor | None]:
-    """Processes for ``workers > 1`` (spawned: no state inherited from a threaded parent);
-    tasks not started when one fails are cancelled."""
-    if workers == 1:
-        yield None
-        return
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
-    try:
-        yield pool
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+def _records_of(shard: ConvertedShard) -> int:
+    return shard.records
 
 
 def _convert_shard(task: _Task) -> ConvertedShard:
     shard, output = task.shard, task.output
-    records = container_for(task.source_format).stream(shard.source)
+    records = counted(container_for(task.source_format).stream(shard.source))
     if output.images is None:
         written = _write(output.file_format, shard.target, records, output.compression)
     else:

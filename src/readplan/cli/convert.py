@@ -8,7 +8,7 @@ from typing import Any
 
 from readplan._internal.progress import Progress
 from readplan.cli.numbers import integer
-from readplan.convert import ConvertedShard, convert
+from readplan.convert import convert
 from readplan.metadata.dataset_info import DatasetInfo
 
 IMAGE_SIZE = integer(1, 65535, "an image side in pixels")
@@ -73,12 +73,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 def run_convert(args: argparse.Namespace) -> int:
     info = DatasetInfo.load(args.src_dir)
-    total = sum(split.num_shards for split in info.splits.values())
-    with Progress("converting", total=total, unit=" shards") as bar:
-
-        def advance(_: ConvertedShard) -> None:
-            bar.advance()
-
+    total = sum(split.num_examples for split in info.splits.values())
+    with Progress("converting", total=total, unit=" records") as bar:
         shards = convert(
             args.src_dir,
             args.dst_dir,
@@ -87,7 +83,7 @@ def run_convert(args: argparse.Namespace) -> int:
             raw=args.raw,
             image_size=args.image_size,
             workers=args.workers,
-            progress=advance,
+            records_progress=bar.advance,
         )
     records = sum(shard.records for shard in shards)
     print(f"{args.dst_dir}: {len(shards)} {args.format} shards, {records} records")

@@ -18,13 +18,10 @@ rerun after an interruption writes the same files, and ``dataset_info.json`` com
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
-import multiprocessing
 import os
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Literal
 
@@ -32,6 +29,7 @@ from readplan import convert_beam, storage
 from readplan.convert_beam import BeamOptions
 from readplan.convert_publish import publish, publish_bytes, remove_leftovers
 from readplan.convert_raw import RawImages, raw_images
+from readplan.convert_tasks import counted, run_tasks
 from readplan.errors import ConfigError, DatasetInfoError
 from readplan.metadata.dataset_info import DatasetInfo
 from readplan.metadata.features import FEATURES_FILE
@@ -72,6 +70,7 @@ def convert(
     runner: Runner = "local",
     beam_options: BeamOptions = None,
     progress: Callable[[ConvertedShard], None] | None = None,
+    records_progress: Callable[[int], None] | None = None,
 ) -> list[ConvertedShard]:
     """Rewrite the dataset in ``src_dir`` into ``dst_dir`` (created; it must not hold a
     ``dataset_info.json`` yet) with shards in ``format``.  Either may be a URL.  Files
@@ -88,21 +87,22 @@ def convert(
     ``beam_options`` (a string of flags, a sequence of flags or ``PipelineOptions``; the
     ``readplan[beam]`` extra), and verifies every shard before the ``dataset_info.json``.
     Returns the shards written, in split and shard order.
+
+    Progress is reported in the calling process: ``progress(shard)`` once per shard when
+    it is written, in split and shard order; ``records_progress(added)`` with the number
+    of records converted since its previous call, as they are converted (each shard's
+    count at most every 0.1 s, from worker processes too; on Beam once per shard, when it
+    is verified), the calls adding up to the records converted.
     """
     source = storage.to_str(src_dir)
     target = storage.to_str(dst_dir)
     _check_options(format, compression)
-    run = _runner(runner, workers, beam_options, target)
+    run = _runner(runner, workers, beam_options, target, _Progress(progress, records_progress))
     info = _readable_source(source)
     images = _raw_option(info, source, format, compression, raw, image_size)
     output = _Output(format, compression, images, workers)
     _prepare_target(source, target)
-    tasks = _tasks(info, target, output)
-    shards: list[ConvertedShard] = []
-    for shard in run(tasks):
-        shards.append(shard)
-        if progress is not None:
-            progress(shard)
+    shards = run(_tasks(info, target, output))
     _finish(info, source, target, output.file_format, images)
     return shards
 
@@ -145,17 +145,27 @@ def _tasks(info: DatasetInfo, target: str, output: _Output) -> list[_Task]:
     ]
 
 
-_Run = Callable[[list["_Task"]], Iterator[ConvertedShard]]
+@dataclass(frozen=True)
+class _Progress:
+    """The caller's progress callbacks, per shard and per record."""
+
+    shards: Callable[[ConvertedShard], None] | None
+    records: Callable[[int], None] | None
 
 
-def _runner(runner: object, workers: int, beam_options: BeamOptions, target: str) -> _Run:
+_Run = Callable[[list["_Task"]], list[ConvertedShard]]
+
+
+def _runner(
+    runner: object, workers: int, beam_options: BeamOptions, target: str, progress: _Progress
+) -> _Run:
     """How the units run: here or in ``workers`` processes, or as a Beam pipeline."""
     if runner == "local":
         if beam_options is not None:
             raise ConfigError(
                 "beam_options applies to runner='beam'", field="beam_options", value=beam_options
             )
-        return functools.partial(_run_local, workers)
+        return functools.partial(_run_local, workers, progress)
     if runner != "beam":
         raise ConfigError(
             f"runner={runner!r:.40} is not a runner; use 'local' (this process, or "
@@ -171,20 +181,25 @@ def _runner(runner: object, workers: int, beam_options: BeamOptions, target: str
             value=workers,
         )
     options = convert_beam.pipeline_options(beam_options)
-    return functools.partial(_run_beam, options, target)
+    return functools.partial(_run_beam, options, target, progress)
 
 
-def _run_local(workers: int, tasks: list[_Task]) -> Iterator[ConvertedShard]:
-    with _pool(workers) as pool:
-        yield from pool.map(_convert_unit, tasks) if pool else map(_convert_unit, tasks)
+def _run_local(workers: int, progress: _Progress, tasks: list[_Task]) -> list[ConvertedShard]:
+    return run_tasks(_convert_unit, tasks, workers, _records_of, progress.shards, progress.records)
 
 
-def _run_beam(options: object, target: str, tasks: list[_Task]) -> Iterator[ConvertedShard]:
+def _run_beam(
+    options: object, target: str, progress: _Progress, tasks: list[_Task]
+) -> list[ConvertedShard]:
     """The pipeline returns nothing: each shard is checked where it was published."""
     convert_beam.run_units(tasks, _convert_unit, options, target)
     for task in tasks:
         _verify(task)
-        yield task.shard
+        if progress.records is not None:
+            progress.records(task.shard.records)
+        if progress.shards is not None:
+            progress.shards(task.shard)
+    return [task.shard for task in tasks]
 
 
 @dataclass(frozen=True)
@@ -204,18 +219,8 @@ class _Task:
         return self.shard.source
 
 
-@contextlib.contextmanager
-def _pool(workers: int) -> Iterator[ProcessPoolExecutor | None]:
-    """Processes for ``workers > 1`` (spawned: no state inherited from a threaded parent);
-    tasks not started when one fails are cancelled."""
-    if workers == 1:
-        yield None
-        return
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
-    try:
-        yield pool
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+def _records_of(shard: ConvertedShard) -> int:
+    return shard.records
 
 
 def _convert_unit(task: _Task) -> ConvertedShard:
@@ -226,7 +231,7 @@ def _convert_unit(task: _Task) -> ConvertedShard:
 
 def _convert_shard(task: _Task, path: str) -> None:
     shard, output = task.shard, task.output
-    records = container_for(task.source_format).stream(shard.source)
+    records = counted(container_for(task.source_format).stream(shard.source))
     if output.images is None:
         written = _write(output.file_format, path, records, output.compression)
     else:

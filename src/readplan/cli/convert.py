@@ -9,7 +9,7 @@ from typing import Any
 
 from readplan._internal.progress import Progress
 from readplan.cli.numbers import integer
-from readplan.convert import ConvertedShard, convert
+from readplan.convert import convert
 from readplan.metadata.dataset_info import DatasetInfo
 
 IMAGE_SIZE = integer(1, 65535, "an image side in pixels")
@@ -95,7 +95,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         "--beam-options",
         metavar="FLAGS",
         help="with --runner beam: Beam's pipeline options, split as a shell splits them, "
-        "e.g. --beam-options='--runner=DirectRunner --direct_num_workers=2 "
+        "e.g. --beam-options '--runner=DirectRunner --direct_num_workers=2 "
         "--direct_running_mode=multi_processing' (other runners by their options)",
     )
     parser.set_defaults(handler=run_convert)
@@ -103,12 +103,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 def run_convert(args: argparse.Namespace) -> int:
     info = DatasetInfo.load(args.src_dir)
-    total = sum(split.num_shards for split in info.splits.values())
-    with Progress("converting", total=total, unit=" shards") as bar:
-
-        def advance(_: ConvertedShard) -> None:
-            bar.advance()
-
+    total = sum(split.num_examples for split in info.splits.values())
+    with Progress("converting", total=total, unit=" records") as bar:
         shards = convert(
             args.src_dir,
             args.dst_dir,
@@ -119,7 +115,7 @@ def run_convert(args: argparse.Namespace) -> int:
             workers=args.workers,
             runner=args.runner,
             beam_options=args.beam_options,
-            progress=advance,
+            records_progress=bar.advance,
         )
     records = sum(shard.records for shard in shards)
     print(f"{args.dst_dir}: {len(shards)} {args.format} shards, {records} records")

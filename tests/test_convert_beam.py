@@ -233,7 +233,7 @@ def test_options_beam_would_drop_or_refuse_are_errors(
 ) -> None:
     with pytest.raises(ConfigError, match=match):
         convert(TOY_DIR, tmp_path / "x", format="tbl", runner="beam", beam_options=options)
-    assert not (tmp_path / "x" / INFO).exists()
+    assert not (tmp_path / "x").exists()
 
 
 def test_runner_refusals(tmp_path: Path) -> None:

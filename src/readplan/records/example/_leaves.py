@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -29,6 +29,10 @@ from readplan.records.example._rows import (
     records_as_dicts,
     shaped,
 )
+from readplan.records.example._spans import BytesSpans
+
+if TYPE_CHECKING:
+    from readplan.records.example._codec import FeatureValue
 
 __all__ = [
     "Computed",
@@ -136,11 +140,18 @@ def decoded_leaves(columns: Mapping[str, Column], n: int) -> LeafBatch:
         n,
         {
             name: Ragged(
-                column.values, column.row_splits, None if column.present.all() else column.present
+                _copied(column.values),
+                column.row_splits,
+                None if column.present.all() else column.present,
             )
             for name, column in columns.items()
         },
     )
+
+
+def _copied(values: FeatureValue | BytesSpans) -> FeatureValue:
+    # Records give bytes objects: spans are copied into them.
+    return values.to_list() if isinstance(values, BytesSpans) else values
 
 
 def fixed_leaf(

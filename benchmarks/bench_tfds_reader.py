@@ -21,7 +21,12 @@ on 8 shards x 64 image records (a 224 x 224 JPEG each, decoded by ``decode="tfds
 two more figures from the same rounds: two workers with the process held to one CPU
 (``os.sched_setaffinity``: what decoding in groups gains without a second core), and the
 machine's own ceiling, two threads of a kernel that holds no GIL (SHA-256 of 4 MiB) against
-one: on a shared machine the second core is not always free.
+one: on a shared machine the second core is not always free. It also prints, from more
+passes with one and two workers, each pass's CPU time (``time.process_time``, which load
+hardly moves) and the share ``p`` of it spent in the decode's calls that release the GIL (the
+Example kernel's scan and fill, the JPEG decoder; the reads' own GIL-free calls are not
+counted), and the speed-up over one worker that this allows two free cores (Amdahl: one
+worker's CPU time over two workers' times ``1 - p / 2``).
 """
 
 from __future__ import annotations
@@ -161,6 +166,47 @@ def ceiling_ratio() -> float:
     return one / (time.perf_counter() - start)
 
 
+class _Timed:
+    """Calls of ``names`` on ``target`` add their thread CPU time to ``spent``."""
+
+    def __init__(self, target: Any, names: tuple[str, ...], spent: list[float]) -> None:
+        self._target, self._names, self._spent = target, names, spent
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self._target, name)
+        if name not in self._names:
+            return found
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            start = time.thread_time()
+            try:
+                return found(*args, **kwargs)
+            finally:
+                self._spent[0] += time.thread_time() - start
+
+        return timed
+
+
+def gil_free_cpu(plan: ReadPlan, workers: int) -> tuple[float, float]:
+    """A pass's CPU time (every thread's) and the share of it spent in decode calls that
+    release the GIL."""
+    import simplejpeg
+
+    from readplan.records.example import _kernel
+
+    spent = [0.0]
+    core, decoder = _kernel.CORE, simplejpeg.decode_jpeg
+    _kernel.CORE = _Timed(core, ("example_scan", "example_fill"), spent)
+    simplejpeg.decode_jpeg = _Timed(simplejpeg, ("decode_jpeg",), spent).decode_jpeg
+    try:
+        start = time.process_time()
+        readplan_pass(plan, workers)
+        total = time.process_time() - start
+    finally:
+        _kernel.CORE, simplejpeg.decode_jpeg = core, decoder
+    return total, spent[0] / total
+
+
 def workers_only(directory: Path, rounds: int) -> None:
     """decode_workers 1 and 2 side by side on both record kinds, with the ceiling."""
     plans = {}
@@ -188,6 +234,16 @@ def workers_only(directory: Path, rounds: int) -> None:
             f"  {name:<15} {plan.num_examples:>6} records: 1 worker {one * 1e3:7.1f} ms, "
             f"2 workers {two * 1e3:7.1f} ms ({one / two:.2f}x), 2 workers on 1 CPU "
             f"{pinned * 1e3:7.1f} ms ({one / pinned:.2f}x)"
+        )
+        cpu = {k: [gil_free_cpu(plan, k) for _ in range(3)] for k in (1, 2)}
+        (cpu1, share1), (cpu2, share2) = (
+            (statistics.median(c for c, _ in runs), statistics.median(p for _, p in runs))
+            for runs in cpu.values()
+        )
+        print(
+            f"    CPU per pass, GIL-free share: 1 worker {cpu1 * 1e3:.1f} ms, {share1:.2f}; "
+            f"2 workers {cpu2 * 1e3:.1f} ms, {share2:.2f}: on 2 free cores at most "
+            f"{cpu1 / (cpu2 * (1 - share2 / 2)):.2f}x one worker"
         )
 
 

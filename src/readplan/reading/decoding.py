@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
+from itertools import pairwise
 from typing import Any, Literal
 
 from readplan.errors import ConfigError, ExampleError, FeatureError
@@ -97,6 +98,35 @@ class RecordDecoder:
             # Records of different structures: collate names the first that differs.
             features = collate(list(lazy), ragged=ragged, padding_values=padding_values)
         return lazy, features, None
+
+    def collate_parts(
+        self,
+        records: Sequence[bytes],
+        bounds: Sequence[int],
+        ragged: Ragged,
+        padding_values: Mapping[str, Any] | None,
+    ) -> list[tuple[Sequence[Any], dict[str, Any]]] | None:
+        """:meth:`collate_all` of each part ``records[bounds[k]:bounds[k + 1]]`` (every part
+        non-empty), from one leaf decode of all the records: fewer, longer steps, most of
+        them in the compiled kernel (``specs/reader.md`` §7). None when some record does not
+        decode leaf by leaf; each part then goes through :meth:`collate_all`, which says which
+        record and how."""
+        try:
+            if self.leaves is None:
+                raise NotRegularError
+            leaves = self.leaves(records)
+        except (ExampleError, FeatureError, NotRegularError):
+            return None
+        parts: list[tuple[Sequence[Any], dict[str, Any]]] = []
+        for start, stop in pairwise(bounds):
+            part = leaves.sliced(start, stop)
+            lazy = LazyRecords(stop - start, part.records)
+            try:
+                features = collate_leaves(part, ragged=ragged, padding_values=padding_values)
+            except NotRegularError:
+                features = collate(list(lazy), ragged=ragged, padding_values=padding_values)
+            parts.append((lazy, features))
+        return parts
 
 
 def record_decoder(

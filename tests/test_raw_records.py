@@ -116,7 +116,8 @@ def test_items_and_batches_equal_the_source_decoded_and_resized(
     for a, b in zip(got, expected, strict=True):
         assert (a.epoch, a.position, a.file_index, a.record_index) == b[1:5]
         assert_same(a.record, resized(b.record))
-    batches = list(Reader(raw, decode="tfds", **kw).batches(5, drop_remainder=True))
+    collating = Reader(raw, decode="tfds", decode_workers=workers, **kw)
+    batches = list(collating.batches(5, drop_remainder=True))
     originals = list(Reader(source, decode="tfds", **kw).batches(5, drop_remainder=True))
     assert len(batches) == len(originals)
     for batch, original in zip(batches, originals, strict=True):

@@ -11,6 +11,7 @@ import hashlib
 import json
 import mmap
 import pickle
+import re
 import shutil
 import struct
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from readplan.errors import ConfigError, CorruptTblError
 from readplan.example import FixedLen
 from readplan.metadata.raw_images import resize_image
 from readplan.records._damage import CorruptionReport
+from tests.cli_runs import run
 from tests.raw_datasets import SOURCE, converted_raw
 from tests.remote_stores import wrapped_copy
 
@@ -320,3 +322,36 @@ def test_pytorch_workers_deliver_the_decoded_records_in_the_plan_order(converted
     batched = ReadplanIterableDataset(raw, decode="tfds", batch_size=5)
     images = [batch["image"] for batch in batched]
     assert np.array_equal(np.concatenate(images), np.stack([r["image"] for r in expected]))
+
+
+def test_inspect_describes_a_shard_by_its_metadata(
+    converted: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shard = converted / "readplan_raw-test.tbl-00000-of-00003"
+    code, out, _ = run(capsys, "inspect", "--examples", "2", str(shard))
+    assert code == 0
+    assert f"raw images:  'image', {SIZE} x {SIZE} x 3 uint8" in out
+    assert re.search(r"caption +bytes +\d+ +1 value per example", out)
+    expected = [
+        i.record
+        for i in Reader(ReadPlan(DatasetInfo.load(SOURCE), "test[:2]", ReadConfig()), decode="tfds")
+    ]
+    for record in expected:
+        assert repr(record["caption"].decode()) in out
+    assert "not a tf.train.Example" not in out
+    code, out, _ = run(capsys, "inspect", "--json", "--examples", "1", str(shard))
+    summary = json.loads(out)["files"][0]
+    assert summary["raw_image"] == {"feature": "image", "size": SIZE}
+    assert sorted(summary["examples"]["examples"][0]["values"]) == ["caption", "id", "label"]
+
+
+def test_the_viewer_shows_the_decoded_records(converted: Path) -> None:
+    from readplan.viewer.examples import example_json, read_examples
+
+    raw, source = plans(converted, "train")
+    shown = [example_json(raw, item) for item in read_examples(raw, 0, 3, 2)]
+    originals = [item.record for item in Reader(source, decode="tfds")][3:5]
+    for page, original in zip(shown, originals, strict=True):
+        assert [field["key"] for field in page["fields"]] == ["caption", "id", "image", "label"]
+        assert (page["images"][0]["width"], page["images"][0]["height"]) == (SIZE, SIZE)
+        assert next(f for f in page["fields"] if f["key"] == "id")["values"] == [original["id"]]

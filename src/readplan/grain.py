@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 try:
     import grain
@@ -117,7 +117,7 @@ class PlanIterDataset(grain.IterDataset):  # type: ignore[misc]
         plan: ReadPlan,
         *,
         epochs: int | None = None,
-        decode: bool | Mapping[str, Any] | None = None,
+        decode: bool | Literal["tfds"] | Mapping[str, Any] | None = None,
         data_dir: str | None = None,
     ) -> None:
         super().__init__()

@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from readplan._internal.closing import Closing
-from readplan.errors import CheckpointError, ConfigError, ReadplanError, ReadplanTypeError
+from readplan.errors import CheckpointError, ConfigError, ReadplanTypeError
 from readplan.plan import EpochOrder, ReadPlan
 from readplan.reading import raw_batches
 from readplan.reading.batching import (
@@ -60,6 +60,7 @@ from readplan.reading.ranks import (
     remaining,
     resumed_position,
 )
+from readplan.reading.run_streams import read_runs
 from readplan.reading.runs import Closes, Runs, Shard, last_read_marks, without_lost
 from readplan.reading.windows import file_reads, read_spans
 from readplan.reading.workers import check_decode_workers
@@ -500,28 +501,8 @@ class Reader(Closing):
         closes: Closes,
     ) -> Iterator[Batch]:
         """One batch read run by run: streams, seeks, and one record at a time after damage."""
-        records: list[Any] = []
-        lost = 0
-        failure: Exception | None = None
-        try:
-            for k, file_index, first, count, span in zip(
-                range(first_run, stop_run),
-                runs.file[first_run:stop_run],
-                runs.first[first_run:stop_run],
-                runs.count[first_run:stop_run],
-                runs.span[first_run:stop_run],
-            ):
-                closes.through(k)
-                shard = self._shard(closes.shards, file_index)
-                if span == count:
-                    lost += shard.take_into(records, first, count)
-                else:
-                    begin = runs.start[k]
-                    indices = runs.record_index[begin : begin + count]
-                    lost += shard.gather_into(records, indices)
-        except (ReadplanError, OSError) as err:
-            failure = err
-        yield from self._batch(chunk, runs, first_run, records, lost, failure)
+        read = read_runs(runs, first_run, stop_run, closes, self._shard, self._sequential)
+        yield from self._batch(chunk, runs, first_run, *read)
 
     def _batch(
         self,

@@ -16,14 +16,18 @@ For each, the CPU time per record (process time, medians over rounds) of
   row splits, the boxes reshaped (-1, 4); bytes values as ``bytes`` objects);
 * ``columns``: ``decode_batch``, and ``columns, pure``: the pure-Python path's columns (what
   ``READPLAN_PURE=1`` runs);
+* ``spans``: ``decode_batch(records, bytes_as="spans")``, bytes values left in the records
+  (``BytesSpans``: an int64 start and length per value, no copy);
 * the anchor, ``tf.io.parse_example`` with FixedLenFeature / VarLenFeature for the same schema
   plus ``.numpy()`` of every output, run by the interpreter given with ``--tf-python`` (an
   environment with TensorFlow; readplan never imports it) in a subprocess, one call per round,
   rounds interleaved with readplan's.
 
-Both sides make a ``bytes`` object per bytes value; for the detection records that is 48 MB of
-fresh memory per batch, whose page faults cost most of either side's time when the C allocator
-hands freed memory back to the system after each batch. Run with ``MALLOC_TRIM_THRESHOLD_``
+``parse``, ``columns`` and TF make a ``bytes`` object per bytes value (TF copies each value into
+its string tensor, and ``.numpy()`` copies it again into a ``bytes`` object); for the detection
+records that is 48 MB of fresh memory per batch, whose page faults cost most of either side's
+time when the C allocator hands freed memory back to the system after each batch; ``spans``
+copies none. Run with ``MALLOC_TRIM_THRESHOLD_``
 raised (e.g. 1073741824, inherited by the anchor's process) to time the parsing itself.
 """
 
@@ -169,6 +173,7 @@ def _measure(
     sides: dict[str, Callable[[], object]] = {
         "parse": lambda: parse_leaves(records, schema),
         "columns": lambda: decode_batch(records),
+        "spans": lambda: decode_batch(records, bytes_as="spans"),
         "columns, pure": lambda: decode_columns_pure(records, decode),
     }
     anchor = Anchor(tf_python, records, schema) if tf_python else None
@@ -198,19 +203,20 @@ def main() -> None:
     }
     print(f"core: {CORE_NAME}; batches of {BATCH:,}; CPU microseconds per record (medians)")
     print(
-        f"{'records':<24}{'bytes':>7}{'parse':>9}{'columns':>9}{'pure':>9}{'TF':>9}"
-        f"{'parse/TF':>10}{'columns/TF':>12}"
+        f"{'records':<24}{'bytes':>7}{'parse':>9}{'columns':>9}{'spans':>9}{'pure':>9}{'TF':>9}"
+        f"{'parse/TF':>10}{'columns/TF':>12}{'spans/TF':>10}"
     )
     for name, (records, schema) in cases.items():
         figures = _measure(records, schema, args.tf_python, args.rounds)
         size = statistics.mean(map(len, records))
         line = (
             f"{name:<24}{size:>7.0f}{figures['parse']:>9.2f}{figures['columns']:>9.2f}"
-            f"{figures['columns, pure']:>9.2f}"
+            f"{figures['spans']:>9.2f}{figures['columns, pure']:>9.2f}"
         )
         if "TF" in figures:
             tf = figures["TF"]
             line += f"{tf:>9.2f}{figures['parse'] / tf:>10.2f}{figures['columns'] / tf:>12.2f}"
+            line += f"{figures['spans'] / tf:>10.2f}"
         else:
             line += f"{'(no --tf-python)':>18}"
         print(line)

@@ -1,6 +1,7 @@
 """A decoding Reader against TFDS's own pipeline over the same 64-shard dataset.
 
 Run: python benchmarks/bench_tfds_reader.py [--tf-python PATH] [--rounds N] [--dir DIR]
+     python benchmarks/bench_tfds_reader.py --workers-only [--rounds N] [--dir DIR]
 
 Writes 64 shards x 500 TFDS-like examples (benchmarks/_examples.py's features: an 80-88 byte
 image string, a ClassLabel, a Text id, a box and a Sequence of two objects) with
@@ -14,14 +15,29 @@ image string, a ClassLabel, a Text id, a box and a Sequence of two objects) with
 
 Prints the median wall time of each and the speed-ups (anchor time / readplan time, and
 two decode workers against one).
+
+``--workers-only`` leaves TFDS out and times ``decode_workers`` 1 and 2 on these records and
+on 8 shards x 64 image records (a 224 x 224 JPEG each, decoded by ``decode="tfds"``), with
+two more figures from the same rounds: two workers with the process held to one CPU
+(``os.sched_setaffinity``: what decoding in groups gains without a second core), and the
+machine's own ceiling, two threads of a kernel that holds no GIL (SHA-256 of 4 MiB) against
+one: on a shared machine the second core is not always free. It also prints, from more
+passes with one and two workers, each pass's CPU time (``time.process_time``, which load
+hardly moves) and the share ``p`` of it spent in the decode's calls that release the GIL (the
+Example kernel's scan and fill, the JPEG decoder; the reads' own GIL-free calls are not
+counted), and the speed-up over one worker that this allows two free cores (Amdahl: one
+worker's CPU time over two workers' times ``1 - p / 2``).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import os
 import statistics
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -31,6 +47,7 @@ from _examples import FEATURES
 
 from readplan import Reader, ReadPlan, write_dataset
 from readplan.metadata.dataset_info import DatasetInfo
+from readplan.metadata.features import FeaturesDict, Image, Tensor
 from readplan.records.native import CORE_NAME
 
 SHARDS = 64
@@ -88,8 +105,146 @@ def write(directory: Path) -> DatasetInfo:
 def readplan_pass(plan: ReadPlan, workers: int) -> float:
     start = time.perf_counter()
     count = sum(len(b) for b in Reader(plan, decode="tfds", decode_workers=workers).batches(BATCH))
-    assert count == SHARDS * PER_SHARD
+    assert count == plan.num_examples
     return time.perf_counter() - start
+
+
+IMAGE_SHARDS = 8
+IMAGES_PER_SHARD = 64
+
+
+def write_images(directory: Path) -> DatasetInfo:
+    """8 shards x 64 records of a 224 x 224 JPEG (smooth noise, about 10 KB) and a label."""
+    rng = np.random.default_rng(0)
+
+    def image() -> np.ndarray:
+        small = rng.integers(0, 256, (28, 28, 3), dtype=np.uint8)
+        return np.ascontiguousarray(np.repeat(np.repeat(small, 8, 0), 8, 1))
+
+    rows = ({"image": image(), "label": k % 10} for k in range(IMAGE_SHARDS * IMAGES_PER_SHARD))
+    return write_dataset(
+        directory,
+        name="images",
+        version="1.0.0",
+        features=FeaturesDict(
+            {"image": Image(encoding_format="jpeg"), "label": Tensor((), "int64")}
+        ),
+        splits={"train": rows},
+        examples_per_shard=IMAGES_PER_SHARD,
+    )
+
+
+def pinned_pass(plan: ReadPlan, workers: int) -> float:
+    """A pass with the process held to one CPU (restored afterwards)."""
+    cpus = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(cpus)})
+    try:
+        return readplan_pass(plan, workers)
+    finally:
+        os.sched_setaffinity(0, cpus)
+
+
+_BLOCK = bytes(4 << 20)
+
+
+def ceiling_ratio() -> float:
+    """Two threads of SHA-256 (which releases the GIL) against one, same work."""
+
+    def work(count: int) -> None:
+        for _ in range(count):
+            hashlib.sha256(_BLOCK).digest()
+
+    start = time.perf_counter()
+    work(16)
+    one = time.perf_counter() - start
+    threads = [threading.Thread(target=work, args=(8,)) for _ in range(2)]
+    start = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return one / (time.perf_counter() - start)
+
+
+class _Timed:
+    """Calls of ``names`` on ``target`` add their thread CPU time to ``spent``."""
+
+    def __init__(self, target: Any, names: tuple[str, ...], spent: list[float]) -> None:
+        self._target, self._names, self._spent = target, names, spent
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self._target, name)
+        if name not in self._names:
+            return found
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            start = time.thread_time()
+            try:
+                return found(*args, **kwargs)
+            finally:
+                self._spent[0] += time.thread_time() - start
+
+        return timed
+
+
+def gil_free_cpu(plan: ReadPlan, workers: int) -> tuple[float, float]:
+    """A pass's CPU time (every thread's) and the share of it spent in decode calls that
+    release the GIL."""
+    import simplejpeg
+
+    from readplan.records.example import _kernel
+
+    spent = [0.0]
+    core, decoder = _kernel.CORE, simplejpeg.decode_jpeg
+    _kernel.CORE = _Timed(core, ("example_scan", "example_fill"), spent)
+    simplejpeg.decode_jpeg = _Timed(simplejpeg, ("decode_jpeg",), spent).decode_jpeg
+    try:
+        start = time.process_time()
+        readplan_pass(plan, workers)
+        total = time.process_time() - start
+    finally:
+        _kernel.CORE, simplejpeg.decode_jpeg = core, decoder
+    return total, spent[0] / total
+
+
+def workers_only(directory: Path, rounds: int) -> None:
+    """decode_workers 1 and 2 side by side on both record kinds, with the ceiling."""
+    plans = {}
+    for name, writer in (("TFDS-like", write), ("224 x 224 JPEG", write_images)):
+        folder = directory / name.replace(" ", "_") / "1.0.0"
+        info = writer(folder) if not folder.exists() else DatasetInfo.load(folder)
+        plans[name] = ReadPlan(info, "train")
+    times: dict[tuple[str, str], list[float]] = {}
+    ceilings = []
+    for plan in plans.values():
+        readplan_pass(plan, 1)
+        readplan_pass(plan, 2)
+    for _ in range(rounds):
+        ceilings.append(ceiling_ratio())
+        for name, plan in plans.items():
+            times.setdefault((name, "1"), []).append(readplan_pass(plan, 1))
+            times.setdefault((name, "2"), []).append(readplan_pass(plan, 2))
+            times.setdefault((name, "2 on 1 CPU"), []).append(pinned_pass(plan, 2))
+    median = {key: statistics.median(values) for key, values in times.items()}
+    print(f"decode_workers, batches of {BATCH}, {CORE_NAME}, medians of {rounds} rounds")
+    print(f"  ceiling (SHA-256, 2 threads / 1): {statistics.median(ceilings):.2f}x")
+    for name, plan in plans.items():
+        one, two, pinned = (median[name, k] for k in ("1", "2", "2 on 1 CPU"))
+        print(
+            f"  {name:<15} {plan.num_examples:>6} records: 1 worker {one * 1e3:7.1f} ms, "
+            f"2 workers {two * 1e3:7.1f} ms ({one / two:.2f}x), 2 workers on 1 CPU "
+            f"{pinned * 1e3:7.1f} ms ({one / pinned:.2f}x)"
+        )
+        cpu = {k: [gil_free_cpu(plan, k) for _ in range(3)] for k in (1, 2)}
+        (cpu1, share1), (cpu2, share2) = (
+            (statistics.median(c for c, _ in runs), statistics.median(p for _, p in runs))
+            for runs in cpu.values()
+        )
+        print(
+            f"    CPU per pass, GIL-free share: 1 worker {cpu1 * 1e3:.1f} ms, {share1:.2f}; "
+            f"2 workers {cpu2 * 1e3:.1f} ms, {share2:.2f}: on 2 free cores at most "
+            f"{cpu1 / (cpu2 * (1 - share2 / 2)):.2f}x one worker"
+        )
 
 
 def main() -> None:
@@ -97,7 +252,12 @@ def main() -> None:
     parser.add_argument("--tf-python", default="/tmp/tfenv/bin/python")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--dir", help="write the dataset here (default: a temporary directory)")
+    parser.add_argument("--workers-only", action="store_true", help="decode_workers 1 and 2")
     args = parser.parse_args()
+    if args.workers_only:
+        with tempfile.TemporaryDirectory() as temporary:
+            workers_only(Path(args.dir or temporary), args.rounds)
+        return
     with tempfile.TemporaryDirectory() as temporary:
         directory = Path(args.dir or temporary) / "tfds_like"
         info = write(directory / "1.0.0") if not directory.exists() else None

@@ -14,6 +14,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -21,12 +22,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from readplan import CorruptRecordError, DatasetInfo, Reader, ReadPlan, ReadplanError, example
-from readplan.errors import ExampleError, FeatureError
+from readplan.errors import ConfigError, ExampleError, FeatureError
 from readplan.example import decode, parse
+from readplan.metadata._feature_batch import compile_leaf_decoder
 from readplan.metadata.features import FeaturesDict, Tensor
-from readplan.reading.collate import collate
+from readplan.reading import decode_groups
+from readplan.reading.collate import collate, collate_leaves
 from readplan.reading.items import LazyRecords
 from readplan.records.example import _leaves
+from readplan.records.example._many import decode_leaves
+from readplan.records.example._rows import NotRegularError
 from tests.assertions import assert_same_nested, assert_same_value
 from tests.decoding_cases import decodable_skips, one_at_a_time, write_dataset
 from tests.reference_models import tfrecord_frames
@@ -325,3 +330,95 @@ def test_feature_errors_of_a_tfds_batch_are_the_one_record_errors(tmp_path: Path
         list(Reader(ReadPlan(info, "train"), decode="tfds").batches(2))
     assert str(caught.value).startswith(str(refused.value))
     assert "position 3 of epoch 0" in str(caught.value)
+
+
+# --- decode workers: batches decoded in groups --------------------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.one_of(fitting_feature_batches(), fitting_feature_batches(), feature_batches()),
+    st.sampled_from((1, 3, 7, 16)),
+    st.data(),
+)
+def test_batches_decoded_in_groups_on_workers_are_one_threads(
+    drawn: tuple[FeaturesDict, list[bytes]], group: int, data: st.DataObject
+) -> None:
+    # Groups of a few records, so that a group holds several batches, a failing record, a
+    # dropped remainder or the end of a read.
+    features, records = drawn
+    skips = decodable_skips(features, records)
+    if skips is None:
+        return  # features readplan does not decode
+    one = features.decoder(decoders=skips)
+    with mock.patch.object(decode_groups, "GROUP_RECORDS", group):
+        _check(records, one, data, features, decode="tfds", decoders=skips, decode_workers=2)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.one_of(canonical_batches(same_layout=True), any_batches()), st.data())
+def test_example_batches_decoded_in_groups_on_workers_are_one_threads(
+    records: list[bytes], data: st.DataObject
+) -> None:
+    with mock.patch.object(decode_groups, "GROUP_RECORDS", 5):
+        _check(records, decode, data, decode=True, decode_workers=3)
+
+
+def test_workers_decode_each_group_of_batches_in_one_step(tmp_path: Path) -> None:
+    plan = _regular_plan(tmp_path, 40)
+    calls: list[int] = []
+    reader = Reader(plan, decode=True, decode_workers=2)
+    assert reader._decode is not None
+    leaves = reader._decode.leaves
+    assert leaves is not None
+
+    def counted(records: Any) -> Any:
+        calls.append(len(records))
+        return leaves(records)
+
+    object.__setattr__(reader._decode, "leaves", counted)
+    with mock.patch.object(decode_groups, "GROUP_RECORDS", 12):
+        batches = list(reader.batches(4))
+    # Groups of three batches (12 records), the last group of one batch decoded alone.
+    assert calls == [12, 12, 12, 4]
+    alone = list(Reader(plan, decode=True).batches(4))
+    assert [b.features["id"].tolist() for b in batches] == [
+        b.features["id"].tolist() for b in alone
+    ]
+    assert [b.positions.tolist() for b in batches] == [b.positions.tolist() for b in alone]
+
+
+@settings(max_examples=60, deadline=None)
+@given(fitting_feature_batches(), st.data())
+def test_a_slice_of_a_batchs_leaves_is_the_leaves_of_its_records(
+    drawn: tuple[FeaturesDict, list[bytes]], data: st.DataObject
+) -> None:
+    features, records = drawn
+    skips = decodable_skips(features, records)
+    if skips is None:
+        return
+    leaves = compile_leaf_decoder(features, skips, "error")
+    try:
+        whole = leaves(records)
+    except (ExampleError, FeatureError, NotRegularError):
+        return  # not decoded leaf by leaf: nothing is sliced
+    start = data.draw(st.integers(0, len(records) - 1), label="start")
+    stop = data.draw(st.integers(start + 1, len(records)), label="stop")
+    part, alone = whole.sliced(start, stop), leaves(records[start:stop])
+    assert part.size == alone.size == stop - start
+    for k, (mine, theirs) in enumerate(zip(part.records(), alone.records())):
+        assert_same_nested(mine, theirs, (k,))
+    try:
+        want = collate_leaves(alone)
+    except NotRegularError:
+        with pytest.raises(NotRegularError):
+            collate_leaves(part)
+        return
+    _assert_same_collated(collate_leaves(part), want, ())
+
+
+@pytest.mark.parametrize(("start", "stop"), [(-1, 2), (2, 1), (0, 11)])
+def test_slices_outside_a_leaf_batch_are_refused(start: int, stop: int) -> None:
+    batch = decode_leaves([example.encode({"a": [1]})] * 10)
+    with pytest.raises(ConfigError, match=r"LeafBatch slice .* within 0 \.\. 10"):
+        batch.sliced(start, stop)

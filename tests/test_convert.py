@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from hypothesis import strategies as st
 from readplan import CorruptionReport, DatasetInfo, ReadConfig, Reader, ReadPlan, tbl
 from readplan.cli import main
 from readplan.convert import convert
-from readplan.errors import ConfigError, CorruptTblError, DatasetInfoError
+from readplan.errors import ConfigError, CorruptTblError, DatasetInfoError, MissingExtraError
 from readplan.state.checkpoint import Checkpoint
 from tests.tfds_toy import TOY, TOY_DIR, TOY_INFO
 
@@ -204,3 +205,20 @@ def test_ranks_read_the_same_from_both_containers(converted: Path, case: dict[st
         ]
         assert got[0] == got[1]
         assert len(got[0]) > 0
+
+
+def test_runner_beam_without_beam_names_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where apache_beam cannot be imported, runner='beam' says how to install it."""
+    for name in [m for m in sys.modules if m.split(".")[0] == "apache_beam"]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "apache_beam", None)  # makes its import fail
+    with pytest.raises(MissingExtraError, match=r"pip install 'readplan\[beam\]'") as caught:
+        convert(TOY_DIR, tmp_path / "x", runner="beam")
+    assert caught.value.extra == "beam"
+    assert not (tmp_path / "x").exists()
+    assert (
+        main(["convert", str(TOY_DIR), str(tmp_path / "x"), "--format", "tbl", "--runner", "beam"])
+        == 2
+    )

@@ -62,6 +62,44 @@ def test_the_kernel_and_its_twin_give_the_same_bits(
         )
 
 
+# Any coefficients whose values stay within float16's range (the twin's numpy would warn
+# beyond it): every table entry of the kernel is the definition's value, rounded the same.
+@settings(max_examples=100)
+@given(
+    batches(),
+    st.integers(1, 2),
+    st.booleans(),
+    st.tuples(*[st.floats(-100, 100, width=32)] * 3),
+    st.tuples(*[st.floats(-30000, 30000, width=32)] * 3),
+)
+def test_any_scale_and_shift_give_the_same_bits(
+    drawn: tuple[np.ndarray, np.ndarray, np.ndarray | None],
+    kind: int,
+    channels_last: bool,
+    scale: tuple[float, float, float],
+    shift: tuple[float, float, float],
+) -> None:
+    images, rows, flips = drawn
+    _, h, w, _ = images.shape
+    shape = (len(rows), h, w, 3) if channels_last else (len(rows), 3, h, w)
+    both(images, rows, flips, scale, shift, shape, kind, channels_last)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 40), st.integers(0, 2), st.booleans(), st.integers(0, 99))
+def test_larger_images_give_the_same_bits(
+    h: int, w: int, kind: int, channels_last: bool, seed: int
+) -> None:
+    # Every pixel value in every channel, flipped and not, in images wider than a few bytes.
+    rng = np.random.default_rng(seed)
+    images = rng.integers(0, 256, (4, h, w, 3), dtype=np.uint8)
+    rows = np.array([3, 0, 3, 1, 2], np.int64)
+    flips = np.array([1, 0, 0, 1, 1], np.uint8)
+    shape = (5, h, w, 3) if channels_last else (5, 3, h, w)
+    scale, shift = normalization(MEAN, STD)
+    both(images, rows, flips, scale, shift, shape, kind, channels_last)
+
+
 @given(st.integers(0, 2**32 - 1))
 def test_half_rounding_is_numpys_for_every_float32(bits: int) -> None:
     value = np.array([bits], dtype=np.uint32).view(np.float32)

@@ -14,18 +14,16 @@ import numpy as np
 import pytest
 
 from readplan import DatasetInfo, ReadConfig, Reader, ReadPlan
-from readplan.convert import convert
 from readplan.errors import ConfigError
-from readplan.example import FixedLen
 from readplan.metadata.raw_images import resize_image
 from readplan.reading import raw_batches
 from readplan.reading.raw_batches import flip_draws
 from readplan.records.tbl._gather import KINDS, gather_images_pure, normalization
+from tests.raw_datasets import SOURCE, converted_raw
 
 pytest.importorskip("fastcrc")
 pytest.importorskip("PIL")
 
-SOURCE = Path(__file__).parent / "data" / "tfds_raw" / "readplan_raw" / "1.0.0"
 SIZE = 10
 NORMALIZE = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
 CONFIG = ReadConfig(shuffle_files=True, shuffle_seed=11)
@@ -33,9 +31,7 @@ CONFIG = ReadConfig(shuffle_files=True, shuffle_seed=11)
 
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    target = tmp_path_factory.mktemp("raw") / "raw"
-    convert(SOURCE, target, raw=True, image_size=SIZE)
-    return target
+    return converted_raw(tmp_path_factory, SIZE)
 
 
 def on_the_fly(
@@ -168,14 +164,63 @@ def test_refusals(converted: Path) -> None:
         Reader(source).image_batches(4)
 
 
-def test_reader_decoding_refuses_raw_records(converted: Path) -> None:
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"normalize": NORMALIZE, "layout": "NHWC", "dtype": "float16", "hflip": 0.5, "seed": 3},
+        {"hflip": 0.5},
+        {"dtype": "uint8", "layout": "NCHW"},
+    ],
+)
+def test_batches_with_image_options_are_image_batches(
+    converted: Path, kwargs: dict[str, Any]
+) -> None:
+    plan = ReadPlan(DatasetInfo.load(converted), "train+test", CONFIG)
+    for drop in (False, True):
+        reader, other = Reader(plan, epochs=2), Reader(plan, epochs=2)
+        got = list(reader.batches(7, drop_remainder=drop, **kwargs))
+        expected = list(other.image_batches(7, drop_remainder=drop, **kwargs))
+        assert len(got) == len(expected) == (14 if drop else 16)
+        for a, b in zip(got, expected, strict=True):
+            assert isinstance(a, raw_batches.ImageBatch)
+            assert (a.epoch, a.positions.tolist()) == (b.epoch, b.positions.tolist())
+            assert a.images.dtype == b.images.dtype
+            assert np.array_equal(a.images, b.images)
+            assert np.array_equal(a.flips, b.flips)
+            assert a.features.keys() == b.features.keys()
+            assert np.array_equal(a.features["label"], b.features["label"])
+        assert reader.state_dict() == other.state_dict()
+    reader = Reader(plan, epochs=2)
+    head = next(iter(reader.batches(7, **kwargs)))
+    rest = list(Reader(plan, epochs=2, start=reader.state_dict()).batches(7, **kwargs))
+    whole = list(Reader(plan, epochs=2).image_batches(7, **kwargs))
+    assert [b.positions.tolist() for b in [head, *rest]] == [b.positions.tolist() for b in whole]
+
+
+def test_batches_with_image_options_refuse_batch_options(converted: Path) -> None:
     plan = ReadPlan(DatasetInfo.load(converted), "train", CONFIG)
-    for decode in ("tfds", True, {"label": FixedLen((), np.int64)}):
-        with pytest.raises(ConfigError, match="TBL-RAW dataset") as err:
-            Reader(plan, decode=decode)  # type: ignore[arg-type]
-        assert err.value.field == "decode"
-    pixels = next(iter(Reader(plan))).record
-    assert len(pixels) == SIZE * SIZE * 3
+    reader = Reader(plan, decode="tfds")
+    for kwargs, field in [
+        ({"packed": True}, "packed"),
+        ({"ragged": "pad"}, "ragged"),
+        ({"padding_values": {"caption": b""}}, "padding_values"),
+    ]:
+        with pytest.raises(ConfigError, match="applies to Batch objects") as err:
+            reader.batches(4, hflip=0.5, **kwargs)  # type: ignore[call-overload]
+        assert err.value.field == field
+    with pytest.raises(ConfigError, match="need a batch_size") as err:
+        reader.batches(layout="NHWC")  # type: ignore[call-overload]
+    assert err.value.field == "batch_size"
+    with pytest.raises(ConfigError) as err:
+        reader.batches(4, layout="CHW")  # type: ignore[arg-type]
+    assert err.value.field == "layout"
+    source = ReadPlan(DatasetInfo.load(SOURCE), "train", CONFIG)
+    with pytest.raises(ConfigError, match="serve TBL-RAW datasets") as err:
+        Reader(source, decode="tfds").batches(4, normalize=NORMALIZE)
+    assert err.value.field == "data_dir"
+    # Without image options a raw dataset's batches are Batch objects, as any dataset's.
+    plain = next(iter(reader.batches(4)))
+    assert plain.features["image"].shape == (4, SIZE, SIZE, 3)
 
 
 def test_batches_across_plan_chunks(converted: Path, monkeypatch: pytest.MonkeyPatch) -> None:

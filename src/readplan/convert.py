@@ -10,23 +10,26 @@ several formats is read in the first one readplan reads.
 converted from.  Plans, readers and checkpoints treat both directories alike.
 ``raw=True, image_size=S`` writes TBL-RAW shards instead (``specs/tbl.md`` §10,
 :mod:`readplan.convert_raw`): every image decoded once into an ``S x S`` RAW_U8 sample.
+Each shard is one unit of work, run in this process, in ``workers`` processes, or as an
+Apache Beam pipeline (``runner="beam"``, :mod:`readplan.convert_beam`); a unit publishes
+its file without replacing any (:mod:`readplan.convert_publish`), so a unit run twice or a
+rerun after an interruption writes the same files, and ``dataset_info.json`` comes last.
 """
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import json
-import multiprocessing
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal
 
-from readplan import storage
-from readplan._internal.atomic import atomic_write
+from readplan import convert_beam, storage
+from readplan.convert_beam import BeamOptions
+from readplan.convert_publish import publish, publish_bytes, remove_leftovers
 from readplan.convert_raw import RawImages, raw_images
+from readplan.convert_tasks import counted, run_tasks
 from readplan.errors import ConfigError, DatasetInfoError
 from readplan.metadata.dataset_info import DatasetInfo
 from readplan.metadata.features import FEATURES_FILE
@@ -39,6 +42,7 @@ from readplan.records import tbl, tfrecord
 __all__ = ["ConvertedShard", "convert"]
 
 TargetFormat = Literal["tbl", "tfrecord"]
+Runner = Literal["local", "beam"]
 # Files beside a shard that belong to it and are not carried over (index sidecars).
 _SIDECAR_SUFFIXES = (".index", ".idx")
 
@@ -63,11 +67,15 @@ def convert(
     raw: bool = False,
     image_size: int | None = None,
     workers: int = 1,
+    runner: Runner = "local",
+    beam_options: BeamOptions = None,
     progress: Callable[[ConvertedShard], None] | None = None,
+    records_progress: Callable[[int], None] | None = None,
 ) -> list[ConvertedShard]:
     """Rewrite the dataset in ``src_dir`` into ``dst_dir`` (created; it must not hold a
-    ``dataset_info.json`` yet) with shards in ``format``.  Either may be a URL: a store
-    target is written locally first and uploaded, its ``dataset_info.json`` last.
+    ``dataset_info.json`` yet) with shards in ``format``.  Either may be a URL.  Files
+    already in ``dst_dir`` are kept when they are the ones this conversion writes (a rerun
+    after an interruption) and refused otherwise; ``dataset_info.json`` is written last.
 
     ``compression`` applies LZ4 per sample to TBL output (TFRecord output is written
     uncompressed, as TFDS writes it).  Every shard must hold exactly the records its
@@ -75,18 +83,28 @@ def convert(
     only, uncompressed) decodes the dataset's one ``Image`` feature and stores it resized to
     ``image_size x image_size`` as RAW_U8 samples (``specs/tbl.md`` §10).  ``workers``
     processes convert shards in parallel (one shard per task); the files are the same.
+    ``runner="beam"`` runs one unit per shard as an Apache Beam pipeline with
+    ``beam_options`` (a string of flags, a sequence of flags or ``PipelineOptions``; the
+    ``readplan[beam]`` extra), and verifies every shard before the ``dataset_info.json``.
     Returns the shards written, in split and shard order.
+
+    Progress is reported in the calling process: ``progress(shard)`` once per shard when
+    it is written, in split and shard order; ``records_progress(added)`` with the number
+    of records converted since its previous call, as they are converted (each shard's
+    count at most every 0.1 s, from worker processes too; on Beam once per shard, when it
+    is verified), the calls adding up to the records converted.
     """
     source = storage.to_str(src_dir)
     target = storage.to_str(dst_dir)
     _check_options(format, compression)
+    run = _runner(runner, workers, beam_options, target, _Progress(progress, records_progress))
     info = _readable_source(source)
     images = _raw_option(info, source, format, compression, raw, image_size)
     output = _Output(format, compression, images, workers)
-    if storage.is_remote(target):
-        return _convert_to_store(info, source, target, output, progress)
     _prepare_target(source, target)
-    return _convert_into(info, source, target, output, progress)
+    shards = run(_tasks(info, target, output))
+    _finish(info, source, target, output.file_format, images)
+    return shards
 
 
 @dataclass(frozen=True)
@@ -109,57 +127,15 @@ class _Output:
             )
 
 
-def _convert_to_store(
-    info: DatasetInfo,
-    source: str,
-    target: str,
-    output: _Output,
-    progress: Callable[[ConvertedShard], None] | None,
-) -> list[ConvertedShard]:
-    """Convert into a local staging folder, then upload its files, dataset_info.json last
-    (the dataset exists in the store once its info does)."""
-    if source.rstrip("/") == target.rstrip("/"):
-        raise ConfigError(
-            f"the target {target} is the source; convert into a new one",
-            field="dst_dir",
-            value=target,
-        )
-    if storage.exists(storage.join(target, INFO_FILE)):
-        raise ConfigError(
-            f"{target} already holds a dataset ({INFO_FILE}); convert into an empty directory",
-            field="dst_dir",
-            value=target,
-        )
-    with tempfile.TemporaryDirectory(prefix="readplan-convert-") as staging:
-        staged = _convert_into(info, source, staging, output, None)
-        names = sorted(name for name in os.listdir(staging) if name != INFO_FILE)
-        for name in [*names, INFO_FILE]:
-            with open(os.path.join(staging, name), "rb") as handle:
-                storage.write_bytes(storage.join(target, name), handle.read())
-    shards = []
-    for shard in staged:
-        moved = replace(shard, target=storage.join(target, os.path.basename(shard.target)))
-        shards.append(moved)
-        if progress is not None:
-            progress(moved)
-    return shards
-
-
-def _convert_into(
-    info: DatasetInfo,
-    source: str,
-    target: str,
-    output: _Output,
-    progress: Callable[[ConvertedShard], None] | None,
-) -> list[ConvertedShard]:
-    tasks = [
+def _tasks(info: DatasetInfo, target: str, output: _Output) -> list[_Task]:
+    return [
         _Task(
             info.file_format,
             ConvertedShard(
                 split,
                 k,
                 info.shard_path(split, k),
-                os.path.join(target, _renamed(info, output.file_format, split, k)),
+                storage.join(target, _renamed(info, output.file_format, split, k)),
                 planned,
             ),
             output,
@@ -167,15 +143,63 @@ def _convert_into(
         for split, split_info in info.splits.items()
         for k, planned in enumerate(split_info.shard_lengths)
     ]
-    shards: list[ConvertedShard] = []
-    with _pool(output.workers) as pool:
-        for shard in pool.map(_convert_shard, tasks) if pool else map(_convert_shard, tasks):
-            shards.append(shard)
-            if progress is not None:
-                progress(shard)
-    _copy_other_files(info, source, target, output.images)
-    _write_info(source, target, output.file_format, output.images)
-    return shards
+
+
+@dataclass(frozen=True)
+class _Progress:
+    """The caller's progress callbacks, per shard and per record."""
+
+    shards: Callable[[ConvertedShard], None] | None
+    records: Callable[[int], None] | None
+
+
+_Run = Callable[[list["_Task"]], list[ConvertedShard]]
+
+
+def _runner(
+    runner: object, workers: int, beam_options: BeamOptions, target: str, progress: _Progress
+) -> _Run:
+    """How the units run: here or in ``workers`` processes, or as a Beam pipeline."""
+    if runner == "local":
+        if beam_options is not None:
+            raise ConfigError(
+                "beam_options applies to runner='beam'", field="beam_options", value=beam_options
+            )
+        return functools.partial(_run_local, workers, progress)
+    if runner != "beam":
+        raise ConfigError(
+            f"runner={runner!r:.40} is not a runner; use 'local' (this process, or "
+            "workers=N processes) or 'beam' (an Apache Beam pipeline)",
+            field="runner",
+            value=runner,
+        )
+    if workers != 1:
+        raise ConfigError(
+            "workers applies to runner='local'; a Beam pipeline's parallelism is its runner's "
+            "(e.g. beam_options='--direct_num_workers=2 --direct_running_mode=multi_processing')",
+            field="workers",
+            value=workers,
+        )
+    options = convert_beam.pipeline_options(beam_options)
+    return functools.partial(_run_beam, options, target, progress)
+
+
+def _run_local(workers: int, progress: _Progress, tasks: list[_Task]) -> list[ConvertedShard]:
+    return run_tasks(_convert_unit, tasks, workers, _records_of, progress.shards, progress.records)
+
+
+def _run_beam(
+    options: object, target: str, progress: _Progress, tasks: list[_Task]
+) -> list[ConvertedShard]:
+    """The pipeline returns nothing: each shard is checked where it was published."""
+    convert_beam.run_units(tasks, _convert_unit, options, target)
+    for task in tasks:
+        _verify(task)
+        if progress.records is not None:
+            progress.records(task.shard.records)
+        if progress.shards is not None:
+            progress.shards(task.shard)
+    return [task.shard for task in tasks]
 
 
 @dataclass(frozen=True)
@@ -186,28 +210,32 @@ class _Task:
     shard: ConvertedShard
     output: _Output
 
+    @property
+    def label(self) -> str:
+        return f"{self.shard.split}[{self.shard.shard_index}]"
 
-@contextlib.contextmanager
-def _pool(workers: int) -> Iterator[ProcessPoolExecutor | None]:
-    """Processes for ``workers > 1`` (spawned: no state inherited from a threaded parent);
-    tasks not started when one fails are cancelled."""
-    if workers == 1:
-        yield None
-        return
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
-    try:
-        yield pool
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    @property
+    def source(self) -> str:
+        return self.shard.source
 
 
-def _convert_shard(task: _Task) -> ConvertedShard:
+def _records_of(shard: ConvertedShard) -> int:
+    return shard.records
+
+
+def _convert_unit(task: _Task) -> ConvertedShard:
+    """One unit of work: the shard converted and published under its name."""
+    publish(functools.partial(_convert_shard, task), task.shard.target)
+    return task.shard
+
+
+def _convert_shard(task: _Task, path: str) -> None:
     shard, output = task.shard, task.output
-    records = container_for(task.source_format).stream(shard.source)
+    records = counted(container_for(task.source_format).stream(shard.source))
     if output.images is None:
-        written = _write(output.file_format, shard.target, records, output.compression)
+        written = _write(output.file_format, path, records, output.compression)
     else:
-        written = _write_raw(shard.target, records, output.images)
+        written = _write_raw(path, records, output.images)
     if written != shard.records:
         raise DatasetInfoError(
             f"{shard.source} holds {written} records, but {INFO_FILE} gives it "
@@ -216,7 +244,24 @@ def _convert_shard(task: _Task) -> ConvertedShard:
             path=shard.source,
             field="shardLengths",
         )
-    return shard
+
+
+def _verify(task: _Task) -> None:
+    """A published shard holds the records its ``shardLengths`` gives (a runner that
+    reported success for a unit it never ran, or lost its file, is caught here)."""
+    path, planned = task.shard.target, task.shard.records
+    if task.output.file_format == tbl.FILE_FORMAT:
+        with tbl.TblFile(path) as samples:
+            found = len(samples)
+    else:
+        found = tfrecord.count(path, use_index=False)
+    if found != planned:
+        raise DatasetInfoError(
+            f"{path} holds {found} records after the conversion, not the {planned} of its "
+            "shardLengths; no dataset_info.json was written",
+            path=path,
+            field="shardLengths",
+        )
 
 
 def _check_options(file_format: object, compression: bool) -> None:
@@ -284,15 +329,23 @@ def _readable_source(source: str) -> DatasetInfo:
 
 
 def _prepare_target(source: str, target: str) -> None:
-    """Create ``target``, refusing the source itself or a folder that holds a dataset."""
-    if not storage.is_remote(source) and os.path.abspath(source) == os.path.abspath(target):
+    """Create ``target`` (a local one), refusing the source itself or a folder that holds a
+    dataset."""
+    remote = storage.is_remote(target)
+    same = (
+        source.rstrip("/") == target.rstrip("/")
+        if remote or storage.is_remote(source)
+        else os.path.abspath(source) == os.path.abspath(target)
+    )
+    if same:
         raise ConfigError(
             f"the target directory {target} is the source directory; convert into a new one",
             field="dst_dir",
             value=target,
         )
-    os.makedirs(target, exist_ok=True)
-    if os.path.exists(os.path.join(target, INFO_FILE)):
+    if not remote:
+        os.makedirs(target, exist_ok=True)
+    if storage.exists(storage.join(target, INFO_FILE)):
         raise ConfigError(
             f"{target} already holds a dataset ({INFO_FILE}); convert into an empty directory",
             field="dst_dir",
@@ -336,10 +389,22 @@ def _write_raw(path: str, records: Iterable[bytes], images: RawImages) -> int:
         return len(writer)
 
 
-def _copy_other_files(
-    info: DatasetInfo, source: str, target: str, images: RawImages | None
+def _finish(
+    info: DatasetInfo, source: str, target: str, file_format: str, images: RawImages | None
 ) -> None:
-    """Copy every regular file of ``source`` that is not a shard (of any of its formats), a
+    """Every shard is in place: the other files, then ``dataset_info.json`` (the dataset
+    exists once it does), then the temporaries that killed units left behind."""
+    for name, data in _other_files(info, source, images):
+        publish_bytes(data, storage.join(target, name))
+    publish_bytes(_info_bytes(source, file_format, images), storage.join(target, INFO_FILE))
+    if not storage.is_remote(target):
+        remove_leftovers(target)
+
+
+def _other_files(
+    info: DatasetInfo, source: str, images: RawImages | None
+) -> Iterator[tuple[str, bytes]]:
+    """Every regular file of ``source`` that is not a shard (of any of its formats), a
     sidecar or the info; a raw conversion rewrites ``features.json``."""
     shard_names = {
         storage.basename(path)
@@ -357,11 +422,10 @@ def _copy_other_files(
         data = storage.read_bytes(path)
         if images is not None and name == FEATURES_FILE:
             data = images.features_json(data)
-        with open(os.path.join(target, name), "wb") as out:
-            out.write(data)
+        yield name, data
 
 
-def _write_info(source: str, target: str, file_format: str, images: RawImages | None) -> None:
+def _info_bytes(source: str, file_format: str, images: RawImages | None) -> bytes:
     """The source's dataset_info.json, every field kept but the formats: ``fileFormat``
     replaced, ``alternativeFileFormats`` dropped; a raw conversion's marker added."""
     fields = json.loads(storage.read_bytes(storage.join(source, INFO_FILE)))
@@ -371,4 +435,4 @@ def _write_info(source: str, target: str, file_format: str, images: RawImages | 
     fields.pop("alternativeFileFormats", None)
     fields.pop("alternative_file_formats", None)
     text = json.dumps(fields, indent=2, ensure_ascii=False)
-    atomic_write(os.path.join(target, INFO_FILE), text.encode("utf-8"))
+    return text.encode("utf-8")

@@ -19,6 +19,7 @@ __all__ = [
     "ClosedError",
     "ConfigError",
     "ConfigTypeError",
+    "ConversionError",
     "CorruptRecordError",
     "CorruptTblError",
     "DatasetInfoError",
@@ -165,6 +166,31 @@ class ClosedError(ReadplanError, ValueError):
 
 class ConfigTypeError(ConfigError, ReadplanTypeError):
     """A configuration value of the wrong type: a :class:`ConfigError` and a ``TypeError``."""
+
+
+class ConversionError(ReadplanError, ValueError):
+    """A dataset conversion run by a pipeline runner that failed (``specs/tbl.md`` §9): a
+    shard that could not be converted (a damaged source, a wrong ``shardLengths``, an image
+    that does not decode), reported wherever the runner ran it.
+
+    Attributes:
+        shard: the shard that failed, as ``split[index]``, when the runner's error names it.
+        path: that shard's source file.
+        cause: the class name of the error the shard's conversion raised.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        shard: str | None = None,
+        path: str | None = None,
+        cause: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.shard = shard
+        self.path = path
+        self.cause = cause
 
 
 class CorruptRecordError(ReadplanError, ValueError):

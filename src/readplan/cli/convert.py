@@ -4,15 +4,31 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from typing import Any
 
 from readplan._internal.progress import Progress
 from readplan.cli.numbers import integer
-from readplan.convert import ConvertedShard, convert
+from readplan.convert import convert
 from readplan.metadata.dataset_info import DatasetInfo
 
 IMAGE_SIZE = integer(1, 65535, "an image side in pixels")
 WORKERS = integer(1, 1024, "a number of processes")
+
+
+def flag_values_joined(argv: Sequence[str]) -> list[str]:
+    """``--beam-options FLAGS`` as ``--beam-options=FLAGS``: its value is itself flags
+    (``--runner=DirectRunner``), which argparse would otherwise take for options of ours."""
+    joined: list[str] = []
+    rest = iter(argv)
+    for arg in rest:
+        if arg == "--":
+            return [*joined, arg, *rest]
+        value = next(rest, None) if arg == "--beam-options" else None
+        if value is not None:
+            arg = f"{arg}={value}"
+        joined.append(arg)
+    return joined
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -68,17 +84,27 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         metavar="N",
         help="processes converting shards in parallel, one shard at a time each (default 1)",
     )
+    parser.add_argument(
+        "--runner",
+        choices=["local", "beam"],
+        default="local",
+        help="local: this process, or --workers processes (default); beam: an Apache Beam "
+        "pipeline, one shard per unit of work (the readplan[beam] extra)",
+    )
+    parser.add_argument(
+        "--beam-options",
+        metavar="FLAGS",
+        help="with --runner beam: Beam's pipeline options, split as a shell splits them, "
+        "e.g. --beam-options '--runner=DirectRunner --direct_num_workers=2 "
+        "--direct_running_mode=multi_processing' (other runners by their options)",
+    )
     parser.set_defaults(handler=run_convert)
 
 
 def run_convert(args: argparse.Namespace) -> int:
     info = DatasetInfo.load(args.src_dir)
-    total = sum(split.num_shards for split in info.splits.values())
-    with Progress("converting", total=total, unit=" shards") as bar:
-
-        def advance(_: ConvertedShard) -> None:
-            bar.advance()
-
+    total = sum(split.num_examples for split in info.splits.values())
+    with Progress("converting", total=total, unit=" records") as bar:
         shards = convert(
             args.src_dir,
             args.dst_dir,
@@ -87,7 +113,9 @@ def run_convert(args: argparse.Namespace) -> int:
             raw=args.raw,
             image_size=args.image_size,
             workers=args.workers,
-            progress=advance,
+            runner=args.runner,
+            beam_options=args.beam_options,
+            records_progress=bar.advance,
         )
     records = sum(shard.records for shard in shards)
     print(f"{args.dst_dir}: {len(shards)} {args.format} shards, {records} records")

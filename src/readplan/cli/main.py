@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit status."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(convert.flag_values_joined(sys.argv[1:] if argv is None else argv))
     if args.command is None:
         parser.print_help()
         return 0

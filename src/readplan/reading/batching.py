@@ -17,6 +17,7 @@ from typing import Any, cast
 import numpy as np
 
 from readplan.reading.collate import Ragged
+from readplan.reading.decode_groups import group_finisher, grouped
 from readplan.reading.decoding import RecordDecoder
 from readplan.reading.items import Batch
 from readplan.reading.workers import ordered
@@ -84,8 +85,17 @@ def collated_batches(
 
     cut = rebatch(produced, size, drop_remainder, undelivered=undelivered)
     try:
-        for _, batch in ordered(cut, finish, workers):
-            yield batch
+        if workers == 1:
+            for _, batch in ordered(cut, finish, workers):
+                yield batch
+            return
+        # Workers decode groups of batches: see decode_groups for why.
+        finish_group = group_finisher(decoder, finish, ragged, padding_values)
+        for _, outcomes in ordered(grouped(cut), finish_group, workers):
+            for outcome in outcomes:
+                if isinstance(outcome, Exception):
+                    raise outcome
+                yield outcome
     finally:
         cut.close()
 

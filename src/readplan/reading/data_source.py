@@ -20,7 +20,8 @@ import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Literal, NamedTuple, TypeAlias
+from functools import partial
+from typing import Any, Literal, NamedTuple, TypeAlias, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -38,15 +39,20 @@ from readplan.errors import (
     StoragePermissionError,
 )
 from readplan.metadata.dataset_info import DatasetInfo
+from readplan.metadata.features import FeaturesDict
 from readplan.metadata.loader import INFO_FILE
+from readplan.metadata.raw_images import RawMarker, raw_marker
 from readplan.planning.instructions import FileInstruction, LazySplit, file_instructions
 from readplan.planning.splits import SplitArg
 from readplan.reading import containers
 from readplan.reading.decoding import RecordDecoder, example_decoder
 from readplan.reading.items import Record
+from readplan.reading.raw_records import RawSamples, over_raw
 from readplan.reading.workers import check_decode_workers, decoded_in_parts
 from readplan.records import index as _index
+from readplan.records import tbl
 from readplan.records.example._rows import records_as_dicts
+from readplan.storage import StorageOptions
 
 __all__ = ["RecordSource", "data_source"]
 
@@ -150,7 +156,9 @@ class RecordSource(Closing):
         self.decode = decode
         self.decoders = decoders
         self.storage_options = storage_options
-        self._decoder = _record_decoder(info, decode, decoders, storage_options)
+        # A TBL-RAW dataset's samples are decoded as images and metadata (tbl.md §12).
+        self._raw = None if decode in (None, False) else _raw_marker(info, storage_options)
+        self._decoder = _record_decoder(info, decode, decoders, storage_options, self._raw)
         self.decode_workers = check_decode_workers(decode_workers)
         self.index_dir = None if index_dir is None else storage.to_str(index_dir)
         # A store answers each request after a delay: every batch spanning several files
@@ -328,6 +336,9 @@ class RecordSource(Closing):
     def _open(self, file: int) -> containers.RecordSource:
         path, sidecar = self.paths[file], self._index_paths[file]
         opened = self._container.keyed(path, sidecar, self.storage_options)
+        if self._raw is not None:
+            # Its records are RawRecords, which the source's decoder takes.
+            opened = cast(containers.RecordSource, RawSamples(cast(tbl.TblFile, opened), self._raw))
         try:
             found = len(opened)  # walks the headers now when there is no sidecar
             if found < self._needed[file]:
@@ -372,7 +383,9 @@ class RecordSource(Closing):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._decoder = _record_decoder(self.info, self.decode, self.decoders, self.storage_options)
+        self._decoder = _record_decoder(
+            self.info, self.decode, self.decoders, self.storage_options, self._raw
+        )
         self._container = containers.container_for(self.info.file_format)
         self._lock = threading.Lock()
         self._opening = _opening_locks()
@@ -488,12 +501,22 @@ def _build(
         return index
 
 
+def _raw_marker(info: DatasetInfo, storage_options: StorageOptions) -> RawMarker | None:
+    if info.file_format != tbl.FILE_FORMAT or info.data_dir is None:
+        return None
+    return raw_marker(info.data_dir, storage_options)
+
+
 def _record_decoder(
     info: DatasetInfo,
     decode: Decode,
     decoders: Mapping[str, Any] | None,
     storage_options: Mapping[str, Any] | None,
+    raw: RawMarker | None,
 ) -> RecordDecoder | None:
+    features = partial(_features, info, decode, storage_options)
+    if raw is not None:
+        return over_raw(decode, decoders, raw, features, _tfds_decoder)
     if decode != "tfds":
         if decoders is not None:
             raise ConfigError(
@@ -503,6 +526,12 @@ def _record_decoder(
                 value=decoders,
             )
         return example_decoder(decode)
+    return _tfds_decoder(features(), decoders)
+
+
+def _features(
+    info: DatasetInfo, decode: Decode, storage_options: Mapping[str, Any] | None
+) -> FeaturesDict:
     features = info.resolve_features(storage_options)
     if features is None:
         raise ConfigError(
@@ -511,6 +540,11 @@ def _record_decoder(
             field="decode",
             value=decode,
         )
+    return features
+
+
+def _tfds_decoder(features: FeaturesDict, decoders: Mapping[str, Any] | None) -> RecordDecoder:
+    """Records decoded as TFDS's data sources return them (Python scalars)."""
     one, many = features.decoder(decoders=decoders), features.batch_decoder(decoders=decoders)
     return RecordDecoder(
         lambda raw: _python_scalars(one(raw)),

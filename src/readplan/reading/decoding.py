@@ -11,32 +11,40 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
+from itertools import pairwise
 from typing import Any, Literal
 
 from readplan.errors import ConfigError, ExampleError, FeatureError
 from readplan.metadata._feature_batch import compile_leaf_decoder
-from readplan.metadata.features import load_features
-from readplan.metadata.raw_images import raw_marker
+from readplan.metadata.features import FeaturesDict, load_features
 from readplan.plan import ReadPlan
 from readplan.reading.collate import Ragged, collate, collate_leaves
 from readplan.reading.items import LazyRecords
-from readplan.records import example, tbl
+from readplan.records import example
 from readplan.records.example import _many
 from readplan.records.example._leaves import LeafBatch
 from readplan.records.example._rows import NotRegularError
 from readplan.storage import StorageOptions
 
-__all__ = ["RecordDecoder", "example_decoder", "record_decoder"]
+__all__ = [
+    "RecordDecoder",
+    "check_no_decoders",
+    "dataset_features",
+    "example_decoder",
+    "record_decoder",
+    "tfds_decoder",
+]
 
 
 @dataclass(frozen=True)
 class RecordDecoder:
     """``one`` decodes a record; ``many`` a batch, giving per record exactly ``one``'s result
     (or raising, when some record does not decode); ``leaves`` (when given) a non-empty
-    batch as leaves, raising when ``many`` would not decode it through its columns."""
+    batch as leaves, raising when ``many`` would not decode it through its columns.  A
+    record is its bytes, or a TBL-RAW dataset's ``raw_records.RawRecord``."""
 
-    one: Callable[[bytes], Any]
-    many: Callable[[Sequence[bytes]], list[Any]]
+    one: Callable[[Any], Any]
+    many: Callable[[Sequence[Any]], list[Any]]
     leaves: Callable[[Sequence[bytes]], LeafBatch] | None = None
 
     def __call__(self, raw: bytes) -> Any:
@@ -65,22 +73,60 @@ class RecordDecoder:
         "Batches"); or the records before the first one that does not decode, None and its
         error.  A batch the leaves decode is collated from them, its records made only when
         read (:class:`LazyRecords`); any other is decoded and collated record by record."""
-        try:
-            if self.leaves is None:
-                raise NotRegularError
-            leaves = self.leaves(records)
-        except (ExampleError, FeatureError, NotRegularError):
-            decoded, error = self._one_at_a_time(records)
-            if error is not None:
-                return decoded, None, error
-            return decoded, collate(decoded, ragged=ragged, padding_values=padding_values), None
-        lazy = LazyRecords(len(records), leaves.records)
+        if self.leaves is None:
+            # No leaves (a TBL-RAW dataset's records): decoded at once, then collated.
+            decoded, error = self.decode_all(records)
+        else:
+            try:
+                leaves = self.leaves(records)
+            except (ExampleError, FeatureError, NotRegularError):
+                decoded, error = self._one_at_a_time(records)
+            else:
+                return self._from_leaves(len(records), leaves, ragged, padding_values)
+        if error is not None:
+            return decoded, None, error
+        return decoded, collate(decoded, ragged=ragged, padding_values=padding_values), None
+
+    @staticmethod
+    def _from_leaves(
+        n: int, leaves: LeafBatch, ragged: Ragged, padding_values: Mapping[str, Any] | None
+    ) -> tuple[Sequence[Any], dict[str, Any] | None, Exception | None]:
+        lazy = LazyRecords(n, leaves.records)
         try:
             features = collate_leaves(leaves, ragged=ragged, padding_values=padding_values)
         except NotRegularError:
             # Records of different structures: collate names the first that differs.
             features = collate(list(lazy), ragged=ragged, padding_values=padding_values)
         return lazy, features, None
+
+    def collate_parts(
+        self,
+        records: Sequence[bytes],
+        bounds: Sequence[int],
+        ragged: Ragged,
+        padding_values: Mapping[str, Any] | None,
+    ) -> list[tuple[Sequence[Any], dict[str, Any]]] | None:
+        """:meth:`collate_all` of each part ``records[bounds[k]:bounds[k + 1]]`` (every part
+        non-empty), from one leaf decode of all the records: fewer, longer steps, most of
+        them in the compiled kernel (``specs/reader.md`` §7). None when some record does not
+        decode leaf by leaf; each part then goes through :meth:`collate_all`, which says which
+        record and how."""
+        try:
+            if self.leaves is None:
+                raise NotRegularError
+            leaves = self.leaves(records)
+        except (ExampleError, FeatureError, NotRegularError):
+            return None
+        parts: list[tuple[Sequence[Any], dict[str, Any]]] = []
+        for start, stop in pairwise(bounds):
+            part = leaves.sliced(start, stop)
+            lazy = LazyRecords(stop - start, part.records)
+            try:
+                features = collate_leaves(part, ragged=ragged, padding_values=padding_values)
+            except NotRegularError:
+                features = collate(list(lazy), ragged=ragged, padding_values=padding_values)
+            parts.append((lazy, features))
+        return parts
 
 
 def record_decoder(
@@ -92,35 +138,20 @@ def record_decoder(
 ) -> RecordDecoder | None:
     """The decoder a reader applies to its records, or None to deliver bytes; the features
     of a dataset in a store are read with ``storage_options``."""
-    if decode is not None and decode is not False:
-        _refuse_raw(plan, data_dir, storage_options, decode)
     if decode == "tfds":
-        return _tfds_decoder(plan, data_dir, decoders, storage_options)
+        return tfds_decoder(dataset_features(plan, data_dir, storage_options), decoders)
+    check_no_decoders(decode, decoders)
+    return example_decoder(decode)
+
+
+def check_no_decoders(decode: object, decoders: Mapping[str, Any] | None) -> None:
+    """``decoders`` apply to TFDS feature decoding only."""
     if decoders is not None:
         raise ConfigError(
             "decoders apply to decode='tfds' (decoding with the dataset's features.json); "
             f"got decode={decode!r:.40}",
             field="decoders",
             value=decoders,
-        )
-    return example_decoder(decode)
-
-
-def _refuse_raw(
-    plan: ReadPlan, data_dir: str | None, storage_options: StorageOptions, decode: object
-) -> None:
-    """A TBL-RAW dataset's records are pixels, not ``tf.train.Example`` records."""
-    where = data_dir or plan.info.data_dir
-    if plan.info.file_format != tbl.FILE_FORMAT or where is None:
-        return
-    if raw_marker(where, storage_options) is not None:
-        raise ConfigError(
-            f"{where} is a TBL-RAW dataset (readplan convert --raw): its records are "
-            f"{plan.info.file_format} RAW_U8 pixels, not tf.train.Example records, so "
-            f"decode={decode!r:.40} does not apply; read it with Reader.image_batches (images "
-            "and the other features), or with decode=None for each image's bytes",
-            field="decode",
-            value=decode,
         )
 
 
@@ -148,12 +179,11 @@ def example_decoder(
     )
 
 
-def _tfds_decoder(
-    plan: ReadPlan,
-    data_dir: str | None,
-    decoders: Mapping[str, Any] | None,
-    storage_options: StorageOptions,
-) -> RecordDecoder:
+def dataset_features(
+    plan: ReadPlan, data_dir: str | None, storage_options: StorageOptions
+) -> FeaturesDict:
+    """The features ``decode="tfds"`` decodes with: the plan's, or ``data_dir``'s
+    ``features.json``; a ConfigError when there are none."""
     features = plan.info.resolve_features(storage_options)
     if features is None and data_dir is not None:
         features = load_features(data_dir, storage_options=storage_options)
@@ -166,6 +196,11 @@ def _tfds_decoder(
             field="decode",
             value="tfds",
         )
+    return features
+
+
+def tfds_decoder(features: FeaturesDict, decoders: Mapping[str, Any] | None) -> RecordDecoder:
+    """Records decoded with ``features`` (and TFDS's per-feature ``decoders``)."""
     return RecordDecoder(
         features.decoder(decoders=decoders),
         features.batch_decoder(decoders=decoders),

@@ -20,13 +20,12 @@ import numpy.typing as npt
 from readplan._internal.arrays import IntArray, U8Array
 from readplan.errors import ConfigError
 from readplan.metadata.features import FeaturesDict
-from readplan.metadata.loader import INFO_FILE
-from readplan.metadata.raw_images import RAW_KEY, RawMarker, raw_marker
+from readplan.metadata.raw_images import RawMarker
 from readplan.plan import ReadPlan
 from readplan.reading.collate import collate
+from readplan.reading.raw_records import RawShard, required_marker
 from readplan.records import tbl
 from readplan.records.tbl._gather import KINDS, OutKind, gather_images, normalization
-from readplan.storage import StorageOptions
 
 __all__ = [
     "ImageBatch",
@@ -34,10 +33,10 @@ __all__ = [
     "Layout",
     "OutKind",
     "ReaderParts",
+    "asked_options",
     "flip_draws",
     "image_batches",
     "rank_chunks",
-    "raw_marker_of",
     "serve",
 ]
 
@@ -135,6 +134,52 @@ class ImageOptions:
         return normalization((m0, m1, m2), (s0, s1, s2))
 
 
+def asked_options(
+    images: Mapping[str, Any],
+    batch_size: int | None,
+    drop_remainder: bool,
+    *,
+    packed: object,
+    ragged: object,
+    padding: object,
+) -> ImageOptions | None:
+    """The image batches ``Reader.batches`` is asked for by its image options ``images``
+    (None: not given), or None when none is given; the options of :class:`Batch` objects
+    (``packed``, ``ragged``, ``padding_values``) beside them are a ConfigError."""
+    given = {name: value for name, value in images.items() if value is not None}
+    if not given:
+        return None
+    named = ", ".join(f"{name}=" for name in given)
+    for field, value, unset in (
+        ("packed", packed, False),
+        ("ragged", ragged, "list"),
+        ("padding_values", padding, None),
+    ):
+        if value is not unset and not (isinstance(value, str) and value == unset):
+            raise ConfigError(
+                f"{field}={value!r:.40} applies to Batch objects, but {named} ask for image "
+                "batches (ImageBatch: the images gathered by the kernel, the other features "
+                "collated with ragged='list'); pass one or the other",
+                field=field,
+                value=value,
+            )
+    if batch_size is None:
+        raise ConfigError(
+            f"{named} ask for image batches, which need a batch_size (an int > 0)",
+            field="batch_size",
+            value=None,
+        )
+    return ImageOptions(
+        batch_size,
+        given.get("normalize"),
+        given.get("layout", "NCHW"),
+        given.get("dtype", "float32"),
+        given.get("hflip", 0.0),
+        given.get("seed", 0),
+        drop_remainder,
+    )
+
+
 def flip_draws(seed: int, epoch: int, positions: IntArray, hflip: float) -> U8Array:
     """1 where the image at ``positions`` of ``epoch`` is mirrored: ``u < hflip`` for ``u``
     the top 53 bits of SplitMix64's finalizer of ``seed * G**2 + epoch * G + position``
@@ -151,22 +196,23 @@ def flip_draws(seed: int, epoch: int, positions: IntArray, hflip: float) -> U8Ar
 
 @dataclass
 class _Shards:
-    """The mapped views and metadata of the shards met so far."""
+    """The mapped shards met so far (their CRC-16s checked on the first mapping only)."""
 
     path: Callable[[int], str]
-    views: dict[int, tuple[npt.NDArray[np.uint8], list[bytes]]]
+    marker: RawMarker
+    views: dict[int, RawShard]
     verified: set[int]
 
-    def get(self, file_index: int) -> tuple[npt.NDArray[np.uint8], list[bytes]]:
+    def get(self, file_index: int) -> RawShard:
         found = self.views.get(file_index)
         if found is None:
             if len(self.views) >= _MAPPED:
-                self.views.pop(next(iter(self.views)))
-            with tbl.TblFile(self.path(file_index)) as samples:
-                view = samples.raw_view(verify=file_index not in self.verified)
-                blocks = [samples.metadata(i) for i in range(len(samples))]
+                self.views.pop(next(iter(self.views))).close()
+            samples = tbl.TblFile(self.path(file_index))
+            verify = file_index not in self.verified
+            found = RawShard(samples, self.marker, view_required=True, verify=verify)
             self.verified.add(file_index)
-            found = self.views[file_index] = (view, [b.data if b else b"" for b in blocks])
+            self.views[file_index] = found
         return found
 
 
@@ -193,26 +239,10 @@ def serve(
     """The image batches of ``reader`` from ``frontier`` (epoch, next position) on, its
     shards opened at ``path(file_index)``."""
     plan = reader.plan
-    marker = raw_marker_of(plan, reader.data_dir, reader.storage_options)
+    marker = required_marker(plan, reader.data_dir, reader.storage_options)
     features = plan.info.resolve_features(reader.storage_options)
     chunks = rank_chunks(plan, reader.epochs, reader.rank, reader.world_size, *frontier)
     return image_batches(marker, features, path, chunks, options)
-
-
-def raw_marker_of(
-    plan: ReadPlan, data_dir: str | None, storage_options: StorageOptions
-) -> RawMarker:
-    """The TBL-RAW marker of the plan's dataset; a dataset without one is a ConfigError."""
-    where = data_dir or plan.info.data_dir
-    marker = None if where is None else raw_marker(where, storage_options)
-    if marker is None or plan.info.file_format != tbl.FILE_FORMAT:
-        raise ConfigError(
-            "image_batches serves TBL-RAW datasets (made by readplan convert --raw, "
-            f"{RAW_KEY} in their {INFO_FILE}); {where or 'the plan'} is not one",
-            field="data_dir",
-            value=where,
-        )
-    return marker
 
 
 def rank_chunks(
@@ -241,7 +271,7 @@ def image_batches(
 ) -> Iterator[ImageBatch]:
     """The batches of the positions in ``chunks`` (from :func:`rank_chunks`)."""
     decode = _metadata_decoder(features, marker)
-    shards = _Shards(path, {}, set())
+    shards = _Shards(path, marker, {}, set())
     size = marker.image_size
     scale, shift = options.coefficients()
     kind = KINDS.index(options.dtype)
@@ -287,10 +317,11 @@ def _batch(
     # Runs of rows from one file are gathered in one call, into their slice of the batch.
     breaks = np.flatnonzero(np.diff(files)) + 1
     for begin, end in zip([0, *breaks.tolist()], [*breaks.tolist(), n]):
-        view, blocks = shards.get(int(files[begin]))
+        shard = shards.get(int(files[begin]))
         picked = records[begin:end]
+        assert shard.view is not None  # view_required
         gather_images(
-            view,
+            shard.view,
             picked,
             flips[begin:end],
             scale,
@@ -299,7 +330,7 @@ def _batch(
             kind,
             options.layout == "NHWC",
         )
-        metadata.extend(blocks[i] for i in picked.tolist())
+        metadata.extend(shard.metadata(i) or b"" for i in picked.tolist())
     return ImageBatch(out, decode(metadata), epoch, positions, files, records, flips)
 
 

@@ -16,19 +16,16 @@ state from which any number of ranks continues exactly.
 
 from __future__ import annotations
 
-import json
-import operator
 import os
 from collections.abc import Generator, Iterator, Mapping
 from functools import partial
 from itertools import chain, islice
-from typing import Any, Literal, TypeAlias, TypeVar
+from typing import Any, Literal, TypeAlias, TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
 
-from readplan._internal.closing import Closing
-from readplan.errors import CheckpointError, ConfigError, ReadplanTypeError
+from readplan.errors import ConfigError, ReadplanTypeError
 from readplan.plan import EpochOrder, ReadPlan
 from readplan.reading import raw_batches
 from readplan.reading.batching import (
@@ -40,7 +37,6 @@ from readplan.reading.batching import (
 )
 from readplan.reading.collate import Ragged, check_collate_options
 from readplan.reading.containers import container_for
-from readplan.reading.decoding import record_decoder
 from readplan.reading.items import Batch, Item
 from readplan.reading.located import located
 from readplan.reading.options import (
@@ -49,17 +45,13 @@ from readplan.reading.options import (
     check_files_reachable,
     check_packed,
     check_rank,
-    read_state,
 )
 from readplan.reading.prefetch import DEFAULT_SPAN_AHEAD, ShardWarmer, SpanFetcher
 from readplan.reading.ranks import (
-    STATE_KEY,
-    first_share,
-    owner,
-    reader_bindings,
     remaining,
-    resumed_position,
 )
+from readplan.reading.raw_records import RawReads, reader_decoder
+from readplan.reading.reader_state import ReaderState
 from readplan.reading.run_streams import read_runs
 from readplan.reading.runs import Closes, Runs, Shard, last_read_marks, without_lost
 from readplan.reading.windows import file_reads, read_spans
@@ -71,8 +63,7 @@ from readplan.records._damage import (
 )
 from readplan.state.binding import ReaderBinding
 from readplan.state.checkpoint import Checkpoint
-from readplan.state.resume import held_files
-from readplan.storage import basename, is_remote, join, to_str, write_bytes
+from readplan.storage import basename, is_remote, join, to_str
 
 __all__ = ["Reader", "Start"]
 
@@ -95,7 +86,7 @@ SPAN_AHEAD = DEFAULT_SPAN_AHEAD
 (``specs/storage.md`` §5); 0 fetches each span when the reader reaches it."""
 
 
-class Reader(Closing):
+class Reader(ReaderState):
     """Records of ``plan``, read from its shard files in the plan's order (``specs/reader.md``).
 
     Args:
@@ -107,7 +98,8 @@ class Reader(Closing):
             the dataset's ``features.json`` (``specs/features.md``); ``None``/``False``
             delivers bytes, ``True`` decoded ``tf.train.Example`` features
             (:func:`readplan.example.decode`), a schema mapping parsed features
-            (:func:`readplan.example.parse`).
+            (:func:`readplan.example.parse`).  A TBL-RAW dataset's records are decoded
+            from their metadata, the image the stored array (``specs/tbl.md`` §12).
         decoders: with ``decode="tfds"``, TFDS's per-feature decoders, e.g.
             ``{"image": readplan.SkipDecoding()}`` for the encoded bytes.
         start: where to continue from: a state (from :meth:`state_dict`), a
@@ -162,7 +154,9 @@ class Reader(Closing):
         self.world_size = world_size
         self.on_corruption = on_corruption
         self.report = report
-        self._decode = record_decoder(decode, decoders, plan, self.data_dir, storage_options)
+        self._decode, raw = reader_decoder(decode, decoders, plan, self.data_dir, storage_options)
+        skip = on_corruption == "skip"
+        self._raw = raw and RawReads(raw, self._path, storage_options, skip, report)
         self.decode_workers = check_decode_workers(decode_workers)
         self._container = container_for(
             plan.info.file_format, available=plan.info.available_file_formats
@@ -216,6 +210,7 @@ class Reader(Closing):
         self._active = lists
         return chain.from_iterable(lists)
 
+    @overload
     def batches(
         self,
         batch_size: int | None = None,
@@ -224,7 +219,35 @@ class Reader(Closing):
         ragged: Ragged = "list",
         padding_values: Mapping[str, Any] | None = None,
         packed: bool = False,
-    ) -> Iterator[Batch]:
+    ) -> Iterator[Batch]: ...
+
+    @overload
+    def batches(
+        self,
+        batch_size: int,
+        *,
+        drop_remainder: bool = False,
+        normalize: tuple[Any, Any] | None = None,
+        layout: raw_batches.Layout | None = None,
+        dtype: raw_batches.OutKind | None = None,
+        hflip: float | None = None,
+        seed: int | None = None,
+    ) -> Iterator[raw_batches.ImageBatch]: ...
+
+    def batches(
+        self,
+        batch_size: int | None = None,
+        *,
+        drop_remainder: bool = False,
+        ragged: Ragged = "list",
+        padding_values: Mapping[str, Any] | None = None,
+        packed: bool = False,
+        normalize: tuple[Any, Any] | None = None,
+        layout: raw_batches.Layout | None = None,
+        dtype: raw_batches.OutKind | None = None,
+        hflip: float | None = None,
+        seed: int | None = None,
+    ) -> Iterator[Batch] | Iterator[raw_batches.ImageBatch]:
         """The deliveries as :class:`Batch` objects, in order (``specs/reader.md`` §1).
 
         Without ``batch_size`` batches follow the reader's reads (up to 256 records).  With
@@ -233,7 +256,17 @@ class Reader(Closing):
         reader also collates each batch into ``batch.features`` (a dict of stacked arrays;
         ``ragged``/``padding_values`` say what becomes of leaves whose shapes differ).
         ``packed=True``: each batch's raw records as one :class:`~readplan.PackedRecords`.
+
+        Any of ``normalize``, ``layout``, ``dtype``, ``hflip``, ``seed`` (a TBL-RAW
+        dataset only) gives :meth:`image_batches`' batches with those options instead.
         """
+        images: dict[str, Any] = {"normalize": normalize, "layout": layout, "dtype": dtype}
+        images |= {"hflip": hflip, "seed": seed}
+        asked = raw_batches.asked_options(
+            images, batch_size, drop_remainder, packed=packed, ragged=ragged, padding=padding_values
+        )
+        if asked is not None:
+            return self._image_batches(asked)
         check_batching(batch_size, drop_remainder)
         check_collate_options(ragged, padding_values)
         check_packed(packed, decoding=self._decode is not None)
@@ -288,6 +321,9 @@ class Reader(Closing):
         options = raw_batches.ImageOptions(
             batch_size, normalize, layout, dtype, hflip, seed, drop_remainder
         )
+        return self._image_batches(options)
+
+    def _image_batches(self, options: raw_batches.ImageOptions) -> Iterator[raw_batches.ImageBatch]:
         self._begin()
         produced = raw_batches.serve(self, self._path, self._frontier(), options)
         batches = self._delivered_batches(produced)
@@ -317,90 +353,6 @@ class Reader(Closing):
         if active is not None:
             active.close()
 
-    # -- state ------------------------------------------------------------------------
-
-    def state_dict(self) -> dict[str, Any]:
-        """The checkpoint document after the last delivery, plus ``"reader"``: the rank and
-        the binding of the files the interleave holds (``specs/checkpoint.md`` §4).
-
-        The checkpoint's position is the lowest position of its epoch this rank has not
-        delivered (with one rank: the number of records delivered in the epoch).
-        """
-        epoch, position = self._frontier()
-        checkpoint = self.plan.checkpoint(epoch, position)
-        files = self._binding.to_json(held_files(self.plan.epoch_schedule(epoch), checkpoint))
-        section = {"rank": self.rank, "world_size": self.world_size, "files": files}
-        return checkpoint.to_dict(extra={STATE_KEY: section})
-
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write :meth:`state_dict` to ``path`` as JSON, atomically; ``start=path`` resumes."""
-        state = json.dumps(self.state_dict(), indent=1).encode()
-        write_bytes(path, state, storage_options=self.storage_options)
-
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Continue from ``state``: a state of this rank, a merged state, or a checkpoint."""
-        if not isinstance(state, Mapping):
-            raise CheckpointError(
-                f"a reader state must be a mapping (from state_dict()), got {type(state).__name__}",
-                field="$",
-            )
-        checkpoint = Checkpoint.from_dict(dict(state))
-        # The plan first: a state of another split or configuration is a mismatch that
-        # names what differs, not a file binding that looks damaged.
-        self.plan.verify(checkpoint)
-        section = state.get(STATE_KEY)
-        expected = reader_bindings(section, len(self.plan.instructions))
-        self._restore(checkpoint, owner=owner(section))
-        self._binding.restore(expected)
-
-    def _start_from(self, start: object) -> None:
-        if isinstance(start, Checkpoint):
-            self._restore(start, owner=None)
-        elif isinstance(start, Mapping):
-            self.load_state_dict(start)
-        elif isinstance(start, (str, os.PathLike)):
-            self.load_state_dict(read_state(to_str(start), self.storage_options))
-        else:
-            raise ConfigError(
-                f"start must be a state (from state_dict()), a readplan Checkpoint or the "
-                f"path of a file written by Reader.save(), got {type(start).__name__}",
-                field="start",
-                value=start,
-            )
-
-    def _restore(self, checkpoint: Checkpoint, *, owner: tuple[int, int] | None) -> None:
-        self.plan.verify(checkpoint)
-        if self.epochs is not None and checkpoint.epoch >= self.epochs:
-            raise ConfigError(
-                f"the state is in epoch {checkpoint.epoch}, but this reader reads epochs "
-                f"0..{self.epochs - 1}; pass epochs > {checkpoint.epoch} (the total the run "
-                "was started with)",
-                field="epochs",
-                value=self.epochs,
-            )
-        position = resumed_position(
-            checkpoint, owner, self.rank, self.world_size, self.plan.num_examples
-        )
-        self.close()
-        self._epoch, self._next, self._current = checkpoint.epoch, position, None
-        self._binding.restore({})
-
-    def _frontier(self) -> tuple[int, int]:
-        current = self._current
-        if current is not None:
-            items, rest = current
-            done = len(items) - operator.length_hint(rest)
-            if done:
-                last = items[done - 1]
-                return last[1], self._after(last[2])
-        return self._epoch, self._next
-
-    def _after(self, position: int) -> int:
-        return min(position + self.world_size, self.plan.num_examples)
-
-    def _first_share(self, position: int) -> int:
-        return first_share(position, self.rank, self.world_size, self.plan.num_examples)
-
     # -- production ---------------------------------------------------------------------
 
     def _decoded(self, produced: Iterator[Batch]) -> Iterator[Batch]:
@@ -415,7 +367,9 @@ class Reader(Closing):
             # More ranks than positions: this one has nothing in any epoch.
             return
         while self.epochs is None or epoch < self.epochs:
-            yield from self._epoch_batches(epoch, position)
+            produced = self._epoch_batches(epoch, position)
+            # A TBL-RAW dataset's payloads become images and metadata for its decoder.
+            yield from self._raw.attached(produced, self._located_in) if self._raw else produced
             epoch, position = epoch + 1, self._first_share(0)
 
     def _epoch_batches(self, epoch: int, start: int) -> Iterator[Batch]:

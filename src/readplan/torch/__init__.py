@@ -12,7 +12,8 @@ consumer ``c = worker * R + rank`` delivers the indices ``g`` of the pass with
 positions in plan order.  The dataset's ``state_dict``/``load_state_dict`` follow torchdata's
 ``StatefulDataLoader`` protocol (each worker saves and restores its own reader);
 :func:`merge_loader_states` turns the loader states of all ranks into one state from which
-any number of ranks and workers continues exactly.
+any number of ranks and workers continues exactly.  :class:`ImageBatchDataset` serves a
+TBL-RAW dataset's image batches (``Reader.image_batches``) the same way, as torch tensors.
 """
 
 from __future__ import annotations
@@ -27,8 +28,16 @@ except ImportError as err:  # pragma: no cover - exercised without torch only
     ) from err
 
 from readplan.torch.dataset import ReadplanIterableDataset
+from readplan.torch.images import ImageBatchDataset, TorchImageBatch
 from readplan.torch.layout import consumer
 from readplan.torch.merge import merge_loader_states
 from readplan.torch.sampler import OrderSampler
 
-__all__ = ["OrderSampler", "ReadplanIterableDataset", "consumer", "merge_loader_states"]
+__all__ = [
+    "ImageBatchDataset",
+    "OrderSampler",
+    "ReadplanIterableDataset",
+    "TorchImageBatch",
+    "consumer",
+    "merge_loader_states",
+]

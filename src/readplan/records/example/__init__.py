@@ -28,12 +28,16 @@ from readplan.records.example._schema import (
     FixedLen,
     VarLen,
 )
+from readplan.records.example._spans import (
+    BytesSpans,
+)
 
 __all__ = [
     "BYTES",
     "DTYPES",
     "FLOAT32",
     "INT64",
+    "BytesSpans",
     "Column",
     "DTypeLike",
     "FeatureValue",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -31,6 +31,7 @@ from readplan.records.example._kinds import BYTES, FLOAT32, INT64
 from readplan.records.example._pb import Example, Features
 from readplan.records.example._rows import shaped
 from readplan.records.example._schema import FixedLen, VarLen
+from readplan.records.example._spans import check_bytes_as
 
 __all__ = [
     "FeatureValue",
@@ -76,7 +77,9 @@ def decode(raw: bytes) -> dict[str, FeatureValue]:
     return decoded
 
 
-def decode_batch(records: Sequence[bytes]) -> dict[str, Column]:
+def decode_batch(
+    records: Sequence[bytes], *, bytes_as: Literal["bytes", "spans"] = "bytes"
+) -> dict[str, Column]:
     """Decode many serialized ``tf.train.Example`` records to columns, keys sorted.
 
     A :class:`Column` exists for every name that at least one record holds with a list, and
@@ -84,9 +87,11 @@ def decode_batch(records: Sequence[bytes]) -> dict[str, Column]:
     Canonically encoded batches are decoded without a Python step per record or value. A name
     holding lists of different kinds in different records cannot form a column and raises
     :class:`~readplan.errors.ExampleError`, as does any record :func:`decode` refuses (with
-    ``.index`` naming it). See ``specs/example.md`` §5.
+    ``.index`` naming it). ``bytes_as="spans"`` leaves bytes values in the records: a bytes
+    column's values are then a :class:`BytesSpans` (memoryviews into the records, ``bytes``
+    from its ``to_list()``). See ``specs/example.md`` §5.
     """
-    return decode_columns(records, decode)
+    return decode_columns(records, decode, check_bytes_as(bytes_as))
 
 
 def _parse_message(raw: bytes) -> Any:

@@ -24,6 +24,7 @@ from readplan._internal.arrays import IntArray, U8Array
 from readplan.errors import ConfigError, ExampleError
 from readplan.records.example import _wire
 from readplan.records.example._kinds import NUMPY_DTYPE, Kind
+from readplan.records.example._spans import BytesSpans
 from readplan.records.example._wire import NotCanonicalError
 
 if TYPE_CHECKING:
@@ -48,11 +49,12 @@ class Column:
     Record ``i``'s values are ``values[row_splits[i]:row_splits[i + 1]]``; ``present[i]``
     says whether record ``i`` holds the feature at all (an empty list is present, a missing
     feature or one without a list is not). ``values`` is an int64 or float32 array (floats
-    bit-exact), or a list of bytes. See ``specs/example.md`` §5.
+    bit-exact), or a list of bytes, or (``decode_batch(..., bytes_as="spans")``) a
+    :class:`BytesSpans` of them. See ``specs/example.md`` §5.
     """
 
     kind: Kind
-    values: FeatureValue
+    values: FeatureValue | BytesSpans
     row_splits: IntArray
     present: npt.NDArray[np.bool_]
 
@@ -71,8 +73,10 @@ class Column:
         ):
             raise _bad_column("present", present, "a bool array of one flag per record")
         expected = NUMPY_DTYPE.get(self.kind)
-        if expected is None and not isinstance(self.values, list):
-            raise _bad_column("values", self.values, "a list of bytes for a bytes column")
+        if expected is None and not isinstance(self.values, list | BytesSpans):
+            raise _bad_column(
+                "values", self.values, "a list of bytes or a BytesSpans for a bytes column"
+            )
         if expected is not None and not (
             isinstance(self.values, np.ndarray) and self.values.dtype == expected
         ):
@@ -81,7 +85,7 @@ class Column:
     def __len__(self) -> int:
         return self.present.size
 
-    def row(self, index: int) -> FeatureValue | None:
+    def row(self, index: int) -> FeatureValue | BytesSpans | None:
         """Record ``index``'s values, or None when the record does not hold the feature."""
         if not self.present[index]:
             return None
@@ -89,17 +93,20 @@ class Column:
 
 
 def decode_columns_pure(
-    records: Sequence[bytes], decode: Callable[[bytes], dict[str, FeatureValue]]
+    records: Sequence[bytes],
+    decode: Callable[[bytes], dict[str, FeatureValue]],
+    spans: bool = False,
 ) -> dict[str, Column]:
     """Decode records to columns; ``decode`` is the one-record decoder that defines the result.
 
     The batch is read by the vectorised walk when it is canonically encoded, and record by
-    record with ``decode`` otherwise (``specs/example.md`` §5).
+    record with ``decode`` otherwise (``specs/example.md`` §5). With ``spans``, bytes values
+    are :class:`BytesSpans` (of the joined records, which this path reads).
     """
     try:
-        return _vectorised(records)
+        return _vectorised(records, spans)
     except NotCanonicalError:
-        return one_by_one(records, decode)
+        return one_by_one(records, decode, spans)
 
 
 def _bad_column(field: str, value: object, wanted: str) -> ConfigError:
@@ -123,13 +130,13 @@ class _Entries:
     list_end: IntArray
 
 
-def _vectorised(records: Sequence[bytes]) -> dict[str, Column]:
+def _vectorised(records: Sequence[bytes], spans: bool) -> dict[str, Column]:
     raw = b"".join([*records, _wire.PADDING])
     buf = np.frombuffer(raw, dtype=np.uint8)
     n = len(records)
     entries = _entries(buf, np.fromiter(map(len, records), dtype=np.int64, count=n))
     names, slot = _slots(raw, buf, entries, n)
-    return _columns(raw, buf, entries, names, slot, n)
+    return _columns(raw, buf, entries, names, slot, n, spans)
 
 
 def _entries(buf: U8Array, lengths: IntArray) -> _Entries:
@@ -218,7 +225,13 @@ def _name(raw: bytes, start: np.int64, end: np.int64) -> str:
 
 
 def _columns(
-    raw: bytes, buf: U8Array, entries: _Entries, names: list[str], slot: IntArray, n: int
+    raw: bytes,
+    buf: U8Array,
+    entries: _Entries,
+    names: list[str],
+    slot: IntArray,
+    n: int,
+    spans: bool,
 ) -> dict[str, Column]:
     # Dense tables, one row per name and one column per record, so that each kind's values
     # come out grouped by name, in record order within a name.
@@ -253,7 +266,7 @@ def _columns(
         taken[list_tag] = high
         if list_tag == 0x0A:
             item_starts, item_ends = values[0x0A]
-            mine = _strings(raw, buf, item_starts[low:high], item_ends[low:high])
+            mine = _strings(raw, buf, item_starts[low:high], item_ends[low:high], spans)
             columns[name] = Column("bytes", mine, splits[rank], present[rank])
         else:
             kind = _KIND_OF_TAG[list_tag]
@@ -261,9 +274,14 @@ def _columns(
     return columns
 
 
-def _strings(raw: bytes, buf: U8Array, start: IntArray, end: IntArray) -> list[bytes]:
-    """The spans' bytes as bytes objects, made in C rather than one Python step each."""
+def _strings(
+    raw: bytes, buf: U8Array, start: IntArray, end: IntArray, spans: bool
+) -> list[bytes] | BytesSpans:
+    """The spans' bytes as bytes objects, made in C rather than one Python step each; with
+    ``spans``, the spans themselves (``raw`` is the records back to back, then padding)."""
     lengths = end - start
+    if spans:
+        return BytesSpans((raw,), np.ascontiguousarray(start, dtype=np.int64), lengths)
     if lengths.size and 0 < lengths.min() == lengths.max() <= _GATHERED_BYTES:
         # Equal short lengths (labels, ids): one void item per span converts straight to bytes.
         same: list[bytes] = _wire.gather(buf, start, end).view(f"V{lengths[0]}").tolist()
@@ -291,9 +309,12 @@ def _numbers(list_tag: int, buf: U8Array, start: IntArray, end: IntArray) -> tup
 
 
 def one_by_one(
-    records: Sequence[bytes], decode: Callable[[bytes], dict[str, FeatureValue]]
+    records: Sequence[bytes],
+    decode: Callable[[bytes], dict[str, FeatureValue]],
+    spans: bool = False,
 ) -> dict[str, Column]:
-    """The columns of records decoded one at a time by ``decode``, which defines the result."""
+    """The columns of records decoded one at a time by ``decode``, which defines the result;
+    with ``spans``, bytes values are :class:`BytesSpans` over the decoded values."""
     decoded = []
     for index, raw in enumerate(records):
         try:
@@ -303,10 +324,10 @@ def one_by_one(
                 f"record {index} of the batch: {err}", key=err.key, index=index
             ) from err
     names = sorted(set(chain.from_iterable(decoded)))
-    return {name: _assembled(name, decoded) for name in names}
+    return {name: _assembled(name, decoded, spans) for name in names}
 
 
-def _assembled(name: str, decoded: list[dict[str, FeatureValue]]) -> Column:
+def _assembled(name: str, decoded: list[dict[str, FeatureValue]], spans: bool) -> Column:
     holders = [i for i, features in enumerate(decoded) if name in features]
     parts = [decoded[i][name] for i in holders]
     kinds = [_kind_of(part) for part in parts]
@@ -317,9 +338,10 @@ def _assembled(name: str, decoded: list[dict[str, FeatureValue]]) -> Column:
     splits[np.array(holders) + 1] = [len(part) for part in parts]
     present = np.zeros(len(decoded), dtype=np.bool_)
     present[holders] = True
-    values: FeatureValue
+    values: FeatureValue | BytesSpans
     if kinds[0] == "bytes":
-        values = [value for part in parts for value in part]
+        strings = [value for part in parts for value in part]
+        values = BytesSpans.of_values(strings) if spans else strings
     else:
         values = np.concatenate([np.asarray(part) for part in parts]).astype(
             NUMPY_DTYPE[kinds[0]], copy=False

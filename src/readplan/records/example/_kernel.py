@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
+from readplan._internal.arrays import IntArray
 from readplan.records.example._columns import (
     Column,
     decode_columns_pure,
@@ -23,6 +24,7 @@ from readplan.records.example._columns import (
     one_by_one,
 )
 from readplan.records.example._kinds import Kind
+from readplan.records.example._spans import BytesSpans
 from readplan.records.native import CORE
 
 if TYPE_CHECKING:
@@ -36,10 +38,13 @@ _KINDS: dict[int, Kind] = {1: "bytes", 2: "float32", 3: "int64"}
 _Decode = Callable[[bytes], "dict[str, FeatureValue]"]
 
 
-def decode_columns_native(records: Sequence[bytes], decode: _Decode) -> dict[str, Column]:
-    """:func:`decode_columns_pure`'s result and errors, read by the compiled kernel."""
+def decode_columns_native(
+    records: Sequence[bytes], decode: _Decode, spans: bool = False
+) -> dict[str, Column]:
+    """:func:`decode_columns_pure`'s result and errors, read by the compiled kernel; with
+    ``spans``, bytes values as :class:`BytesSpans` of the records, not copied."""
     assert CORE is not None, "the compiled core is not loaded"
-    source, offsets = _packed(records)
+    source, offsets = _packed(records, spans)
     status, _, found = CORE.example_scan(source, offsets)
     if status == _NOT_BYTES:
         source = b"".join(records)
@@ -47,26 +52,27 @@ def decode_columns_native(records: Sequence[bytes], decode: _Decode) -> dict[str
         np.cumsum([memoryview(raw).nbytes for raw in records], out=offsets[1:])
         status, _, found = CORE.example_scan(source, offsets)
     if status != _OK:
-        return one_by_one(records, decode)  # the runtime gives the result, or the first error
+        # The runtime gives the result, or the first error.
+        return one_by_one(records, decode, spans)
     keys, table = found
     try:
         names = [key.decode("utf-8") for key in keys]
     except UnicodeDecodeError:
-        return one_by_one(records, decode)  # the runtime refuses such a name; let it say so
+        return one_by_one(records, decode, spans)  # the runtime refuses such a name
     rows = np.frombuffer(table, dtype=np.int64).reshape(-1, 5)
     _refuse_mixed_kinds(names, rows)
-    columns = _filled(source, offsets, names, rows, len(records))
-    return one_by_one(records, decode) if columns is None else columns
+    columns = _filled(source, offsets, names, rows, len(records), spans)
+    return one_by_one(records, decode, spans) if columns is None else columns
 
 
-def _packed(records: Sequence[Any]) -> tuple[Any, Any]:
+def _packed(records: Sequence[Any], spans: bool) -> tuple[Any, Any]:
     """The records as the kernel reads them: a packed batch (``tfrecord.PackedRecords``: a uint8
     ``values`` array and int64 ``offsets``) as its buffer and bounds, read in place; any other
-    sequence as itself."""
+    sequence as itself (a tuple when spans will hold it: a list could change under them)."""
     values, bounds = getattr(records, "values", None), getattr(records, "offsets", None)
     if isinstance(values, np.ndarray) and isinstance(bounds, np.ndarray):
         return values, bounds
-    return records, None
+    return (tuple(records) if spans else records), None
 
 
 def _refuse_mixed_kinds(names: list[str], rows: np.ndarray[Any, Any]) -> None:
@@ -79,7 +85,7 @@ def _refuse_mixed_kinds(names: list[str], rows: np.ndarray[Any, Any]) -> None:
 
 
 def _filled(
-    source: Any, offsets: Any, names: list[str], rows: np.ndarray[Any, Any], n: int
+    source: Any, offsets: Any, names: list[str], rows: np.ndarray[Any, Any], n: int, spans: bool
 ) -> dict[str, Column] | None:
     """The columns the fill writes; None if the bytes changed since the scan."""
     kinds, totals = rows[:, 0], rows[:, 4]
@@ -103,7 +109,7 @@ def _filled(
     )
     if status != _OK:
         return None
-    strings: list[bytes] = CORE.example_bytes(source, offsets, starts, lengths)
+    strings = _strings(source, offsets, starts, lengths, spans)
     # The binary32 words reinterpreted: every bit kept, NaN payloads too.
     values: dict[int, Any] = {1: strings, 2: words.view(np.float32), 3: ints}
     columns = {}
@@ -112,6 +118,18 @@ def _filled(
         part = values[kind][base : base + total]
         columns[names[k]] = Column(_KINDS[kind], part, splits[k], present[k])
     return columns
+
+
+def _strings(
+    source: Any, offsets: Any, starts: IntArray, lengths: IntArray, spans: bool
+) -> list[bytes] | BytesSpans:
+    """The bytes values: copied into ``bytes`` objects, or with ``spans`` left where they are
+    (a buffer's spans are its offsets: the buffer is their one record)."""
+    if spans:
+        return BytesSpans(source if offsets is None else (source,), starts, lengths)
+    assert CORE is not None
+    strings: list[bytes] = CORE.example_bytes(source, offsets, starts, lengths)
+    return strings
 
 
 decode_columns = decode_columns_native if CORE is not None else decode_columns_pure

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -29,6 +29,10 @@ from readplan.records.example._rows import (
     records_as_dicts,
     shaped,
 )
+from readplan.records.example._spans import BytesSpans
+
+if TYPE_CHECKING:
+    from readplan.records.example._codec import FeatureValue
 
 __all__ = [
     "Computed",
@@ -112,6 +116,33 @@ class LeafBatch:
         """Each record's decoded value, exactly as the one-record decoder gives it."""
         return _records(self.tree, self.size)
 
+    def sliced(self, start: int, stop: int) -> LeafBatch:
+        """Records ``start`` to ``stop - 1`` (``0 <= start <= stop <= size``), leaf by leaf:
+        exactly the leaves of a batch of those records alone (views of these leaves)."""
+        if not 0 <= start <= stop <= self.size:
+            raise _bad_leaf("LeafBatch slice", (start, stop), f"within 0 .. {self.size}")
+        return LeafBatch(stop - start, _sliced(self.tree, start, stop))
+
+
+def _sliced(tree: Mapping[str, Any], start: int, stop: int) -> dict[str, Any]:
+    return {
+        name: _sliced(node, start, stop)
+        if isinstance(node, Mapping)
+        else _sliced_leaf(node, start, stop)
+        for name, node in tree.items()
+    }
+
+
+def _sliced_leaf(leaf: Leaf, start: int, stop: int) -> Leaf:
+    if isinstance(leaf, Fixed):
+        return Fixed(leaf.values[start:stop])
+    if isinstance(leaf, Computed):
+        return Computed(leaf.values[start:stop])
+    splits = leaf.splits[start : stop + 1]
+    low, high = int(splits[0]), int(splits[-1])
+    present = None if leaf.present is None else leaf.present[start:stop]
+    return Ragged(leaf.values[low:high], splits - low, present)
+
 
 def _records(tree: Mapping[str, Any], n: int) -> list[dict[str, Any]]:
     columns = [
@@ -136,11 +167,18 @@ def decoded_leaves(columns: Mapping[str, Column], n: int) -> LeafBatch:
         n,
         {
             name: Ragged(
-                column.values, column.row_splits, None if column.present.all() else column.present
+                _copied(column.values),
+                column.row_splits,
+                None if column.present.all() else column.present,
             )
             for name, column in columns.items()
         },
     )
+
+
+def _copied(values: FeatureValue | BytesSpans) -> FeatureValue:
+    # Records give bytes objects: spans are copied into them.
+    return values.to_list() if isinstance(values, BytesSpans) else values
 
 
 def fixed_leaf(

@@ -327,17 +327,25 @@ class TblFile(Closing):
         ``"skip"`` mode it is reported once and the blocks before the damage still count.
         """
         position = self._position(operator.index(i))
-        if self._metadata is None:
-            self._metadata = scan_metadata(self._layout, self._open_map())
-            if self._metadata.damage is not None:
-                self._note(self._metadata.damage, sample=False)
-        if self._metadata.damage is not None and not self._skip:
-            raise self._metadata.damage
+        damage = self.metadata_damage
+        if damage is not None and not self._skip:
+            raise damage
+        assert self._metadata is not None
         found = self._metadata.blocks.get(position)
         if found is None:
             return None
         code, start, size = found
         return Metadata(METADATA_TYPES[code], self._open_map()[start : start + size])
+
+    @property
+    def metadata_damage(self) -> CorruptTblError | None:
+        """The metadata section's damage (its first damaged block), or None when it is
+        sound; the section is walked on first use and its damage reported once."""
+        if self._metadata is None:
+            self._metadata = scan_metadata(self._layout, self._open_map())
+            if self._metadata.damage is not None:
+                self._note(self._metadata.damage, sample=False)
+        return self._metadata.damage
 
     def raw_view(self, *, verify: bool = True) -> np.memmap[tuple[int, ...], np.dtype[np.uint8]]:
         """A read-only ``(N, H, W, 3)`` uint8 memory map of a uniform RAW_U8 file, no copy.

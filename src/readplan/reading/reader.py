@@ -470,19 +470,26 @@ class Reader(ReaderState):
         """The batch of ``records`` read from run ``first_run`` on; then ``failure``, located."""
         begin = runs.start[first_run]
         end = begin + len(records)  # where a read failure happened
-        taken = np.arange(begin, end)
         if lost:
             records, taken = without_lost(
-                records, taken, chunk.epoch, runs, self.report, self._path
+                records, np.arange(begin, end), chunk.epoch, runs, self.report, self._path
+            )
+            columns = runs.positions[taken], runs.file_index[taken], runs.record_index[taken]
+        else:
+            # Copies: a batch's arrays are its own, never views of the plan's.
+            columns = (
+                runs.positions[begin:end].copy(),
+                runs.file_index[begin:end].copy(),
+                runs.record_index[begin:end].copy(),
             )
         if records:
             yield Batch(
                 plan=self.plan,
                 epoch=chunk.epoch,
                 records=records,
-                positions=runs.positions[taken],
-                file_index=runs.file_index[taken],
-                record_index=runs.record_index[taken],
+                positions=columns[0],
+                file_index=columns[1],
+                record_index=columns[2],
             )
         if failure is not None:
             # A read failure stops after the records taken.

@@ -25,7 +25,7 @@ from readplan import (
     ReadPlan,
 )
 from readplan.errors import CheckpointError, CheckpointMismatchError
-from readplan.reading.reader import STATE_KEY
+from readplan.reading.ranks import STATE_KEY
 from tests.conftest import DATA
 from tests.tfds_toy import TOY_DIR, TOY_INFO
 

@@ -88,5 +88,5 @@ def test_a_map_dataset_batches_the_decoded_records(converted: Path) -> None:
 
 def test_a_plan_iter_dataset_reads_the_decoded_records(converted: Path) -> None:
     plan = ReadPlan(DatasetInfo.load(converted), SPEC, CONFIG)
-    dataset = PlanIterDataset(plan, epochs=1, decode="tfds")  # type: ignore[arg-type]
+    dataset = PlanIterDataset(plan, epochs=1, decode="tfds")
     assert seen(iter(dataset)) == expected(1)

@@ -11,6 +11,7 @@ import hashlib
 import json
 import mmap
 import pickle
+import re
 import shutil
 import struct
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from readplan.errors import ConfigError, CorruptTblError
 from readplan.example import FixedLen
 from readplan.metadata.raw_images import resize_image
 from readplan.records._damage import CorruptionReport
+from tests.cli_runs import run
 from tests.raw_datasets import SOURCE, converted_raw
 from tests.remote_stores import wrapped_copy
 
@@ -98,8 +100,8 @@ def test_decoded_records_are_tfds_examples_with_the_image_resized(
         image = record["image"]
         assert (image.shape, image.dtype) == ((SIZE, SIZE, 3), np.uint8)
         assert np.array_equal(image, resize_image(original, SIZE))
-        # A read-only view of the shard's memory map, not a copy.
-        assert not image.flags.writeable
+        # A view of the shard's memory map, not a copy; writable, copied on write.
+        assert image.flags.writeable
         assert not image.flags.owndata
         assert mapped(image)
 
@@ -116,7 +118,8 @@ def test_items_and_batches_equal_the_source_decoded_and_resized(
     for a, b in zip(got, expected, strict=True):
         assert (a.epoch, a.position, a.file_index, a.record_index) == b[1:5]
         assert_same(a.record, resized(b.record))
-    batches = list(Reader(raw, decode="tfds", **kw).batches(5, drop_remainder=True))
+    collating = Reader(raw, decode="tfds", decode_workers=workers, **kw)
+    batches = list(collating.batches(5, drop_remainder=True))
     originals = list(Reader(source, decode="tfds", **kw).batches(5, drop_remainder=True))
     assert len(batches) == len(originals)
     for batch, original in zip(batches, originals, strict=True):
@@ -127,6 +130,23 @@ def test_items_and_batches_equal_the_source_decoded_and_resized(
             assert np.array_equal(batch.features[key], original.features[key]), key
         for a, b in zip(batch.records, original.records, strict=True):
             assert_same(a, resized(b))
+
+
+def test_writing_an_image_changes_the_record_only(converted: Path, tmp_path: Path) -> None:
+    root = tmp_path / "copy"
+    shutil.copytree(converted, root)
+    files = {path.name: path.read_bytes() for path in root.iterdir()}
+    raw = ReadPlan(DatasetInfo.load(root), "test", CONFIG)
+    first, second = list(Reader(raw, decode="tfds"))[:2]
+    before = second.record["image"].copy()
+    first.record["image"][:] = 7
+    second.record["image"] += 1
+    assert (first.record["image"] == 7).all()
+    assert np.array_equal(second.record["image"], before + 1)
+    assert {path.name: path.read_bytes() for path in root.iterdir()} == files
+    again = list(Reader(raw, decode="tfds"))[:2]
+    assert np.array_equal(again[1].record["image"], before)
+    assert not (again[0].record["image"] == 7).all()
 
 
 def test_a_restored_reader_continues_exactly(converted: Path) -> None:
@@ -274,10 +294,64 @@ def test_a_dataset_in_a_store_gives_copies(converted: Path) -> None:
     for a, b in zip(remote.__getitems__([3, 1, 2]), local.__getitems__([3, 1, 2]), strict=True):
         assert_same(a, b)
         assert not mapped(a["image"])
-        assert not a["image"].flags.writeable
+        assert a["image"].flags.writeable
     plan = ReadPlan(DatasetInfo.load(url, storage_options=options), "test", CONFIG)
     items = list(Reader(plan, decode="tfds", storage_options=options))
     expected = list(Reader(ReadPlan(DatasetInfo.load(converted), "test", CONFIG), decode="tfds"))
     for a, b in zip(items, expected, strict=True):
         assert a.tfds_id == b.tfds_id
         assert_same(a.record, b.record)
+
+
+def test_pytorch_workers_deliver_the_decoded_records_in_the_plan_order(converted: Path) -> None:
+    torch = pytest.importorskip("torch")
+    from readplan.torch import ReadplanIterableDataset
+
+    raw, source = plans(converted, "test")
+    expected = [resized(item.record) for item in Reader(source, decode="tfds")]
+    dataset = ReadplanIterableDataset(raw, decode="tfds")
+    # Workers take turns, one record each: the plan's order; records arrive as tensors
+    # (writable arrays: torch takes them without a warning, which the suite would raise).
+    for workers in (2, 0):
+        loader = torch.utils.data.DataLoader(dataset, batch_size=None, num_workers=workers)
+        got = list(loader)
+        assert len(got) == len(expected)
+        for record, original in zip(got, expected, strict=True):
+            assert np.array_equal(record["image"].numpy(), original["image"])
+            assert int(record["label"]) == original["label"]
+    batched = ReadplanIterableDataset(raw, decode="tfds", batch_size=5)
+    images = [batch["image"] for batch in batched]
+    assert np.array_equal(np.concatenate(images), np.stack([r["image"] for r in expected]))
+
+
+def test_inspect_describes_a_shard_by_its_metadata(
+    converted: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shard = converted / "readplan_raw-test.tbl-00000-of-00003"
+    code, out, _ = run(capsys, "inspect", "--examples", "2", str(shard))
+    assert code == 0
+    assert f"raw images:  'image', {SIZE} x {SIZE} x 3 uint8" in out
+    assert re.search(r"caption +bytes +\d+ +1 value per example", out)
+    expected = [
+        i.record
+        for i in Reader(ReadPlan(DatasetInfo.load(SOURCE), "test[:2]", ReadConfig()), decode="tfds")
+    ]
+    for record in expected:
+        assert repr(record["caption"].decode()) in out
+    assert "not a tf.train.Example" not in out
+    code, out, _ = run(capsys, "inspect", "--json", "--examples", "1", str(shard))
+    summary = json.loads(out)["files"][0]
+    assert summary["raw_image"] == {"feature": "image", "size": SIZE}
+    assert sorted(summary["examples"]["examples"][0]["values"]) == ["caption", "id", "label"]
+
+
+def test_the_viewer_shows_the_decoded_records(converted: Path) -> None:
+    from readplan.viewer.examples import example_json, read_examples
+
+    raw, source = plans(converted, "train")
+    shown = [example_json(raw, item) for item in read_examples(raw, 0, 3, 2)]
+    originals = [item.record for item in Reader(source, decode="tfds")][3:5]
+    for page, original in zip(shown, originals, strict=True):
+        assert [field["key"] for field in page["fields"]] == ["caption", "id", "image", "label"]
+        assert (page["images"][0]["width"], page["images"][0]["height"]) == (SIZE, SIZE)
+        assert next(f for f in page["fields"] if f["key"] == "id")["values"] == [original["id"]]

@@ -131,6 +131,24 @@ def test_raw_view_is_zero_copy_and_matches_samples() -> None:
     assert view.tobytes() == b"".join(s.data for s in specs)
 
 
+def test_a_copy_on_write_view_is_writable_and_never_writes_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "raw_u8.tbl"
+    path.write_bytes((GOLDEN_DIR / "raw_u8.tbl").read_bytes())
+    before = path.read_bytes()
+    with tbl.TblFile(path) as tf:
+        view = tf.raw_view(copy_on_write=True)
+        original = np.array(tf.raw_view())
+        with pytest.raises(ConfigError, match="copy_on_write"):
+            tf.raw_view(copy_on_write=1)  # type: ignore[arg-type]
+    assert view.flags.writeable
+    np.testing.assert_array_equal(view, original)
+    view[2] = 255
+    assert (view[2] == 255).all()
+    assert path.read_bytes() == before
+    with tbl.TblFile(path) as tf:
+        np.testing.assert_array_equal(tf.raw_view(), original)
+
+
 @pytest.mark.parametrize("name", ["mixed", "mixed_lz4", "empty"])
 def test_raw_view_refuses_other_files(name: str) -> None:
     with tbl.TblFile(GOLDEN_DIR / f"{name}.tbl") as tf, pytest.raises(ConfigError, match="view"):

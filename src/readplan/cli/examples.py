@@ -35,9 +35,14 @@ _JPEG_FRAMES = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}  # SOF markers
 _PNG_CHANNELS = {0: 1, 2: 3, 3: 3, 4: 2, 6: 4}
 
 
-def describe_examples(path: str, records: list[bytes]) -> dict[str, Any]:
-    """``{"decoded_with": ..., "examples": [...]}``: each record's values described."""
+def describe_examples(
+    path: str, records: list[bytes], without: str | None = None
+) -> dict[str, Any]:
+    """``{"decoded_with": ..., "examples": [...]}``: each record's values described; the
+    feature ``without`` (a TBL-RAW shard's image, not in its metadata) left out."""
     features = _features_beside(path)
+    if features is not None and without is not None:
+        features = FeaturesDict({k: v for k, v in features.items() if k != without})
     labels = {} if features is None else _class_labels(features, "")
     if features is None:
         decode = _plain

@@ -208,7 +208,8 @@ def inspect_file(
             tbl_summary, tbl_head = inspect_tbl(path, examples, report)
             tbl_summary.update(_feature_summary(tbl_head[:summarised]))
             if shown:
-                tbl_summary["examples"] = describe_examples(path, tbl_head[:shown])
+                image = tbl_summary.get("raw_image", {}).get("feature")
+                tbl_summary["examples"] = describe_examples(path, tbl_head[:shown], image)
             tbl_summary["damage"] = [_event_json(event) for event in report]
             return tbl_summary
         records = tfrecord.read(

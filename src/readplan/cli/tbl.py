@@ -2,7 +2,8 @@
 
 Every sample is read in skip mode (so damage is listed, not fatal) and the metadata
 section is walked; the first samples are also decoded as ``tf.train.Example`` when they
-are (a converted TFDS dataset), by the same feature summary as TFRecord files use.
+are (a converted TFDS dataset), by the same feature summary as TFRecord files use; in a
+TBL-RAW shard (``specs/tbl.md`` §10) their metadata blocks are, the records less the image.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from typing import Any
 import numpy as np
 
 from readplan import storage
+from readplan.errors import ReadplanError
+from readplan.metadata.raw_images import RawMarker, raw_marker
 from readplan.records import tbl
 from readplan.records.tfrecord import CorruptionReport
 
@@ -63,7 +66,30 @@ def inspect_tbl(
         )
     )
     summary["dimensions"] = _dimensions(entries[sound])
+    marker = _raw_marker_beside(path)
+    if marker is not None:
+        # A TBL-RAW shard: its samples are pixels, its records' other features metadata.
+        summary["raw_image"] = {"feature": marker.image_feature, "size": marker.image_size}
+        head = _metadata_head(path, sound, report, len(head))
     return summary, head
+
+
+def _raw_marker_beside(path: str) -> RawMarker | None:
+    """The TBL-RAW marker of the dataset ``path`` belongs to, if it is one's shard."""
+    try:
+        return raw_marker(storage.parent(path))
+    except (ReadplanError, OSError, ValueError):
+        return None  # not a dataset's file, or unusable metadata
+
+
+def _metadata_head(
+    path: str, sound: np.ndarray[Any, Any], report: CorruptionReport, n: int
+) -> list[bytes]:
+    """The metadata blocks of the first ``n`` undamaged samples (the records less the image)."""
+    lost = {e.record_index for e in report.events if e.records_lost and e.path == path}
+    wanted = [i for i in np.flatnonzero(sound).tolist() if i not in lost][:n]
+    with tbl.TblFile(path, on_corruption="skip") as tf:
+        return [block.data if (block := tf.metadata(i)) else b"" for i in wanted]
 
 
 def _sizes(entries: np.ndarray[Any, Any]) -> dict[str, Any]:
@@ -116,4 +142,11 @@ def format_tbl_summary(summary: dict[str, Any]) -> list[str]:
         f"{d['width']}x{d['height']} ({d['samples']:,})" for d in summary["dimensions"]
     )
     lines.append(f"  dimensions:  {dims or 'none'}")
+    raw = summary.get("raw_image")
+    if raw is not None:
+        size = raw["size"]
+        lines.append(
+            f"  raw images:  {raw['feature']!r}, {size} x {size} x 3 uint8 (TBL-RAW: the "
+            "features are each sample's metadata)"
+        )
     return lines

@@ -3,8 +3,8 @@
 A TBL-RAW sample's payload is its image's pixels and its metadata block the source record
 less the image (``tbl.md`` §10).  A decoding reader or data source decodes the metadata as
 it decodes any record (``decode="tfds"`` with the features less the image, ``True``, a
-schema) and adds the image: a read-only ``(S, S, 3)`` view of the shard's ``raw_view()``
-memory map where the file is local and uniform, else the array over the payload it read.
+schema) and adds the image: an ``(S, S, 3)`` view of the shard's copy-on-write
+``raw_view()`` map where the file is local and uniform, else a copy of the payload read.
 The payloads are read, checked and skipped on damage as any TBL dataset's; the image views
 map the same files.
 """
@@ -91,6 +91,9 @@ class RawShard:
 
     ``view_required`` refuses a shard without a ``raw_view()`` (in a store, or not a
     uniform RAW_U8 file) with its ConfigError; ``verify`` checks its CRC-16s on mapping.
+    Otherwise (the records of a decoding reader or data source) the images are their
+    own: views of a copy-on-write map, or copies, writable as ``tfds.as_numpy``'s arrays
+    are and never writing the file.
     """
 
     def __init__(
@@ -99,9 +102,11 @@ class RawShard:
         self.file = file
         self.path = file.path
         self._size = marker.image_size
+        self._owned = not view_required
         try:
             # A plain array over the map (tfds gives ndarrays), which its base keeps open.
-            self.view: U8Array | None = np.asarray(file.raw_view(verify=verify))
+            mapped = file.raw_view(verify=verify, copy_on_write=self._owned)
+            self.view: U8Array | None = np.asarray(mapped)
         except ConfigError:
             if view_required:
                 raise
@@ -117,7 +122,8 @@ class RawShard:
         size = self._size
         if len(payload) != size * size * 3:
             raise self._not_square(f"sample {i} holds {len(payload)} bytes")
-        return np.frombuffer(payload, dtype=np.uint8).reshape(size, size, 3)
+        image = np.frombuffer(payload, dtype=np.uint8).reshape(size, size, 3)
+        return image.copy() if self._owned else image
 
     def metadata(self, i: int) -> bytes | None:
         """Sample ``i``'s metadata block (``b""`` when it has none); ``None`` when a damaged

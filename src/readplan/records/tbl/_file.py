@@ -347,13 +347,18 @@ class TblFile(Closing):
                 self._note(self._metadata.damage, sample=False)
         return self._metadata.damage
 
-    def raw_view(self, *, verify: bool = True) -> np.memmap[tuple[int, ...], np.dtype[np.uint8]]:
+    def raw_view(
+        self, *, verify: bool = True, copy_on_write: bool = False
+    ) -> np.memmap[tuple[int, ...], np.dtype[np.uint8]]:
         """A read-only ``(N, H, W, 3)`` uint8 memory map of a uniform RAW_U8 file, no copy.
 
         Every sample must be raw_u8, stored uncompressed, of one width and height, with
         ``width * height * 3`` bytes, back to back.  ``verify`` checks every payload's
-        CRC-16 once before the view is returned.
+        CRC-16 once before the view is returned.  ``copy_on_write`` maps the file privately
+        instead: the view is writable, and a write changes this process's copy of the page
+        written, never the file.
         """
+        check_bool(copy_on_write, "copy_on_write")
         if isinstance(self._mm, BlobView):
             raise ConfigError(
                 f"{self.path}: raw_view maps a local file; copy the object to local disk, or "
@@ -375,7 +380,7 @@ class TblFile(Closing):
         return np.memmap(
             self.path,
             dtype=np.uint8,
-            mode="r",
+            mode="c" if copy_on_write else "r",
             offset=int(table["offset"][0]),
             shape=(len(table), height, width, 3),
         )

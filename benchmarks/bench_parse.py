@@ -17,7 +17,8 @@ For each, the CPU time per record (process time, medians over rounds) of
 * ``columns``: ``decode_batch``, and ``columns, pure``: the pure-Python path's columns (what
   ``READPLAN_PURE=1`` runs);
 * ``spans``: ``decode_batch(records, bytes_as="spans")``, bytes values left in the records
-  (``BytesSpans``: an int64 start and length per value, no copy);
+  (``BytesSpans``: an int64 start and length per value, no copy), and ``parse, spans``: the
+  schema parse with ``bytes_as="spans"`` (each bytes value a memoryview into its record);
 * the anchor, ``tf.io.parse_example`` with FixedLenFeature / VarLenFeature for the same schema
   plus ``.numpy()`` of every output, run by the interpreter given with ``--tf-python`` (an
   environment with TensorFlow; readplan never imports it) in a subprocess, one call per round,
@@ -174,6 +175,7 @@ def _measure(
         "parse": lambda: parse_leaves(records, schema),
         "columns": lambda: decode_batch(records),
         "spans": lambda: decode_batch(records, bytes_as="spans"),
+        "parse, spans": lambda: parse_leaves(records, schema, bytes_as="spans"),
         "columns, pure": lambda: decode_columns_pure(records, decode),
     }
     anchor = Anchor(tf_python, records, schema) if tf_python else None
@@ -202,24 +204,15 @@ def main() -> None:
         "detection (48 KB JPEG)": (detection_records(BATCH), DETECTION_SCHEMA),
     }
     print(f"core: {CORE_NAME}; batches of {BATCH:,}; CPU microseconds per record (medians)")
-    print(
-        f"{'records':<24}{'bytes':>7}{'parse':>9}{'columns':>9}{'spans':>9}{'pure':>9}{'TF':>9}"
-        f"{'parse/TF':>10}{'columns/TF':>12}{'spans/TF':>10}"
-    )
     for name, (records, schema) in cases.items():
         figures = _measure(records, schema, args.tf_python, args.rounds)
         size = statistics.mean(map(len, records))
-        line = (
-            f"{name:<24}{size:>7.0f}{figures['parse']:>9.2f}{figures['columns']:>9.2f}"
-            f"{figures['spans']:>9.2f}{figures['columns, pure']:>9.2f}"
-        )
-        if "TF" in figures:
-            tf = figures["TF"]
-            line += f"{tf:>9.2f}{figures['parse'] / tf:>10.2f}{figures['columns'] / tf:>12.2f}"
-            line += f"{figures['spans'] / tf:>10.2f}"
-        else:
-            line += f"{'(no --tf-python)':>18}"
-        print(line)
+        tf = figures.get("TF")
+        print(f"{name}, {size:.0f} B" + (f": TF {tf:.2f} us" if tf else " (no --tf-python)"))
+        for side, spent in figures.items():
+            if side != "TF":
+                ratio = f"  {spent / tf:5.2f} of TF" if tf else ""
+                print(f"  {side:<15}{spent:9.2f} us{ratio}")
     sys.stdout.flush()
 
 

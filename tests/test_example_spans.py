@@ -20,12 +20,26 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from readplan.errors import ConfigError, ExampleError
-from readplan.example import BytesSpans, decode, decode_batch, encode
+from readplan.example import (
+    BytesSpans,
+    FixedLen,
+    VarLen,
+    decode,
+    decode_batch,
+    encode,
+    parse_many,
+)
 from readplan.records.example import _kernel, _spans
 from readplan.records.example._columns import Column, decode_columns_pure, one_by_one
 from readplan.records.tfrecord import PackedRecords
+from tests.assertions import assert_same_value
 from tests.native_wire import wire_batches
-from tests.strategies import any_batches, canonical_batches
+from tests.strategies import (
+    any_batches,
+    canonical_batches,
+    fitting_schema_batches,
+    schema_batches,
+)
 
 core = importlib.import_module("readplan.records._core")
 Path = Callable[..., dict[str, Column]]
@@ -93,6 +107,7 @@ def test_spans_name_the_values_in_the_records_back_to_back(records: list[bytes])
         assert spans.records == tuple(records)  # the records themselves, not copies
         wanted = [joined[s : s + n] for s, n in zip(spans.starts.tolist(), spans.lengths.tolist())]
         assert [bytes(view) for view in spans] == wanted
+        assert [bytes(spans[k]) for k in range(len(spans))] == wanted
 
 
 def test_views_are_read_only_slices_of_the_records() -> None:
@@ -165,6 +180,9 @@ def test_spans_outside_one_record_are_refused() -> None:
             spans[k]
     with pytest.raises(ValueError, match="span 0"):
         spans.to_list()
+    with pytest.raises(ValueError, match="span 0"):
+        spans.views()
+    assert BytesSpans((b"ab",), np.array([9, 1]), np.array([0, 1])).views() == [b"", b"b"]
 
 
 @pytest.mark.parametrize(
@@ -188,3 +206,70 @@ def test_other_bytes_as_values_are_refused(bytes_as: Any) -> None:
     with pytest.raises(ConfigError, match=r"bytes_as must be 'bytes'.* or 'spans'") as caught:
         decode_batch([encode({"a": [b"x"]})], bytes_as=bytes_as)
     assert caught.value.value == bytes_as
+
+
+def _unviewed(value: Any, spec: FixedLen | VarLen) -> Any:
+    """A parsed bytes value with each memoryview (which it must hold) as the bytes it shows."""
+    if str(spec.dtype) != "bytes":
+        return value
+    if isinstance(spec, FixedLen) and spec.shape == ():
+        assert isinstance(value, memoryview)
+        assert value.readonly
+        return bytes(value)
+    assert isinstance(value, np.ndarray)
+    assert value.dtype == object
+    out = np.empty(value.shape, dtype=object)
+    for index, item in np.ndenumerate(value):
+        assert isinstance(item, memoryview)
+        out[index] = bytes(item)
+    return out
+
+
+def _parsed(records: list[bytes], schema: Any, bytes_as: str) -> Any:
+    try:
+        return parse_many(records, schema, bytes_as=bytes_as)  # type: ignore[arg-type]
+    except ExampleError as err:
+        return ("error", str(err), err.key, err.index)
+
+
+@given(st.one_of(fitting_schema_batches(), schema_batches()))
+def test_parsed_spans_are_views_of_the_values_parse_gives(
+    drawn: tuple[dict[str, Any], list[bytes]],
+) -> None:
+    schema, records = drawn
+    want, got = _parsed(records, schema, "bytes"), _parsed(records, schema, "spans")
+    if isinstance(want, tuple):
+        assert got == want
+        return
+    assert len(got) == len(want)
+    for k, (mine, theirs) in enumerate(zip(got, want)):
+        assert list(mine) == list(theirs)
+        for key in theirs:
+            assert_same_value(_unviewed(mine[key], schema[key]), theirs[key], (k, key))
+
+
+def test_parsed_bytes_in_spans_are_views_into_the_records_and_defaults() -> None:
+    schema = {
+        "s": FixedLen((2,), "bytes", default=[b"d1", b"d2"]),
+        "t": FixedLen((), "bytes", default=b"zz"),
+        "v": VarLen("bytes"),
+    }
+    records = [encode({"s": [b"a", b"b"], "t": b"x", "v": [b"p"]}), encode({})]
+    first, second = parse_many(records, schema, bytes_as="spans")
+    assert isinstance(first["t"], memoryview)
+    assert first["t"].obj is records[0]
+    assert [bytes(v) for v in first["s"]] == [b"a", b"b"]
+    assert [bytes(v) for v in first["v"]] == [b"p"]
+    assert bytes(second["t"]) == b"zz"
+    assert [bytes(v) for v in second["s"]] == [b"d1", b"d2"]
+    assert second["v"].shape == (0,)
+
+
+def test_records_parsed_one_at_a_time_give_views_too() -> None:
+    # A name outside the schema with two kinds: no columns, so each record is parsed alone.
+    records = [encode({"a": [b"v"], "x": [1]}), encode({"a": [b"w"], "x": [b"s"]})]
+    schema = {"a": FixedLen((), "bytes"), "b": VarLen("bytes")}
+    parsed = parse_many(records, schema, bytes_as="spans")
+    assert [bytes(p["a"]) for p in parsed] == [b"v", b"w"]
+    assert all(isinstance(p["a"], memoryview) for p in parsed)
+    assert all(p["b"].dtype == object and p["b"].shape == (0,) for p in parsed)

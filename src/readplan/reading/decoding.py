@@ -120,11 +120,8 @@ class RecordDecoder:
         parts: list[tuple[Sequence[Any], dict[str, Any]]] = []
         for start, stop in pairwise(bounds):
             part = leaves.sliced(start, stop)
-            lazy = LazyRecords(stop - start, part.records)
-            try:
-                features = collate_leaves(part, ragged=ragged, padding_values=padding_values)
-            except NotRegularError:
-                features = collate(list(lazy), ragged=ragged, padding_values=padding_values)
+            lazy, features, _ = self._from_leaves(stop - start, part, ragged, padding_values)
+            assert features is not None  # collated from leaves, never an error
             parts.append((lazy, features))
         return parts
 

@@ -11,7 +11,7 @@ decoder's) and a collated batch without a step per record (``readplan.reading.co
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -43,6 +43,7 @@ __all__ = [
     "decoded_leaves",
     "fixed_leaf",
     "variable_leaf",
+    "views_array",
 ]
 
 # A bytes leaf is an object array of the records' bytes values.
@@ -182,10 +183,16 @@ def _copied(values: FeatureValue | BytesSpans) -> FeatureValue:
 
 
 def fixed_leaf(
-    column: Column | None, n: int, kind: str, shape: tuple[int, ...], default: Any
+    column: Column | None,
+    n: int,
+    kind: str,
+    shape: tuple[int, ...],
+    default: Any,
+    views: bool = False,
 ) -> Fixed:
     """Each record's ``FixedLen(shape, kind, default=default)`` value, as ``parse`` gives it;
-    :class:`NotRegularError` when some record's would be an error."""
+    :class:`NotRegularError` when some record's would be an error. With ``views`` (a bytes
+    column of :class:`BytesSpans`) bytes values are memoryviews, the defaults too."""
     present = np.zeros(n, dtype=np.bool_) if column is None else column.present
     if not present.all() and default is None:
         raise NotRegularError
@@ -198,7 +205,10 @@ def fixed_leaf(
         if held == n:
             return Fixed(found)
     values = np.empty((n, *shape), dtype=_NUMPY_DTYPE[kind])
-    values[~present] = shaped(kind, list(default), shape)
+    if views and kind == BYTES:
+        values[~present] = views_array(list(default)).reshape(shape)
+    else:
+        values[~present] = shaped(kind, list(default), shape)
     if column is not None:
         values[present] = found
     return Fixed(values)
@@ -217,4 +227,12 @@ def variable_leaf(column: Column | None, n: int, kind: str, inner: tuple[int, ..
 
 
 def _as_array(kind: str, values: Any) -> npt.NDArray[Any]:
+    if isinstance(values, BytesSpans):
+        return views_array(values.views())
     return object_array(values) if kind == "bytes" else np.asarray(values)
+
+
+def views_array(values: Sequence[Any] | npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """A 1-D object array of a memoryview of each value (``np.asarray`` would read a view's
+    bytes as numbers)."""
+    return np.fromiter((memoryview(v) for v in values), dtype=object, count=len(values))

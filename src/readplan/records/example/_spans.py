@@ -83,7 +83,29 @@ class BytesSpans(Sequence[memoryview]):
         return memoryview(self.records[k]).toreadonly()[at : at + length]
 
     def __iter__(self) -> Iterator[memoryview]:
-        return map(self.__getitem__, range(len(self)))
+        return iter(self.views())
+
+    def views(self) -> list[memoryview]:
+        """Every value's read-only memoryview (``list(spans)``, made for all spans at once)."""
+        bounds = self._record_bounds()
+        starts, lengths = self.starts, self.lengths
+        record = np.searchsorted(bounds, starts, side="right") - 1
+        inside = (lengths == 0) | (
+            (record >= 0)
+            & (record < len(self.records))
+            & (starts + lengths <= bounds[np.minimum(record + 1, len(self.records))])
+        )
+        if not inside.all():
+            self[int(np.argmin(inside))]  # raises the ValueError naming the first such span
+        whole = [memoryview(r).toreadonly() for r in self.records] + [memoryview(b"")]
+        # An empty value may lie outside every record: it is an empty view all the same.
+        empty = lengths == 0
+        record = np.where(empty, len(self.records), record)
+        at = np.where(empty, 0, starts - bounds[np.minimum(record, len(self.records))])
+        return [
+            whole[k][a : a + n]
+            for k, a, n in zip(record.tolist(), at.tolist(), lengths.tolist(), strict=True)
+        ]
 
     def __repr__(self) -> str:
         return f"BytesSpans({len(self)} values in {len(self.records)} records)"

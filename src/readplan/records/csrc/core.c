@@ -10,6 +10,7 @@
 #include "frames.h"
 #include "frames_py.h"
 #include "images.h"
+#include "runs_py.h"
 
 #include <limits.h>
 #include <string.h>
@@ -482,6 +483,7 @@ static PyMethodDef methods[] = {
      "pack(data, starts, lengths, values, at, /) -> end: the spans copied into values from at"},
     EXAMPLE_METHODS
     FRAMES_METHODS
+    RUNS_METHODS
     {NULL, NULL, 0, NULL},
 };
 

@@ -9,16 +9,21 @@ TFDS-written files themselves.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from readplan import DatasetInfo, storage
+from readplan import DatasetInfo, storage, tbl
 from readplan.cli import main
-from readplan.convert import convert
+from readplan.convert import _Output, _tasks, _verify, convert
 from readplan.convert_publish import publish_bytes
-from readplan.errors import ConfigError, ConfigTypeError, ConversionError
+from readplan.errors import ConfigError, ConfigTypeError, ConversionError, DatasetInfoError
+from readplan.reading.containers import readable
 from tests.tfds_toy import TOY_DIR
 
 pytest.importorskip("fastcrc")
@@ -70,6 +75,7 @@ def test_tfrecord_to_tbl_is_the_local_runners_conversion(
     tmp_path: Path, local_tbl: Path, options: str | None
 ) -> None:
     done: list[tuple[str, int]] = []
+    added: list[int] = []
     shards = convert(
         TOY_DIR,
         tmp_path / "beam",
@@ -77,8 +83,10 @@ def test_tfrecord_to_tbl_is_the_local_runners_conversion(
         runner="beam",
         beam_options=options,
         progress=lambda shard: done.append((shard.split, shard.shard_index)),
+        records_progress=added.append,
     )
     assert done == [(s.split, s.shard_index) for s in shards]
+    assert added == [s.records for s in shards]
     assert len(shards) == 11
     assert sum(s.records for s in shards) == 62
     assert_same_files(tmp_path / "beam", local_tbl)
@@ -170,6 +178,20 @@ def test_a_users_file_is_never_replaced(tmp_path: Path, local_tbl: Path) -> None
     assert_same_files(target, local_tbl)
 
 
+def test_a_published_shard_is_verified_against_its_shard_length(tmp_path: Path) -> None:
+    """What the driver checks once the pipeline is done: a shard file whose record count is
+    not its shardLengths entry (a runner that lost or never ran a unit) stops the
+    conversion before dataset_info.json."""
+    info = readable(DatasetInfo.load(TOY_DIR))
+    output = _Output("tbl", False, None, 1)
+    task = _tasks(info, str(tmp_path), output)[3]
+    with pytest.raises(FileNotFoundError):
+        _verify(task)
+    tbl.write(task.shard.target, [b"one record"])
+    with pytest.raises(DatasetInfoError, match=r"holds 1 records after the conversion, not the"):
+        _verify(task)
+
+
 def test_a_unit_run_twice_publishes_one_file(tmp_path: Path) -> None:
     target = str(tmp_path / "file")
     publish_bytes(b"the converted bytes", target)
@@ -211,7 +233,7 @@ def test_options_beam_would_drop_or_refuse_are_errors(
 ) -> None:
     with pytest.raises(ConfigError, match=match):
         convert(TOY_DIR, tmp_path / "x", format="tbl", runner="beam", beam_options=options)
-    assert not (tmp_path / "x" / INFO).exists()
+    assert not (tmp_path / "x").exists()
 
 
 def test_runner_refusals(tmp_path: Path) -> None:
@@ -237,3 +259,39 @@ def test_cli_runs_on_beam(
     assert "--no_such_option" in capsys.readouterr().err
     assert main([*argv[:-2], f"--beam-options={IN_PROCESS}"]) == 2
     assert "beam_options applies to runner='beam'" in capsys.readouterr().err
+
+
+def test_worker_processes_write_into_an_object_store(
+    gcs_store: Any, tmp_path: Path, local_tbl: Path
+) -> None:
+    """Two DirectRunner worker processes upload the shards to a GCS emulator themselves,
+    reaching it by fsspec's environment configuration, as a cluster's workers would."""
+    from tests.remote_stores import pin_clients_to_loopback
+
+    pin_clients_to_loopback()
+    fs = gcs_store.filesystem()
+    fs.mkdir("beam-target")
+    url = gcs_store.url("beam-target", "toy/1.0.0")
+    env = {
+        **os.environ,
+        "FSSPEC_GS_TOKEN": "anon",
+        "FSSPEC_GS_PROJECT": "test",
+        "FSSPEC_GS_ENDPOINT_URL": gcs_store.endpoint,
+        "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+    }
+    command = ["convert", str(TOY_DIR), url, "--format", "tbl", "--runner", "beam"]
+    done = subprocess.run(
+        [sys.executable, "-m", "readplan", *command, "--beam-options", TWO_PROCESSES],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "11 tbl shards, 62 records" in done.stdout
+    fs.invalidate_cache()
+    names = sorted(p.name for p in local_tbl.iterdir())
+    assert sorted(path.rsplit("/", 1)[-1] for path in fs.ls("beam-target/toy/1.0.0")) == names
+    for name in names:
+        assert fs.cat_file(f"beam-target/toy/1.0.0/{name}") == (local_tbl / name).read_bytes()

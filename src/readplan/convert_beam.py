@@ -85,6 +85,7 @@ def pipeline_options(options: BeamOptions) -> Any:
             field="beam_options",
             value=unknown,
         )
+    _pipeline(parsed)  # the runner they name, found before anything is written
     return parsed
 
 
@@ -93,12 +94,7 @@ def run_units(units: Sequence[U], work: Callable[[U], object], options: Any, tar
     :func:`pipeline_options`) and wait for it; a unit that fails stops it with a
     :class:`ConversionError` naming the unit."""
     beam = _beam("apache_beam")
-    try:
-        pipeline = beam.Pipeline(options=options)
-    except (ValueError, TypeError) as err:
-        raise ConfigError(
-            f"beam_options: {err}", field="beam_options", value=str(options)
-        ) from None
+    pipeline = _pipeline(options)
     _ = (
         pipeline
         | "Shards" >> beam.Create(list(units), reshuffle=False)
@@ -151,6 +147,18 @@ def _failure(err: Exception, target: str) -> ConversionError:
     return ConversionError(
         f"{line}{stopped}", shard=found.group(1), path=found.group(2), cause=cause
     )
+
+
+def _pipeline(options: Any) -> Any:
+    """A pipeline with ``options``: an unknown runner, or one whose SDK extra is missing, is
+    a :class:`ConfigError`."""
+    beam = _beam("apache_beam")
+    try:
+        return beam.Pipeline(options=options)
+    except (ValueError, TypeError, ImportError) as err:
+        raise ConfigError(
+            f"beam_options: {err}", field="beam_options", value=str(options)
+        ) from None
 
 
 def _first_line(err: BaseException) -> str:

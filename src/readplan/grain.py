@@ -10,13 +10,16 @@ module without it raises an ``ImportError`` that says so.
   and Grain's checkpoints.
 * :class:`PlanIterDataset` is a ``grain.IterDataset`` reading the plan's records with a
   :class:`~readplan.Reader`; its iterator's state keeps one structure at every step.
+* :class:`ImageBatchIterDataset` is one serving a TBL-RAW dataset's image batches
+  (``Reader.image_batches``, ``specs/tbl.md`` §11) with the same passes and states.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
 try:
@@ -31,12 +34,14 @@ except ImportError as err:  # pragma: no cover - exercised without grain only
 from readplan._internal.validate import check_int, preview
 from readplan.errors import CheckpointError
 from readplan.plan import ReadPlan
+from readplan.reading.batching import close_iterator
 from readplan.reading.items import Record
 from readplan.reading.order_keys import OrderKeys
+from readplan.reading.raw_batches import ImageBatch, ImageOptions, Layout, OutKind
 from readplan.reading.reader import Reader
 from readplan.state.codec import parse_json
 
-__all__ = ["OrderSampler", "PlanIterDataset", "parse_absl_flags"]
+__all__ = ["ImageBatchIterDataset", "OrderSampler", "PlanIterDataset", "parse_absl_flags"]
 
 _STATE_FIELDS = ("epoch", "position", "checkpoint")
 
@@ -153,8 +158,59 @@ class PlanIterDataset(grain.IterDataset):  # type: ignore[misc]
             data_dir=self.data_dir,
         )
 
+    def items(self, reader: Reader) -> Iterator[Record]:
+        """What an iterator yields from ``reader``: its records."""
+        return (item.record for item in reader)
+
     def __str__(self) -> str:
         return f"PlanIterDataset({self.plan!r}, epochs={self.epochs})"
+
+
+class ImageBatchIterDataset(PlanIterDataset):
+    """The image batches of a TBL-RAW ``plan``, one pass per iteration.
+
+    Each element is ``reader.image_batches(batch_size, normalize=, layout=, dtype=, hflip=,
+    seed=, drop_remainder=)``'s next batch (``specs/tbl.md`` §11) as a dict of its fields
+    (``images``, ``features``, ``epoch``, ``positions``, ``file_index``, ``record_index``,
+    ``flips``), numpy arrays over the gathered memory.  Passes, ``set_epoch`` and the
+    iterator's ``get_state``/``set_state`` are :class:`PlanIterDataset`'s: a state taken
+    between two batches continues with the same batches and flips.
+    """
+
+    def __init__(
+        self,
+        plan: ReadPlan,
+        batch_size: int,
+        *,
+        normalize: tuple[Any, Any] | None = None,
+        layout: Layout = "NCHW",
+        dtype: OutKind = "float32",
+        hflip: float = 0.0,
+        seed: int = 0,
+        drop_remainder: bool = False,
+        epochs: int | None = None,
+        data_dir: str | None = None,
+    ) -> None:
+        options = ImageOptions(batch_size, normalize, layout, dtype, hflip, seed, drop_remainder)
+        super().__init__(plan, epochs=epochs, data_dir=data_dir)
+        self.batch_size = batch_size
+        self.image_options: dict[str, Any] = options.keywords()
+        # A dataset that is not TBL-RAW is refused now, not at the first batch.
+        close_iterator(self.items(Reader(plan, epochs=epochs, data_dir=data_dir)))
+
+    def items(self, reader: Reader) -> Iterator[dict[str, Any]]:
+        return map(_fields, reader.image_batches(self.batch_size, **self.image_options))
+
+    def __str__(self) -> str:
+        return (
+            f"ImageBatchIterDataset({self.plan!r}, batch_size={self.batch_size}, "
+            f"epochs={self.epochs})"
+        )
+
+
+def _fields(batch: ImageBatch) -> dict[str, Any]:
+    # Not dataclasses.asdict: it would deep-copy the arrays.
+    return {field.name: getattr(batch, field.name) for field in dataclasses.fields(batch)}
 
 
 class _PlanIterator(grain.DatasetIterator):  # type: ignore[misc]
@@ -162,10 +218,10 @@ class _PlanIterator(grain.DatasetIterator):  # type: ignore[misc]
         super().__init__()
         self._dataset = dataset
         self._reader = dataset.reader(number)
-        self._items = iter(self._reader)
+        self._items = dataset.items(self._reader)
 
-    def __next__(self) -> Record:
-        return next(self._items).record
+    def __next__(self) -> Any:
+        return next(self._items)
 
     def get_state(self) -> dict[str, Any]:
         state = self._reader.state_dict()
@@ -201,5 +257,5 @@ class _PlanIterator(grain.DatasetIterator):  # type: ignore[misc]
         reader = self._dataset.reader(number)
         reader.load_state_dict(checkpoint)
         self._reader.close()
-        self._reader, self._items = reader, iter(reader)
+        self._reader, self._items = reader, self._dataset.items(reader)
         self._dataset.set_epoch(number + 1)

@@ -111,6 +111,19 @@ class ImageOptions:
                 f"seed must be an int >= 0, got {self.seed!r:.40}", field="seed", value=self.seed
             )
 
+    def keywords(self) -> dict[str, Any]:
+        """These options as :meth:`readplan.Reader.image_batches` keywords (all but
+        ``batch_size``), ``normalize`` checked: what the loop integrations pass on."""
+        self.coefficients()
+        return {
+            "normalize": self.normalize,
+            "layout": self.layout,
+            "dtype": self.dtype,
+            "hflip": self.hflip,
+            "seed": self.seed,
+            "drop_remainder": self.drop_remainder,
+        }
+
     def coefficients(self) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
         """``(scale, shift)`` of the kernel: ``normalize``'s, or the pixel values."""
         if self.normalize is None:

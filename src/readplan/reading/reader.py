@@ -25,7 +25,7 @@ from typing import Any, Literal, TypeAlias, TypeVar, overload
 import numpy as np
 import numpy.typing as npt
 
-from readplan.errors import ConfigError, ReadplanError, ReadplanTypeError
+from readplan.errors import ConfigError, ReadplanTypeError
 from readplan.plan import EpochOrder, ReadPlan
 from readplan.reading import raw_batches
 from readplan.reading.batching import (
@@ -52,6 +52,7 @@ from readplan.reading.ranks import (
 )
 from readplan.reading.raw_records import RawReads, reader_decoder
 from readplan.reading.reader_state import ReaderState
+from readplan.reading.run_streams import read_runs
 from readplan.reading.runs import Closes, Runs, Shard, last_read_marks, without_lost
 from readplan.reading.windows import file_reads, read_spans
 from readplan.reading.workers import check_decode_workers
@@ -454,28 +455,8 @@ class Reader(ReaderState):
         closes: Closes,
     ) -> Iterator[Batch]:
         """One batch read run by run: streams, seeks, and one record at a time after damage."""
-        records: list[Any] = []
-        lost = 0
-        failure: Exception | None = None
-        try:
-            for k, file_index, first, count, span in zip(
-                range(first_run, stop_run),
-                runs.file[first_run:stop_run],
-                runs.first[first_run:stop_run],
-                runs.count[first_run:stop_run],
-                runs.span[first_run:stop_run],
-            ):
-                closes.through(k)
-                shard = self._shard(closes.shards, file_index)
-                if span == count:
-                    lost += shard.take_into(records, first, count)
-                else:
-                    begin = runs.start[k]
-                    indices = runs.record_index[begin : begin + count]
-                    lost += shard.gather_into(records, indices)
-        except (ReadplanError, OSError) as err:
-            failure = err
-        yield from self._batch(chunk, runs, first_run, records, lost, failure)
+        read = read_runs(runs, first_run, stop_run, closes, self._shard, self._sequential)
+        yield from self._batch(chunk, runs, first_run, *read)
 
     def _batch(
         self,
@@ -489,19 +470,26 @@ class Reader(ReaderState):
         """The batch of ``records`` read from run ``first_run`` on; then ``failure``, located."""
         begin = runs.start[first_run]
         end = begin + len(records)  # where a read failure happened
-        taken = np.arange(begin, end)
         if lost:
             records, taken = without_lost(
-                records, taken, chunk.epoch, runs, self.report, self._path
+                records, np.arange(begin, end), chunk.epoch, runs, self.report, self._path
+            )
+            columns = runs.positions[taken], runs.file_index[taken], runs.record_index[taken]
+        else:
+            # Copies: a batch's arrays are its own, never views of the plan's.
+            columns = (
+                runs.positions[begin:end].copy(),
+                runs.file_index[begin:end].copy(),
+                runs.record_index[begin:end].copy(),
             )
         if records:
             yield Batch(
                 plan=self.plan,
                 epoch=chunk.epoch,
                 records=records,
-                positions=runs.positions[taken],
-                file_index=runs.file_index[taken],
-                record_index=runs.record_index[taken],
+                positions=columns[0],
+                file_index=columns[1],
+                record_index=columns[2],
             )
         if failure is not None:
             # A read failure stops after the records taken.

@@ -56,7 +56,8 @@ class Runs:
     consecutive; otherwise (a rank of several, an example shuffle) no two delivered records
     of a run are more than ``MAX_GAP`` apart, so the run is read with one positioned read.
     Runs never cross a multiple of the batch size, so batches are whole runs.  File
-    ``close_files[j]`` is read for the last time before run ``close_before[j]``.
+    ``close_files[j]`` is read for the last time before run ``close_before[j]``;
+    ``closing[k]``: run ``k`` holds the plan's last read of its file.
     """
 
     positions: IntArray
@@ -69,6 +70,7 @@ class Runs:
     span: list[int]
     close_files: list[int]
     close_before: list[int]
+    closing: list[bool]
 
     @classmethod
     def of(
@@ -104,6 +106,7 @@ class Runs:
             span=(lasts - record_index[starts] + 1).tolist(),
             close_files=chunk.file_index[ends].tolist(),
             close_before=close_before.tolist(),
+            closing=is_last[offset::world_size][starts + counts - 1].tolist(),
         )
 
     def deliveries(self, first_run: int, stop_run: int) -> tuple[int, int]:
@@ -181,7 +184,9 @@ class Shard:
         self._skip = skip
         self._report = report
         self._file: RecordSource | None = None
-        self._stream: Iterator[bytes] | None = None
+        # The stream that serves the file's runs in order (one rank, no example shuffle;
+        # ``reading.run_streams`` takes runs from it), None until the first run is read.
+        self.stream: Iterator[bytes] | None = None
         self._salvage: SalvageSource | None = None
         self._gather_fd: Handle | None = None
         self._spans: SpanSource | None = None
@@ -225,30 +230,35 @@ class Shard:
         before = len(out)
         try:
             self._take(out, first, count)
-        except (CorruptRecordError, IndexFileError):
-            got = len(out) - before
-            if not self._skip:
-                rest = np.arange(first + got, first + count)
-                if not self._sequential and self._reachable_into(out, rest):
-                    return 0  # the damage lies beyond these records
-                raise
-            self._salvage = self._container.salvage(
-                self.path, planned=self._planned, **self._options
-            )
-            self._close_reading()
-            if self._report is not None:
-                for event in self._salvage.events:
-                    self._report.add(event)
-            return self._take_salvaged(out, first + got, count - got)
+        except (CorruptRecordError, IndexFileError) as err:
+            return self.recover(out, first, count, len(out) - before, err)
         return 0
+
+    def recover(self, out: list[Any], first: int, count: int, got: int, err: Exception) -> int:
+        """Records ``first .. first + count - 1`` met ``err`` after ``got`` of them were
+        appended to ``out``: raise it, or in skip mode salvage the file and append the rest
+        (lost ones as :class:`Lost`); return how many are lost."""
+        if not isinstance(err, (CorruptRecordError, IndexFileError)):
+            raise err
+        if not self._skip:
+            rest = np.arange(first + got, first + count)
+            if not self._sequential and self._reachable_into(out, rest):
+                return 0  # the damage lies beyond these records
+            raise err
+        self._salvage = self._container.salvage(self.path, planned=self._planned, **self._options)
+        self._close_reading()
+        if self._report is not None:
+            for event in self._salvage.events:
+                self._report.add(event)
+        return self._take_salvaged(out, first + got, count - got)
 
     def _take(self, out: list[Any], first: int, count: int) -> None:
         before = len(out)
         to_end = first + count == self._end == self._planned
         if self._sequential:
-            if self._stream is None:
-                self._stream = self._open_stream(first, count)
-            out.extend(islice(self._stream, count))
+            if self.stream is None:
+                self.stream = self._open_stream(first, count)
+            out.extend(islice(self.stream, count))
             if to_end and len(out) - before == count:
                 self._check_stream_end(out)
         elif count == 1:
@@ -257,7 +267,7 @@ class Shard:
             out.extend(self._records(first + count, to_end).read(first, count))
         got = len(out) - before
         if got < count:
-            raise self._short(first + got)
+            raise self.short(first + got)
 
     def gather_into(self, out: list[Any], indices: IntArray) -> int:
         """Append the records at ``indices`` (increasing, nearby) to ``out``; return lost."""
@@ -335,9 +345,9 @@ class Shard:
 
     def _check_stream_end(self, out: list[Any]) -> None:
         """The plan read the file to its end: nothing may follow its last record."""
-        assert self._stream is not None
+        assert self.stream is not None
         try:
-            extra = next(self._stream, None)
+            extra = next(self.stream, None)
         except CorruptRecordError as err:
             out.pop()  # the file's end is in doubt: its last record is not delivered
             raise err.with_context(
@@ -427,12 +437,12 @@ class Shard:
         # file's size: a file read to its end is checked to end there.
         found = len(file)
         if found < needed:
-            raise self._short(found)
+            raise self.short(found)
         if to_end and found > self._planned:
             raise self._longer()
         return file
 
-    def _short(self, found: int) -> DatasetInfoError:
+    def short(self, found: int) -> DatasetInfoError:
         return DatasetInfoError(
             f"{self.path} holds only {found} records, but the plan reads up to record "
             f"{self._end - 1} of it (dataset_info.json's shardLengths gives it "
@@ -462,7 +472,7 @@ class Shard:
         if ahead is not None:
             ahead.drop(Prepared.close)
         self._later.clear()
-        self._stream = None
+        self.stream = None
         self._spans, self._spans_opened = None, False
         self._close_file()
         if self._gather_fd is not None:
@@ -496,6 +506,11 @@ class Closes:
         while self._next < len(pending) and pending[self._next][0] <= run:
             _close_shard(self.shards, pending[self._next][1])
             self._next += 1
+
+    def due(self, stop_run: int) -> int:
+        """The first run before which :meth:`through` closes a file, ``stop_run`` at most."""
+        pending = self._pending
+        return min(stop_run, pending[self._next][0]) if self._next < len(pending) else stop_run
 
     def start_window(self, first_run: int, stop_run: int) -> None:
         """Runs ``first_run .. stop_run - 1`` are read next, file by file: close the files

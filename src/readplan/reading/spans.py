@@ -21,11 +21,12 @@ import numpy as np
 from readplan._internal.arrays import IntArray
 from readplan.records._cap import DEFAULT_MAX_RECORD_BYTES
 from readplan.records._crc import crc32c, mask, mask_array, masked_length_crcs
+from readplan.records.native import CORE
 from readplan.records.tfrecord._layout import HEADER
 from readplan.records.tfrecord._walk import gather_u32, good_frames, walk_frames
 from readplan.storage import Handle, fetch_ahead, read_span, size_of
 
-__all__ = ["MAX_GAP", "FrameSpans", "walks_over_payloads"]
+__all__ = ["MAX_GAP", "FrameSpans", "cut_frames", "cut_frames_pure", "walks_over_payloads"]
 
 
 MAX_GAP = 16
@@ -168,15 +169,9 @@ class FrameSpans:
                 return None
         begins = bounds[indices] - origin
         ends = bounds[indices + 1] - origin
-        count = len(indices)
         # Headers the walk verified in these very bytes need no second look.
-        if (data is not self._data or self._indexed) and not _sound_headers(data, begins, ends):
-            return None
-        payloads = _payloads(data, begins + 12, ends - 4)
-        crcs = np.fromiter(map(crc32c, payloads), dtype=np.uint32, count=count)
-        if not np.array_equal(mask_array(crcs), gather_u32(data, ends - 4)):
-            return None
-        return payloads
+        headers = data is not self._data or self._indexed
+        return cut_frames(data, begins, ends, headers, DEFAULT_MAX_RECORD_BYTES)
 
     def _one_by_one(self, indices: IntArray) -> list[bytes] | None:
         """One positioned read per record (large records, far apart), each frame checked."""
@@ -276,6 +271,48 @@ class FrameSpans:
         self._bounds[known : known + found] = begin
         self._known = known + found
         self._bounds[self._known] = after
+
+
+def cut_frames_pure(
+    data: bytes, begins: IntArray, ends: IntArray, headers: bool, max_length: int
+) -> list[bytes] | None:
+    """The payloads of the frames ``data[begins[i]:ends[i]]``, or ``None`` when one is
+    damaged: it spans fewer than 16 bytes or a payload over ``max_length`` (>= 0), its data
+    CRC fails, or, with ``headers``, its length field is not its span's or its length CRC
+    fails.  A span outside ``data`` is a ``ValueError``.  The twin of the compiled
+    ``cut_frames`` (``specs/native.md``)."""
+    if len(begins) != len(ends):
+        raise ValueError(f"cut_frames: {len(begins)} begins but {len(ends)} ends")
+    outside = (begins < 0) | (ends < begins) | (ends > len(data))
+    if outside.any():
+        i = int(outside.argmax())
+        raise ValueError(
+            f"cut_frames: frame {i} spans bytes [{begins[i]}, {ends[i]}) outside a buffer of "
+            f"{len(data)} bytes"
+        )
+    if not len(begins):
+        return []
+    lengths = ends - begins - 16
+    if int(lengths.min()) < 0 or int(lengths.max()) > max_length:
+        return None
+    if headers and not _sound_headers(data, begins, ends):
+        return None
+    payloads = _payloads(data, begins + 12, ends - 4)
+    crcs = np.fromiter(map(crc32c, payloads), dtype=np.uint32, count=len(payloads))
+    if not np.array_equal(mask_array(crcs), gather_u32(data, ends - 4)):
+        return None
+    return payloads
+
+
+def cut_frames(
+    data: bytes, begins: IntArray, ends: IntArray, headers: bool, max_length: int
+) -> list[bytes] | None:
+    """:func:`cut_frames_pure`, by the compiled core when there is one: one pass per frame,
+    the checks with the GIL released."""
+    if CORE is None:
+        return cut_frames_pure(data, begins, ends, headers, max_length)
+    cut: list[bytes] | None = CORE.cut_frames(data, begins, ends, headers, max_length)
+    return cut
 
 
 def _sound_headers(data: bytes, begins: IntArray, ends: IntArray) -> bool:

@@ -89,15 +89,7 @@ class ImageBatchDataset(ReadplanIterableDataset):
     ) -> None:
         # Checked here, in the process that builds the loader, not first in a worker.
         options = ImageOptions(batch_size, normalize, layout, dtype, hflip, seed, drop_remainder)
-        options.coefficients()
-        self._images: dict[str, Any] = {
-            "normalize": normalize,
-            "layout": layout,
-            "dtype": dtype,
-            "hflip": hflip,
-            "seed": seed,
-            "drop_remainder": drop_remainder,
-        }
+        self._images: dict[str, Any] = options.keywords()
         super().__init__(
             plan,
             transform=transform,

@@ -9,6 +9,7 @@
 #include "example_py.h"
 #include "frames.h"
 #include "images.h"
+#include "runs_py.h"
 
 #include <limits.h>
 #include <string.h>
@@ -488,6 +489,7 @@ static PyMethodDef methods[] = {
     {"pack", py_pack, METH_VARARGS,
      "pack(data, starts, lengths, values, at, /) -> end: the spans copied into values from at"},
     EXAMPLE_METHODS
+    RUNS_METHODS
     {NULL, NULL, 0, NULL},
 };
 

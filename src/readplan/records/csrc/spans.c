@@ -1,0 +1,62 @@
+#include "spans.h"
+
+#include <string.h>
+
+#include "crc32c.h"
+
+static inline uint64_t le64(const unsigned char *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+static inline uint32_t le32(const unsigned char *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+int check_frames(const unsigned char *data, size_t size, const int64_t *begins,
+                 const int64_t *ends, size_t n, int headers, uint64_t max_length, size_t *bad) {
+    /* Every span is checked to lie in the data before any frame is looked at: a caller's error
+     * is reported as such, whatever damage the frames before it hold. */
+    for (size_t i = 0; i < n; i++) {
+        if (begins[i] < 0 || ends[i] < begins[i] || (uint64_t)ends[i] > size) {
+            *bad = i;
+            return FRAMES_OUTSIDE;
+        }
+    }
+    /* Frames of one length share one length CRC: the last one computed is kept. */
+    uint64_t known_length = 0;
+    uint32_t known_crc = 0;
+    int known = 0;
+    for (size_t i = 0; i < n; i++) {
+        const unsigned char *frame = data + begins[i];
+        uint64_t span = (uint64_t)(ends[i] - begins[i]);
+        if (span < 16 || span - 16 > max_length) {
+            *bad = i;
+            return FRAMES_DAMAGED;
+        }
+        uint64_t length = span - 16;
+        if (headers) {
+            if (le64(frame) != length) {
+                *bad = i;
+                return FRAMES_DAMAGED;
+            }
+            if (!known || known_length != length) {
+                known_crc = crc32c_mask(crc32c_update(0, frame, 8));
+                known_length = length;
+                known = 1;
+            }
+            if (le32(frame + 8) != known_crc) {
+                *bad = i;
+                return FRAMES_DAMAGED;
+            }
+        }
+        if (crc32c_mask(crc32c_update(0, frame + 12, (size_t)length)) != le32(frame + 12 + length)) {
+            *bad = i;
+            return FRAMES_DAMAGED;
+        }
+    }
+    return FRAMES_SOUND;
+}

@@ -1,0 +1,23 @@
+/* The check of chosen frames in a span of a TFRecord file (specs/native.md, "cut_frames"). */
+#ifndef READPLAN_SPANS_H
+#define READPLAN_SPANS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* What check_frames() found. */
+enum frames_check {
+    FRAMES_SOUND = 0,   /* every frame is sound: its payload may be cut */
+    FRAMES_DAMAGED = 1, /* some frame fails a check (the caller reads them one by one) */
+    FRAMES_OUTSIDE = 2, /* frame `*bad` does not lie in data[0:size] (a caller's error) */
+};
+
+/* Frames i = 0 .. n - 1 of data[0:size] span [begins[i], ends[i]): a uint64 length, its masked
+ * CRC32C, the payload, the payload's masked CRC32C.  Checked per frame, in order: the span lies
+ * inside the data; it holds at least the 16 framing bytes and a payload of at most max_length;
+ * with `headers`, its stored length is the span's and its length CRC verifies; its data CRC
+ * verifies.  Nothing outside data[0:size] is read. */
+int check_frames(const unsigned char *data, size_t size, const int64_t *begins,
+                 const int64_t *ends, size_t n, int headers, uint64_t max_length, size_t *bad);
+
+#endif

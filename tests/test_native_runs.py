@@ -1,0 +1,242 @@
+"""The reader's compiled kernels (``take_runs``, ``place``, ``cut_frames``) against their
+pure-Python twins (specs/native.md): the same results, the same side effects and the same
+errors on random, edge-case and damaged inputs.
+
+The compiled module is imported directly, so these tests compare both cores whichever one the
+seam chose for the rest of the suite (``READPLAN_PURE=1`` runs the suite on the pure path).
+"""
+
+from __future__ import annotations
+
+import importlib
+import struct
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import crc32c as crc32c_package
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from readplan.errors import CorruptRecordError
+from readplan.reading import run_streams, spans, windows
+
+core = importlib.import_module("readplan.records._core")
+
+
+def masked(data: bytes) -> int:
+    crc = crc32c_package.crc32c(data)
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def frame(payload: bytes) -> bytes:
+    """A TFRecord frame built from the format's definition, not by readplan."""
+    length = struct.pack("<Q", len(payload))
+    return length + struct.pack("<I", masked(length)) + payload + struct.pack("<I", masked(payload))
+
+
+def outcome(kernel: Callable[..., Any], *args: Any) -> tuple[str, Any]:
+    try:
+        return "value", kernel(*args)
+    except (ValueError, TypeError) as error:
+        return type(error).__name__, str(error)
+
+
+# ------------------------------------------------------------------------------ cut_frames
+@st.composite
+def framed_spans(draw: st.DrawFn) -> tuple[bytes, list[bytes], np.ndarray, np.ndarray]:
+    """Frames with garbage between some of them: the bytes, the payloads, their spans."""
+    payloads = draw(st.lists(st.binary(max_size=200), max_size=10))
+    data, begins, ends = b"", [], []
+    for payload in payloads:
+        data += draw(st.binary(max_size=8) | st.just(b""))
+        begins.append(len(data))
+        data += frame(payload)
+        ends.append(len(data))
+    data += draw(st.binary(max_size=8))
+    return data, payloads, np.array(begins, dtype=np.int64), np.array(ends, dtype=np.int64)
+
+
+@given(framed_spans(), st.booleans())
+def test_cut_frames_cuts_every_sound_frame(spanned: Any, headers: bool) -> None:
+    data, payloads, begins, ends = spanned
+    for kernel in (core.cut_frames, spans.cut_frames_pure):
+        assert kernel(data, begins, ends, headers, 2**31) == payloads
+
+
+@st.composite
+def damaged_spans(draw: st.DrawFn) -> tuple[bytes, np.ndarray, np.ndarray]:
+    """Sound spans, then some of: bit flips, spans moved, spans outside the bytes."""
+    data, _, begins, ends = draw(framed_spans())
+    raw = bytearray(data)
+    for _ in range(draw(st.integers(0, 3))):
+        if raw:
+            at = draw(st.integers(0, len(raw) - 1))
+            raw[at] ^= 1 << draw(st.integers(0, 7))
+    begins, ends = begins.copy(), ends.copy()
+    for _ in range(draw(st.integers(0, 2))):
+        if len(begins):
+            k = draw(st.integers(0, len(begins) - 1))
+            column = draw(st.sampled_from([begins, ends]))
+            column[k] += draw(st.integers(-40, 40))
+    return bytes(raw), begins, ends
+
+
+@given(damaged_spans(), st.booleans(), st.sampled_from([0, 20, 100, 2**31, 2**64 - 1]))
+def test_cut_frames_agrees_with_its_twin_on_damaged_spans(
+    damaged: Any, headers: bool, max_length: int
+) -> None:
+    data, begins, ends = damaged
+    native = outcome(core.cut_frames, data, begins, ends, headers, max_length)
+    assert native == outcome(spans.cut_frames_pure, data, begins, ends, headers, max_length)
+
+
+def test_cut_frames_refuses_every_damage_it_checks() -> None:
+    good = frame(b"payload!")
+    flipped_length = bytes([good[0] ^ 1]) + good[1:]
+    cases = {
+        "data CRC": good[:-1] + bytes([good[-1] ^ 1]),
+        "length CRC": good[:8] + bytes([good[8] ^ 1]) + good[9:],
+    }
+    for kernel in (core.cut_frames, spans.cut_frames_pure):
+        for name, damaged in cases.items():
+            spans_of = np.array([0], dtype=np.int64), np.array([len(damaged)], dtype=np.int64)
+            assert kernel(damaged, *spans_of, True, 100) is None, name
+        one = np.array([0], dtype=np.int64), np.array([len(good)], dtype=np.int64)
+        assert kernel(good, *one, True, 7) is None  # a payload over the cap
+        assert kernel(flipped_length, *one, True, 100) is None  # length field not the span's
+        # Without the header checks a wrong length field passes: the walk checked it.
+        assert kernel(flipped_length, *one, False, 100) == [b"payload!"]
+        short = np.array([0], dtype=np.int64), np.array([15], dtype=np.int64)
+        assert kernel(good, *short, False, 100) is None  # fewer than 16 framing bytes
+
+
+def test_cut_frames_refuses_spans_outside_the_bytes() -> None:
+    good = frame(b"x")
+    for begins, ends in (([-1], [16]), ([0], [len(good) + 1]), ([5], [4]), ([0], [1, 2])):
+        args = good, np.array(begins, dtype=np.int64), np.array(ends, dtype=np.int64), True, 9
+        native = outcome(core.cut_frames, *args)
+        assert native[0] == "ValueError"
+        assert native == outcome(spans.cut_frames_pure, *args)
+
+
+# ----------------------------------------------------------------------------------- place
+@given(st.integers(0, 30).flatmap(lambda n: st.permutations(range(n))))
+def test_place_puts_each_value_where_its_order_says(order: list[int]) -> None:
+    values = [f"v{j}".encode() for j in range(len(order))]
+    expected: list[Any] = [None] * len(order)
+    for j, k in enumerate(order):
+        expected[k] = values[j]
+    places = np.array(order, dtype=np.int64)
+    assert core.place(values, places) == windows.place_pure(values, places) == expected
+
+
+@given(st.lists(st.integers(-3, 12), max_size=10), st.integers(0, 10))
+def test_place_agrees_with_its_twin_on_any_order(order: list[int], size: int) -> None:
+    values = list(range(100, 100 + size))
+    places = np.array(order, dtype=np.int64)
+    native = outcome(core.place, values, places)
+    assert native == outcome(windows.place_pure, values, places)
+    if sorted(order) != list(range(size)):
+        assert native[0] == "ValueError"
+
+
+# ------------------------------------------------------------------------------- take_runs
+class FakeShard:
+    """A shard whose stream gives ``records``, then raises ``error`` (or ends)."""
+
+    def __init__(self, records: list[int], error: Exception | None, streaming: bool) -> None:
+        self.records, self.error = records, error
+        self.stream: Iterator[Any] | None = self._give() if streaming else None
+
+    def _give(self) -> Iterator[Any]:
+        yield from self.records
+        if self.error is not None:
+            raise self.error
+
+
+@st.composite
+def run_tables(draw: st.DrawFn) -> dict[str, Any]:
+    files = draw(st.lists(st.integers(0, 4), max_size=12))
+    shards = {}
+    for f in set(files) | set(draw(st.lists(st.integers(0, 4), max_size=3))):
+        if draw(st.integers(0, 5)) == 0:
+            continue  # not open yet
+        error = draw(st.sampled_from([None, None, CorruptRecordError("damage"), OSError(5, "io")]))
+        records = [f * 1000 + k for k in range(draw(st.integers(0, 30)))]
+        shards[f] = (records, error, draw(st.integers(0, 6)) > 0)
+    n = len(files)
+    counts = draw(st.lists(st.integers(0, 6) | st.just(-1), min_size=n, max_size=n))
+    closing = draw(st.lists(st.integers(0, 5).map(lambda v: v == 0), min_size=n, max_size=n))
+    lo = draw(st.integers(-1, n + 1))
+    hi = draw(st.integers(-1, n + 1))
+    table = {"files": files, "shards": shards, "counts": counts, "closing": closing}
+    return {**table, "lo": lo, "hi": hi}
+
+
+def run(kernel: Callable[..., Any], table: dict[str, Any]) -> tuple[Any, ...]:
+    shards = {f: FakeShard(*spec) for f, spec in table["shards"].items()}
+    out: list[Any] = ["before"]
+    args = out, shards, table["files"], table["counts"], table["closing"], table["lo"], table["hi"]
+    result = outcome(kernel, *args)
+    if result[0] == "value":
+        k, got, how = result[1]
+        if isinstance(how, Exception):
+            how = (type(how).__name__, how.args)
+        result = ("value", (k, got, how))
+    # What each stream still holds: the kernel took no more than it appended.
+    return result, out, {f: rest(s.stream) for f, s in shards.items()}
+
+
+def rest(stream: Iterator[Any] | None) -> Any:
+    if stream is None:
+        return None
+    left: list[Any] = []
+    try:
+        left.extend(stream)
+    except Exception as error:
+        left.append(type(error).__name__)
+    return left
+
+
+@given(run_tables())
+def test_take_runs_agrees_with_its_twin(table: dict[str, Any]) -> None:
+    native = run(core.take_runs, table)
+    assert native == run(run_streams.take_runs_pure, table)
+
+
+def test_take_runs_takes_runs_until_one_it_cannot_serve() -> None:
+    records = {0: list(range(10)), 1: list(range(100, 110))}
+    shards = {f: FakeShard(r, CorruptRecordError("bad"), True) for f, r in records.items()}
+    shards[2] = FakeShard([7], None, False)  # open, read by the shard itself
+    files, counts = [0, 1, 0, 2, 1], [3, 2, 4, 1, 1]
+    for kernel in (core.take_runs, run_streams.take_runs_pure):
+        fresh = {f: FakeShard(s.records, s.error, s.stream is not None) for f, s in shards.items()}
+        out: list[Any] = []
+        closing = [False] * 5
+        assert kernel(out, fresh, files, counts, closing, 0, 5) == (3, 0, run_streams.RUN_NOT_TAKEN)
+        assert out == [0, 1, 2, 100, 101, 3, 4, 5, 6]
+        # A run marked closing is left to the caller, as is a file with no shard.
+        assert kernel(out, fresh, files, counts, [False, True, False, False, False], 1, 3)[:2] == (
+            1,
+            0,
+        )
+        assert kernel(out, fresh, [9], [1], [False], 0, 1) == (0, 0, run_streams.RUN_NOT_TAKEN)
+        # A stream that raises: the records before the error are appended, the error returned.
+        k, got, error = kernel(out, fresh, [0], [5], [False], 0, 1)
+        assert (k, got, type(error)) == (0, 3, CorruptRecordError)
+        assert out[-3:] == [7, 8, 9]
+        # A stream that ended: how many of the run's records it still gave.
+        ended = {0: FakeShard([1, 2], None, True)}
+        assert kernel(out, ended, [0], [3], [False], 0, 1) == (0, 2, run_streams.RUN_ENDED)
+
+
+def test_take_runs_refuses_tables_that_do_not_fit() -> None:
+    for kernel in (core.take_runs, run_streams.take_runs_pure):
+        with pytest.raises(ValueError, match="one entry per run"):
+            kernel([], {}, [0], [1, 2], [False], 0, 1)
+        with pytest.raises(ValueError, match="not within"):
+            kernel([], {}, [0], [1], [False], 0, 2)
+        with pytest.raises(ValueError, match="counts -1"):
+            kernel([], {0: FakeShard([1], None, True)}, [0], [-1], [False], 0, 1)

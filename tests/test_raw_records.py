@@ -20,8 +20,18 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from readplan import DatasetInfo, ReadConfig, Reader, ReadPlan, SkipDecoding, data_source
+from readplan import (
+    DatasetInfo,
+    ExampleShuffle,
+    ReadConfig,
+    Reader,
+    ReadPlan,
+    SkipDecoding,
+    data_source,
+)
 from readplan.errors import ConfigError, CorruptTblError
 from readplan.example import FixedLen
 from readplan.metadata.raw_images import resize_image
@@ -147,6 +157,43 @@ def test_writing_an_image_changes_the_record_only(converted: Path, tmp_path: Pat
     again = list(Reader(raw, decode="tfds"))[:2]
     assert np.array_equal(again[1].record["image"], before)
     assert not (again[0].record["image"] == 7).all()
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    spec=st.sampled_from(["train", "test", "train[3:29]+test[:50%]", "train[1shard:]"]),
+    seed=st.integers(0, 2**32),
+    cycle=st.integers(1, 4),
+    block=st.integers(1, 5),
+    buffer=st.none() | st.integers(1, 16),
+    world_size=st.integers(1, 3),
+    epochs=st.integers(1, 2),
+)
+def test_any_order_is_the_sources_decoded_and_resized(
+    converted: Path,
+    spec: str,
+    seed: int,
+    cycle: int,
+    block: int,
+    buffer: int | None,
+    world_size: int,
+    epochs: int,
+) -> None:
+    config = ReadConfig(
+        shuffle_files=True,
+        shuffle_seed=seed,
+        interleave_cycle_length=cycle,
+        interleave_block_length=block,
+        example_shuffle=None if buffer is None else ExampleShuffle(buffer, seed),
+    )
+    raw, source = plans(converted, spec, config)
+    rank = seed % world_size
+    kw: dict[str, Any] = {"epochs": epochs, "rank": rank, "world_size": world_size}
+    got = list(Reader(raw, decode="tfds", **kw))
+    expected = list(Reader(source, decode="tfds", **kw))
+    assert [i.tfds_id for i in got] == [i.tfds_id.replace(".tfrecord-", ".tbl-") for i in expected]
+    for a, b in zip(got, expected, strict=True):
+        assert_same(a.record, resized(b.record))
 
 
 def test_a_restored_reader_continues_exactly(converted: Path) -> None:

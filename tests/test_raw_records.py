@@ -409,3 +409,23 @@ def test_the_viewer_shows_the_decoded_records(converted: Path) -> None:
         assert [field["key"] for field in page["fields"]] == ["caption", "id", "image", "label"]
         assert (page["images"][0]["width"], page["images"][0]["height"]) == (SIZE, SIZE)
         assert next(f for f in page["fields"] if f["key"] == "id")["values"] == [original["id"]]
+
+
+def test_shards_copied_without_their_metadata_read_with_the_plans(
+    converted: Path, tmp_path: Path
+) -> None:
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    for path in converted.glob("*.tbl-*"):
+        shutil.copy(path, shards / path.name)
+    raw, source = plans(converted, "test")
+    got = list(Reader(raw, decode="tfds", data_dir=shards))
+    expected = list(Reader(source, decode="tfds"))
+    for a, b in zip(got, expected, strict=True):
+        assert_same(a.record, resized(b.record))
+    assert len(got) == len(expected)
+    # The images map the shards read, in data_dir.
+    base: Any = got[0].record["image"]
+    while not isinstance(base, np.memmap):
+        base = base.base
+    assert Path(base.filename).parent == shards

@@ -76,3 +76,26 @@ def test_damage_in_a_later_chunk_is_found_where_it_lies(files: tuple[Path, Path]
     )
     assert list(itertools.chain.from_iterable(b.to_list() for b in packed)) == skipped
     assert packed_report.events == report.events
+
+
+@pytest.mark.parametrize("damaged", [1, 2])
+def test_a_damaged_frame_among_large_frames_is_found_where_it_lies(
+    tmp_path: Path, damaged: int
+) -> None:
+    # Large frames are read one system call each; the frame after the last one taken must be
+    # read again from its own header, not from the bytes read with the damaged one.
+    records = [bytes([i]) * (40_000 + i) for i in range(4)]
+    frames = [bytearray(frame(r)) for r in records]
+    frames[damaged][-1] ^= 0x10  # its stored data CRC
+    path = tmp_path / "large.tfrecord"
+    path.write_bytes(b"".join(frames))
+    got: list[bytes] = []
+    with pytest.raises(CorruptRecordError) as raised:
+        got.extend(tfrecord.read(path))
+    assert raised.value.record_index == damaged
+    assert got == records[:damaged]
+    report = CorruptionReport()
+    assert list(tfrecord.read(path, on_corruption="skip", report=report)) == [
+        r for i, r in enumerate(records) if i != damaged
+    ]
+    assert [event.record_index for event in report.events] == [damaged]

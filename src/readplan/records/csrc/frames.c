@@ -4,18 +4,6 @@
 
 #include "crc32c.h"
 
-static inline uint64_t le64(const unsigned char *p) {
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
-
-static inline uint32_t le32(const unsigned char *p) {
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
 int frame_header(const unsigned char *data, size_t size, size_t off, uint64_t max_length,
                  length_crcs *known, uint64_t *length_out) {
     if (off > size || size - off < 16)

@@ -22,6 +22,19 @@ typedef struct {
     int stop;     /* enum scan_stop */
 } scan_result;
 
+/* Little-endian words of a frame (little-endian hosts only: see the check in core.c). */
+static inline uint64_t le64(const unsigned char *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+static inline uint32_t le32(const unsigned char *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
 /* The masked CRC of the last length field seen: frames of equal length have equal length CRCs. */
 typedef struct {
     int valid;
@@ -44,9 +57,7 @@ scan_result scan_frames(const unsigned char *data, size_t size, size_t off, size
 
 /* The masked CRC stored after the data of the frame at `frame` whose data is `length` bytes. */
 static inline uint32_t stored_data_crc(const unsigned char *frame, uint64_t length) {
-    uint32_t v;
-    memcpy(&v, frame + 12 + length, 4);
-    return v;
+    return le32(frame + 12 + length);
 }
 
 /* The data of `count` consecutive frames from `off`, whose data lengths are lengths[] (as a

@@ -133,56 +133,106 @@ static ssize_t read_fully(int fd, struct iovec *iov, int count, off_t offset) {
 }
 #endif
 
-/* read_frame_data(fd, offset, length, tail, verify): a large frame's data read straight into the
- * storage of the bytes object that becomes the record, and the `tail` bytes after it (its data
- * CRC and the next header) in the same system call; with `verify` its CRC32C is computed at once,
- * while the data is in the processor's cache.  None when the file ends first.  Nothing is
- * allocated before the file's size shows that `length` bytes are there to read. */
-PyObject *py_read_frame_data(PyObject *self, PyObject *args) {
+/* read_large_frames(fd, head, pos, end, max_length, verify, limit, budget, least, /): consecutive
+ * large frames from file offset `pos` (whose first bytes are `head`), each with one positioned
+ * vectored read: its data straight into its bytes object, its CRC and the next header with it,
+ * the data's CRC32C computed at once, while it is in the processor's cache.  The loop stops before the first frame that is not a sound frame of
+ * `least` to max_length bytes lying whole before `end`, after `limit` frames (-1: no limit), or
+ * once `budget` bytes were read.  Nothing is allocated before the file's size (by fstat) and `end`
+ * show that a frame's data is there to read.  Returns (records, pos after them, the bytes read after the
+ * last one's data: its CRC and what follows of the next header). */
+PyObject *py_read_large_frames(PyObject *self, PyObject *args) {
     int fd, verify;
-    long long offset;
-    Py_ssize_t length, tail_size;
-    if (!PyArg_ParseTuple(args, "iLnnp:read_frame_data", &fd, &offset, &length, &tail_size,
-                          &verify))
+    long long pos, end;
+    PyObject *max_obj;
+    Py_ssize_t limit, budget, least;
+    Py_buffer head;
+    unsigned long long max_length;
+    if (!PyArg_ParseTuple(args, "iy*LLOpnnn:read_large_frames", &fd, &head, &pos, &end, &max_obj,
+                          &verify, &limit, &budget, &least))
         return NULL;
-    if (offset < 0 || length < 0 || tail_size < 0 || tail_size > MAX_TAIL)
+    if (max_length_of(max_obj, &max_length, "read_large_frames") < 0) {
+        PyBuffer_Release(&head);
+        return NULL;
+    }
+    if (pos < 0 || end < pos || least < 0) {
+        PyBuffer_Release(&head);
         return PyErr_Format(PyExc_ValueError,
-                            "read_frame_data: offset %lld and length %zd must be >= 0 and tail %zd "
-                            "in [0, %d]",
-                            offset, length, tail_size, MAX_TAIL);
+                            "read_large_frames: need 0 <= pos <= end and least >= 0, got pos %lld, "
+                            "end %lld, least %zd",
+                            pos, end, least);
+    }
 #ifdef _WIN32
-    return PyErr_Format(PyExc_OSError, "read_frame_data: no positioned reads on this system");
+    PyBuffer_Release(&head);
+    return PyErr_Format(PyExc_OSError, "read_large_frames: no positioned reads on this system");
 #else
+    unsigned char cur[MAX_TAIL];
+    size_t have = head.len < 12 ? (size_t)head.len : 12;
+    memcpy(cur, head.buf, have);
+    PyBuffer_Release(&head);
     struct stat st;
     if (fstat(fd, &st) < 0)
         return PyErr_SetFromErrno(PyExc_OSError);
-    if (offset > (long long)st.st_size || length > (long long)st.st_size - offset)
-        Py_RETURN_NONE;
-    PyObject *data = PyBytes_FromStringAndSize(NULL, length);
-    if (data == NULL)
-        return NULL;
+    /* Frames must lie before `end` and inside the file as it is now: nothing is allocated for
+     * data the file does not hold. */
+    long long stop = end < (long long)st.st_size ? end : (long long)st.st_size;
+    PyObject *records = PyList_New(0);
     unsigned char tail[MAX_TAIL];
-    unsigned char *into = (unsigned char *)PyBytes_AsString(data);
-    struct iovec iov[2] = {{into, (size_t)length}, {tail, (size_t)tail_size}};
-    ssize_t got;
-    uint32_t crc = 0;
-    int saved = 0;
-    Py_BEGIN_ALLOW_THREADS
-    got = read_fully(fd, iov, 2, (off_t)offset);
-    saved = errno;
-    if (verify && got >= length)
-        crc = crc32c_update(0, into, (size_t)length);
-    Py_END_ALLOW_THREADS
-    if (got < 0) {
+    Py_ssize_t tail_len = 0, count = 0, size = 0;
+    while (records != NULL && (limit < 0 || count < limit) && have >= 12 && size < budget) {
+        uint64_t length = le64(cur);
+        if (length < (uint64_t)least || length > max_length || stop - pos < 16 ||
+            length > (uint64_t)(stop - pos - 16) ||
+            crc32c_mask(crc32c_update(0, cur, 8)) != le32(cur + 8))
+            break;
+        long long after = pos + (long long)length + 16;
+        Py_ssize_t want = end - after + 4 < MAX_TAIL ? (Py_ssize_t)(end - after + 4) : MAX_TAIL;
+        PyObject *data = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)length);
+        if (data == NULL) {
+            Py_CLEAR(records);
+            break;
+        }
+        unsigned char *into = (unsigned char *)PyBytes_AsString(data);
+        /* Read apart from `tail`, which must keep the last frame taken's bytes if this one is
+         * not taken: the stream resumes from them. */
+        unsigned char next[MAX_TAIL];
+        struct iovec iov[2] = {{into, (size_t)length}, {next, (size_t)want}};
+        ssize_t got;
+        uint32_t crc = 0;
+        int saved;
+        Py_BEGIN_ALLOW_THREADS
+        got = read_fully(fd, iov, 2, (off_t)(pos + 12));
+        saved = errno;
+        if (verify && got >= (ssize_t)length + 4)
+            crc = crc32c_update(0, into, (size_t)length);
+        Py_END_ALLOW_THREADS
+        if (got < 0) {
+            Py_DECREF(data);
+            Py_CLEAR(records);
+            errno = saved;
+            PyErr_SetFromErrno(PyExc_OSError);
+            break;
+        }
+        if (got < (ssize_t)length + 4 || (verify && crc32c_mask(crc) != le32(next))) {
+            Py_DECREF(data);
+            break;
+        }
+        int failed = PyList_Append(records, data) < 0;
         Py_DECREF(data);
-        errno = saved;
-        return PyErr_SetFromErrno(PyExc_OSError);
+        if (failed) {
+            Py_CLEAR(records);
+            break;
+        }
+        count++;
+        size += (Py_ssize_t)length;
+        pos = after;
+        tail_len = (Py_ssize_t)(got - (ssize_t)length);
+        memcpy(tail, next, (size_t)tail_len);
+        have = (size_t)tail_len - 4;
+        memcpy(cur, tail + 4, have);
     }
-    if (got < length) {
-        Py_DECREF(data);
-        Py_RETURN_NONE;
-    }
-    return Py_BuildValue("(Ny#k)", data, (const char *)tail, (Py_ssize_t)(got - length),
-                         (unsigned long)crc);
+    if (records == NULL)
+        return NULL;
+    return Py_BuildValue("(NLy#)", records, pos, (const char *)tail, tail_len);
 #endif
 }

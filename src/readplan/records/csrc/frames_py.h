@@ -6,13 +6,14 @@
 #include "buffers.h"
 
 PyObject *py_scan_pack(PyObject *self, PyObject *args);
-PyObject *py_read_frame_data(PyObject *self, PyObject *args);
+PyObject *py_read_large_frames(PyObject *self, PyObject *args);
 
 #define FRAMES_METHODS                                                                             \
     {"scan_pack", py_scan_pack, METH_VARARGS,                                                      \
      "scan_pack(data, off, limit, max_length, verify, offsets, k, /) -> (values, count, end, "     \
      "stop)"},                                                                                     \
-        {"read_frame_data", py_read_frame_data, METH_VARARGS,                                      \
-         "read_frame_data(fd, offset, length, tail, verify, /) -> (data, tail, crc) or None"},
+        {"read_large_frames", py_read_large_frames, METH_VARARGS,                                  \
+         "read_large_frames(fd, head, pos, end, max_length, verify, limit, budget, least, /) -> "  \
+         "(records, pos, tail)"},
 
 #endif

@@ -3,18 +3,7 @@
 #include <string.h>
 
 #include "crc32c.h"
-
-static inline uint64_t le64(const unsigned char *p) {
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
-
-static inline uint32_t le32(const unsigned char *p) {
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
+#include "frames.h"
 
 int check_frames(const unsigned char *data, size_t size, const int64_t *begins,
                  const int64_t *ends, size_t n, int headers, uint64_t max_length, size_t *bad) {

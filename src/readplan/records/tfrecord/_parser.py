@@ -21,14 +21,14 @@ from typing import TypeVar
 import numpy as np
 
 from readplan._internal.arrays import IntArray
-from readplan.records._crc import MASK_DELTA, crc32c, mask
+from readplan.records._crc import crc32c, mask
 from readplan.records._damage import (
     CorruptionReport,
     StreamDamageError,
 )
 from readplan.records.tfrecord._expected import ExpectedFrames
 from readplan.records.tfrecord._frame_damage import FrameDamage, Skipped
-from readplan.records.tfrecord._frame_read import read_frame_data
+from readplan.records.tfrecord._frame_read import large_frames, read_large_frames
 from readplan.records.tfrecord._layout import CRC, HEADER
 from readplan.records.tfrecord._packed import Packed, Packer
 from readplan.records.tfrecord._resync import resync
@@ -168,44 +168,27 @@ class FrameParser:
     def _large_records(self, stream: PlainStream, left: int) -> list[bytes]:
         """Consecutive large frames of a plain file, each read straight into its own bytes.
 
-        One read per frame from a local file (the data, then its CRC and the next header),
-        two from a remote one.  Any frame that is not a sound large frame ends the batch; the
-        careful path then reads it again and reports what is wrong.
+        One read per frame from a local file (the data, then its CRC and the next header, by
+        one kernel call for them all), two from a remote one.  Any frame that is not a sound
+        large frame ends the batch; the careful path then reads it again and reports what is
+        wrong.
         """
-        # mask() is written out inline in this loop and in _jump_frames: they run once per
-        # frame, where a Python call is a measurable part of the cost.
-        end, maximum, verify = stream.end, self._max, self._verify
-        data, off = stream.data, stream.off
+        data, off, fd = stream.data, stream.off, stream.fd
         pos = stream.base + off
-        batch: list[bytes] = []
-        starts: list[int] = []
-        size = 0
-        while len(batch) != left and len(data) - off >= 12 and size < _LARGE_BATCH:
-            length = _large_frame_length(data, off, pos, end, maximum)
-            if length is None:
-                break
-            after = pos + length + 16
-            got = _frame_data(stream.fd, pos + 12, length, min(16, end - after + 4), verify)
-            if got is None:
-                break
-            payload, tail, crc = got
-            if len(tail) < 4:
-                break
-            if verify:
-                masked = (((crc >> 15) | (crc << 17)) + MASK_DELTA) & 0xFFFFFFFF
-                if masked != CRC.unpack_from(tail)[0]:
-                    break
-            batch.append(payload)
-            starts.append(pos)
-            size += length
-            pos = after
-            data, off = tail, 4
-        if self._expected is not None and batch:
-            self._expected.check(np.array(starts, dtype=np.int64), pos)
-        if batch:
-            stream.data, stream.off, stream.base = data, off, pos - off
-            stream.hint = AFTER_LARGE
-            self.index += len(batch)
+        head = data[off : off + 12]
+        args = (head, pos, stream.end, self._max, self._verify, left, _LARGE_BATCH, LARGE)
+        if isinstance(fd, int):
+            batch, after, tail = read_large_frames(fd, *args)
+        else:
+            batch, after, tail = large_frames(partial(_remote_data, fd), *args)
+        if not batch:
+            return batch
+        if self._expected is not None:
+            sizes = np.fromiter(map(len, batch), dtype=np.int64, count=len(batch)) + 16
+            self._expected.check(pos + np.cumsum(sizes) - sizes, after)
+        stream.data, stream.off, stream.base = tail, 4, after - 4
+        stream.hint = AFTER_LARGE
+        self.index += len(batch)
         return batch
 
     def _careful_record(self) -> bytes | Skipped | None:
@@ -401,13 +384,11 @@ def _one_frame(start: int) -> IntArray:
     return np.array([start], dtype=np.int64)
 
 
-def _frame_data(
+def _remote_data(
     fd: Handle, offset: int, length: int, tail: int, verify: bool
 ) -> tuple[bytes, bytes, int] | None:
-    """A large frame's data, the ``tail`` bytes after it and its CRC32C (0 without
-    ``verify``), or ``None`` when the file ends inside the data."""
-    if isinstance(fd, int):
-        return read_frame_data(fd, offset, length, tail, verify)
+    """What :func:`~readplan.records.tfrecord._frame_read.frame_data` gives, from a remote
+    handle's read-ahead (two reads)."""
     read = positioned(fd)
     payload = read(length, offset)
     if len(payload) < length:

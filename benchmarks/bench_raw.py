@@ -13,6 +13,10 @@ example shuffle of the whole epoch, ``ExampleShuffle(N, seed)``; TurboLoader:
 
 * ``readplan raw``: ``Reader.image_batches`` over the converted dataset;
 * ``turboloader raw``: ``TblRawImageLoader`` over its one shard file;
+* ``readplan torch 0`` and ``readplan torch 2``: ``readplan.torch.ImageBatchDataset``
+  through a PyTorch ``DataLoader(batch_size=None, num_workers=0 or 2)`` (workers
+  persistent): with workers, each gathers its share and torch hands every batch to the
+  main process through new shared memory;
 * ``readplan jpeg``: ``Reader(decode="tfds").batches(64)`` over the JPEG source (the same
   images, the same order), each image stretched by ``resize_image`` and the batch flipped
   and normalized in numpy: the work the format saves.  Its first batch is checked to equal
@@ -107,6 +111,21 @@ def jpeg_batches(source: str) -> Iterator[np.ndarray]:
         np.multiply(images.transpose(0, 3, 1, 2), scale, out=out)
         out += shift
         yield out
+
+
+def torch_batches(dataset: str, workers: int) -> Iterator[Any]:
+    """readplan's batches through a PyTorch DataLoader with ``workers`` worker processes,
+    each gathering its share (one epoch per pass; the workers persist)."""
+    from torch.utils.data import DataLoader
+
+    from readplan.torch import ImageBatchDataset
+
+    data = ImageBatchDataset(
+        _plan(dataset), BATCH, normalize=(MEAN, STD), hflip=0.5, seed=0, epochs=1
+    )
+    loader = DataLoader(data, batch_size=None, num_workers=workers, persistent_workers=workers > 0)
+    while True:
+        yield from loader
 
 
 def turbo_batches(shard: str, epochs: int | None) -> Iterator[Any]:
@@ -215,6 +234,8 @@ def main() -> None:
         sides = {
             "readplan raw": epochs_of(raw_batches(dataset, None), count),
             "turboloader raw": epochs_of(turbo_batches(shard, None), count),
+            "readplan torch 0": epochs_of(torch_batches(dataset, 0), count),
+            "readplan torch 2": epochs_of(torch_batches(dataset, 2), count),
             "readplan jpeg": epochs_of(jpeg_batches(source), count),
         }
         times: dict[str, list[float]] = {name: [] for name in sides}

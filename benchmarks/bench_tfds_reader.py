@@ -17,7 +17,9 @@ Prints the median wall time of each and the speed-ups (anchor time / readplan ti
 two decode workers against one).
 
 ``--workers-only`` leaves TFDS out and times ``decode_workers`` 1 and 2 on these records and
-on 8 shards x 64 image records (a 224 x 224 JPEG each, decoded by ``decode="tfds"``), with
+on 8 shards x 64 image records (a 224 x 224 JPEG each, decoded by ``decode="tfds"``), for the
+Reader and for ``data_source(..., decode="tfds")`` (16 ``__getitems__`` calls of 256 random
+keys), with
 two more figures from the same rounds: two workers with the process held to one CPU
 (``os.sched_setaffinity``: what decoding in groups gains without a second core), and the
 machine's own ceiling, two threads of a kernel that holds no GIL (SHA-256 of 4 MiB) against
@@ -45,7 +47,7 @@ from typing import Any
 import numpy as np
 from _examples import FEATURES
 
-from readplan import Reader, ReadPlan, write_dataset
+from readplan import Reader, ReadPlan, data_source, write_dataset
 from readplan.metadata.dataset_info import DatasetInfo
 from readplan.metadata.features import FeaturesDict, Image, Tensor
 from readplan.records.native import CORE_NAME
@@ -207,6 +209,20 @@ def gil_free_cpu(plan: ReadPlan, workers: int) -> tuple[float, float]:
     return total, spent[0] / total
 
 
+SOURCE_CALLS = 16
+SOURCE_KEYS = 256
+
+
+def source_pass(info: DatasetInfo, index_dir: Path, workers: int) -> float:
+    """``SOURCE_CALLS`` ``__getitems__`` calls of 256 random keys, ``decode="tfds"``."""
+    source = data_source(info, "train", decode="tfds", index_dir=index_dir, decode_workers=workers)
+    keys = np.random.default_rng(0).integers(0, len(source), (SOURCE_CALLS, SOURCE_KEYS))
+    start = time.perf_counter()
+    for row in keys:
+        assert len(source.__getitems__(row)) == SOURCE_KEYS
+    return time.perf_counter() - start
+
+
 def workers_only(directory: Path, rounds: int) -> None:
     """decode_workers 1 and 2 side by side on both record kinds, with the ceiling."""
     plans = {}
@@ -219,12 +235,19 @@ def workers_only(directory: Path, rounds: int) -> None:
     for plan in plans.values():
         readplan_pass(plan, 1)
         readplan_pass(plan, 2)
+    index_dir = directory / "indexes"
+    for name, plan in plans.items():
+        source_pass(plan.info, index_dir / name.replace(" ", "_"), 1)
     for _ in range(rounds):
         ceilings.append(ceiling_ratio())
         for name, plan in plans.items():
             times.setdefault((name, "1"), []).append(readplan_pass(plan, 1))
             times.setdefault((name, "2"), []).append(readplan_pass(plan, 2))
             times.setdefault((name, "2 on 1 CPU"), []).append(pinned_pass(plan, 2))
+            where = index_dir / name.replace(" ", "_")
+            for workers in (1, 2):
+                spent = source_pass(plan.info, where, workers)
+                times.setdefault((name, f"source {workers}"), []).append(spent)
     median = {key: statistics.median(values) for key, values in times.items()}
     print(f"decode_workers, batches of {BATCH}, {CORE_NAME}, medians of {rounds} rounds")
     print(f"  ceiling (SHA-256, 2 threads / 1): {statistics.median(ceilings):.2f}x")
@@ -234,6 +257,12 @@ def workers_only(directory: Path, rounds: int) -> None:
             f"  {name:<15} {plan.num_examples:>6} records: 1 worker {one * 1e3:7.1f} ms, "
             f"2 workers {two * 1e3:7.1f} ms ({one / two:.2f}x), 2 workers on 1 CPU "
             f"{pinned * 1e3:7.1f} ms ({one / pinned:.2f}x)"
+        )
+        source_one, source_two = median[name, "source 1"], median[name, "source 2"]
+        print(
+            f"    data_source, {SOURCE_CALLS} x __getitems__ of {SOURCE_KEYS} keys: 1 worker "
+            f"{source_one * 1e3:.1f} ms, 2 workers {source_two * 1e3:.1f} ms "
+            f"({source_one / source_two:.2f}x)"
         )
         cpu = {k: [gil_free_cpu(plan, k) for _ in range(3)] for k in (1, 2)}
         (cpu1, share1), (cpu2, share2) = (

@@ -1,4 +1,5 @@
-/* libFuzzer target: the frame scan and CRC32C kernels over arbitrary bytes (specs/native.md §6).
+/* libFuzzer target: the frame scan, frame packing and CRC32C kernels over arbitrary bytes
+ * (specs/native.md §6).
  *
  * The first two bytes choose the scan's parameters; the rest is the buffer, copied into an
  * allocation of exactly its size so that AddressSanitizer sees any read past its end. */
@@ -42,10 +43,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *input, size_t size) {
     }
     if (r.end != at)
         abort();
+    /* The frames' data packed back to back, into an allocation of exactly their total. */
+    size_t total = 0;
+    for (size_t i = 0; i < r.count; i++)
+        total += (size_t)lengths[i];
+    unsigned char *packed = malloc(total ? total : 1);
+    pack_frames(data, off, lengths, r.count, packed);
+    for (size_t i = 0, into = 0; i < r.count; into += (size_t)lengths[i], i++)
+        if (memcmp(packed + into, data + starts[i] + 12, (size_t)lengths[i]) != 0)
+            abort();
+    free(packed);
     if (crc32c_update(0, data, n) != crc32c_table_update(0, data, n))
         abort();
     if (n > 3 && crc32c_update(7, data + 3, n - 3) != crc32c_table_update(7, data + 3, n - 3))
         abort();
+    /* The CRC computed while copying is the table walk's, and the copy is exact. */
+    unsigned char *copy = malloc(n ? n : 1);
+    if (crc32c_copy(copy, data, n) != crc32c_table_update(0, data, n) || memcmp(copy, data, n))
+        abort();
+    free(copy);
     free(lengths);
     free(starts);
     free(data);

@@ -22,7 +22,7 @@ from readplan.metadata.features import FeaturesDict, load_features
 from readplan.metadata.raw_images import RAW_KEY, RESIZE, raw_marker, resize_image
 
 pytest.importorskip("fastcrc")
-pytest.importorskip("PIL")
+PIL = pytest.importorskip("PIL")
 
 DATA = Path(__file__).parent / "data"
 RAW_SOURCE = DATA / "tfds_raw" / "readplan_raw" / "1.0.0"
@@ -44,10 +44,16 @@ def test_info_features_and_marker(converted: Path) -> None:
         s: i.shard_lengths for s, i in source.splits.items()
     }
     fields = json.loads((converted / "dataset_info.json").read_text())
-    assert fields[RAW_KEY] == {"imageFeature": "image", "imageSize": SIZE, "resize": RESIZE}
+    assert fields[RAW_KEY] == {
+        "imageFeature": "image",
+        "imageSize": SIZE,
+        "resize": RESIZE,
+        "pillow": PIL.__version__,
+    }
     marker = raw_marker(str(converted))
     assert marker is not None
     assert (marker.image_feature, marker.image_size) == ("image", SIZE)
+    assert marker.pillow == PIL.__version__
     assert raw_marker(str(RAW_SOURCE)) is None
     features = load_features(str(converted))
     assert features is not None
@@ -185,3 +191,21 @@ def test_two_workers_write_the_same_files(tmp_path: Path, converted: Path) -> No
         assert (tmp_path / "two" / name).read_bytes() == (converted / name).read_bytes()
     with pytest.raises(ConfigError, match="workers"):
         convert(RAW_SOURCE, tmp_path / "x", raw=True, image_size=SIZE, workers=0)
+
+
+def test_the_marker_records_the_pillow_version_when_known(tmp_path: Path, converted: Path) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(converted, copy)
+    info = copy / "dataset_info.json"
+    fields = json.loads(info.read_text())
+    del fields[RAW_KEY]["pillow"]  # a dataset converted before the version was recorded
+    info.write_text(json.dumps(fields))
+    marker = raw_marker(str(copy))
+    assert marker is not None
+    assert marker.pillow is None
+    assert "pillow" not in marker.to_json()
+    fields[RAW_KEY]["pillow"] = 13
+    info.write_text(json.dumps(fields))
+    with pytest.raises(DatasetInfoError, match="pillow: a version") as err:
+        raw_marker(str(copy))
+    assert err.value.field == RAW_KEY

@@ -119,6 +119,15 @@ def test_malformed_features_json_names_the_file(tmp_path: Path) -> None:
         (_dict(x=_tensor("int64", -2)), "must be -1"),
         (_dict(x={"tensor": {}}), "no pythonClassName"),
         (_tensor("int64"), "top-level feature must be a FeaturesDict"),
+        # A featuresDict body under another class: the class decides, and it is not a dict.
+        (
+            {**_tensor("int64"), "featuresDict": {"features": {}}},
+            "top-level feature must be a FeaturesDict, got Tensor",
+        ),
+        (
+            {**_dict(x=_tensor("int64")), "pythonClassName": "my_project.Custom"},
+            "top-level feature must be a FeaturesDict, got UnknownFeature",
+        ),
         ({"type": "x", "content": {}}, "legacy"),
     ],
 )

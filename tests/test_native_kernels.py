@@ -203,6 +203,75 @@ def test_scan_records_is_scan_frames_then_cut(data: bytes, limit: int, verify: b
     assert records == [data[s + 12 : s + 12 + n] for s, n in zip(starts, lengths)]
 
 
+def scan_pack_both(
+    data: bytes, off: int, limit: int, verify: bool, slots: int, k: int, base: int
+) -> tuple[object, list[int]]:
+    """scan_pack by both cores on equal offsets arrays: equal results, errors and arrays."""
+    outcomes = []
+    for kernel in (core.scan_pack, _scan.scan_pack_pure):
+        offsets = np.full(slots, -7, dtype=np.int64)
+        if 0 <= k < slots:
+            offsets[k] = base
+        try:
+            outcome: object = ("value", kernel(data, off, limit, 2**31 - 1, verify, offsets, k))
+        except ValueError as error:
+            outcome = ("ValueError", str(error))
+        outcomes.append((outcome, offsets.tolist()))
+    assert outcomes[0] == outcomes[1]
+    return outcomes[0]
+
+
+@settings(max_examples=300)
+@given(
+    damaged_buffers(),
+    st.integers(0, 40),
+    st.sampled_from([-1, 0, 1, 3, 50]),
+    st.booleans(),
+    st.integers(1, 12),
+    st.integers(0, 11),
+)
+def test_scan_pack_is_scan_frames_then_pack(
+    data: bytes, off: int, limit: int, verify: bool, slots: int, k: int
+) -> None:
+    (kind, result), offsets = scan_pack_both(data, off, limit, verify, slots, k, 5)
+    if k >= slots:
+        assert kind == "ValueError"
+        assert result == f"scan_pack: k must be in [0, {slots}), got {k}"
+        return
+    values, count, end, stop = result  # type: ignore[misc]
+    room = slots - 1 - k
+    most = room if limit < 0 else min(limit, room)
+    expected_count, expected_end, expected_stop, starts, lengths = scan(
+        data, off, most, 2**31 - 1, verify
+    )
+    assert (count, end, stop) == (expected_count, expected_end, expected_stop)
+    payloads = [data[s + 12 : s + 12 + n] for s, n in zip(starts, lengths)]
+    assert values == (b"".join(payloads) if payloads else None)
+    running = [5]
+    for payload in payloads:
+        running.append(running[-1] + len(payload))
+    assert offsets[k : k + 1 + count] == running
+    assert offsets[k + 1 + count :] == [-7] * (slots - k - 1 - count)
+
+
+def test_scan_pack_refuses_a_negative_offset_and_offsets_that_would_wrap() -> None:
+    data = frame(b"abc")
+    assert scan_pack_both(data, -1, -1, True, 3, 0, 0)[0] == (
+        "ValueError",
+        "scan_pack: off must be >= 0, got -1",
+    )
+    assert scan_pack_both(data, 0, -1, True, 3, 1, -2)[0] == (
+        "ValueError",
+        "scan_pack: offsets[1] must be >= 0, got -2",
+    )
+    assert scan_pack_both(data, 0, -1, True, 3, 0, 2**63 - 2)[0] == (
+        "ValueError",
+        "scan_pack: offsets[0] + 3 bytes pass 2**63 - 1",
+    )
+    with pytest.raises(TypeError, match="writable"):
+        core.scan_pack(data, 0, -1, 1, True, np.frombuffer(bytes(32), dtype=np.int64), 0)
+
+
 # ------------------------------------------------------------------------------ cut and pack
 spans = st.lists(st.tuples(st.integers(-3, 70), st.integers(-3, 70)), max_size=8)
 

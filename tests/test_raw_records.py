@@ -20,8 +20,18 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from readplan import DatasetInfo, ReadConfig, Reader, ReadPlan, SkipDecoding, data_source
+from readplan import (
+    DatasetInfo,
+    ExampleShuffle,
+    ReadConfig,
+    Reader,
+    ReadPlan,
+    SkipDecoding,
+    data_source,
+)
 from readplan.errors import ConfigError, CorruptTblError
 from readplan.example import FixedLen
 from readplan.metadata.raw_images import resize_image
@@ -149,6 +159,43 @@ def test_writing_an_image_changes_the_record_only(converted: Path, tmp_path: Pat
     assert not (again[0].record["image"] == 7).all()
 
 
+@settings(max_examples=15, deadline=None)
+@given(
+    spec=st.sampled_from(["train", "test", "train[3:29]+test[:50%]", "train[1shard:]"]),
+    seed=st.integers(0, 2**32),
+    cycle=st.integers(1, 4),
+    block=st.integers(1, 5),
+    buffer=st.none() | st.integers(1, 16),
+    world_size=st.integers(1, 3),
+    epochs=st.integers(1, 2),
+)
+def test_any_order_is_the_sources_decoded_and_resized(
+    converted: Path,
+    spec: str,
+    seed: int,
+    cycle: int,
+    block: int,
+    buffer: int | None,
+    world_size: int,
+    epochs: int,
+) -> None:
+    config = ReadConfig(
+        shuffle_files=True,
+        shuffle_seed=seed,
+        interleave_cycle_length=cycle,
+        interleave_block_length=block,
+        example_shuffle=None if buffer is None else ExampleShuffle(buffer, seed),
+    )
+    raw, source = plans(converted, spec, config)
+    rank = seed % world_size
+    kw: dict[str, Any] = {"epochs": epochs, "rank": rank, "world_size": world_size}
+    got = list(Reader(raw, decode="tfds", **kw))
+    expected = list(Reader(source, decode="tfds", **kw))
+    assert [i.tfds_id for i in got] == [i.tfds_id.replace(".tfrecord-", ".tbl-") for i in expected]
+    for a, b in zip(got, expected, strict=True):
+        assert_same(a.record, resized(b.record))
+
+
 def test_a_restored_reader_continues_exactly(converted: Path) -> None:
     raw, _ = plans(converted, "train")
     whole = [(i.epoch, i.position, i.record["id"]) for i in Reader(raw, epochs=3, decode="tfds")]
@@ -213,14 +260,20 @@ def damaged_shard(
     return path
 
 
-def test_a_damaged_payload_is_skipped_or_raised_as_on_any_tbl_dataset(
-    converted: Path, tmp_path: Path
-) -> None:
-    def flip(data: bytearray) -> None:
-        offset = struct.unpack_from("<Q", data, 64 + 24 * 2)[0]  # sample 2's payload
-        data[offset + 5] ^= 0xFF
+def flip_payload(data: bytearray) -> None:
+    offset = struct.unpack_from("<Q", data, 64 + 24 * 2)[0]  # sample 2's payload
+    data[offset + 5] ^= 0xFF
 
-    path = damaged_shard(converted, tmp_path, 1, flip)
+
+def bad_format(data: bytearray) -> None:
+    data[64 + 24 * 2 + 20] = 200  # sample 2's index entry names no format
+
+
+@pytest.mark.parametrize("damage", [flip_payload, bad_format])
+def test_a_damaged_sample_is_skipped_or_raised_as_on_any_tbl_dataset(
+    converted: Path, tmp_path: Path, damage: Callable[[bytearray], None]
+) -> None:
+    path = damaged_shard(converted, tmp_path, 1, damage)
     raw = ReadPlan(DatasetInfo.load(path.parent), "train", CONFIG)
     with pytest.raises(CorruptTblError) as err:
         list(Reader(raw, decode="tfds"))
@@ -232,10 +285,11 @@ def test_a_damaged_payload_is_skipped_or_raised_as_on_any_tbl_dataset(
     assert [i.tfds_id for i in got] == [i.tfds_id for i in plain]
     assert len(got) == raw.num_examples - 1
     assert [(Path(lost.path), lost.record_index) for lost in report.lost] == [(path, 2)]
-    for item in got:
-        assert item.record["image"].tobytes() == next(
-            i.record for i in plain if i.tfds_id == item.tfds_id
-        )
+    for item, payload in zip(got, plain, strict=True):
+        assert item.record["image"].tobytes() == payload.record
+        # A shard whose index is damaged has no view: its images are copies.
+        in_damaged = item.tfds_id.startswith(path.name)
+        assert mapped(item.record["image"]) is not (in_damaged and damage is bad_format)
 
 
 def test_a_damaged_metadata_section_raises_or_loses_the_samples_after_the_damage(
@@ -355,3 +409,23 @@ def test_the_viewer_shows_the_decoded_records(converted: Path) -> None:
         assert [field["key"] for field in page["fields"]] == ["caption", "id", "image", "label"]
         assert (page["images"][0]["width"], page["images"][0]["height"]) == (SIZE, SIZE)
         assert next(f for f in page["fields"] if f["key"] == "id")["values"] == [original["id"]]
+
+
+def test_shards_copied_without_their_metadata_read_with_the_plans(
+    converted: Path, tmp_path: Path
+) -> None:
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    for path in converted.glob("*.tbl-*"):
+        shutil.copy(path, shards / path.name)
+    raw, source = plans(converted, "test")
+    got = list(Reader(raw, decode="tfds", data_dir=shards))
+    expected = list(Reader(source, decode="tfds"))
+    for a, b in zip(got, expected, strict=True):
+        assert_same(a.record, resized(b.record))
+    assert len(got) == len(expected)
+    # The images map the shards read, in data_dir.
+    base: Any = got[0].record["image"]
+    while not isinstance(base, np.memmap):
+        base = base.base
+    assert Path(base.filename).parent == shards

@@ -109,10 +109,17 @@ def test_batches_share_the_gathered_memory(plan: ReadPlan) -> None:
     assert len(tensors) == 4
 
 
-def test_passes_follow_on_and_set_epoch_moves_them(plan: ReadPlan) -> None:
-    loader = DataLoader(ImageBatchDataset(plan, 8, **IMAGES), batch_size=None, num_workers=2)
-    assert {b.epoch for b in loader} == {0}
-    assert {b.epoch for b in loader} == {1}
+@pytest.mark.parametrize("persistent", [False, True])
+def test_passes_follow_on_and_set_epoch_moves_them(plan: ReadPlan, persistent: bool) -> None:
+    data = ImageBatchDataset(plan, 8, **IMAGES)
+    loader = DataLoader(data, batch_size=None, num_workers=2, persistent_workers=persistent)
+    reference = alone(plan, 6, **IMAGES)
+    for epoch in (0, 1):
+        served = rows(list(loader))
+        assert sorted((e, p) for e, p, _ in served) == [
+            (epoch, p) for p in range(plan.num_examples)
+        ]
+        assert all(reference[(e, p)] == row for e, p, row in served)
     loader.dataset.set_epoch(5)  # type: ignore[attr-defined]
     fifth = list(loader)
     assert {b.epoch for b in fifth} == {5}

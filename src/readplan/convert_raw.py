@@ -19,7 +19,7 @@ from typing import Any, Final
 from readplan.errors import ConfigError
 from readplan.metadata._feature_decode import Decoded
 from readplan.metadata.features import FeaturesDict, Image, Sequence
-from readplan.metadata.raw_images import RawMarker, resize_image
+from readplan.metadata.raw_images import RawMarker, resize_image, resizer_version
 from readplan.records import example
 
 __all__ = ["MAX_IMAGE_SIZE", "RawImages", "raw_images"]
@@ -63,7 +63,7 @@ class RawImages:
     @property
     def marker(self) -> RawMarker:
         """What the converted ``dataset_info.json`` records of this conversion."""
-        return RawMarker(self.feature, self.size)
+        return RawMarker(self.feature, self.size, pillow=resizer_version())
 
     def features_json(self, text: bytes) -> bytes:
         """The source's ``features.json`` with the image's shape ``(size, size, 3)``."""

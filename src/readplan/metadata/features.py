@@ -273,6 +273,15 @@ def load_features(
     :class:`~readplan.errors.FeatureError` naming it; feature types readplan does not model
     load as :class:`UnknownFeature`.
     """
-    loaded = read_features(storage.to_str(dataset_dir), FeaturesDict, storage_options)
-    assert loaded is None or isinstance(loaded, FeaturesDict)
+    directory = storage.to_str(dataset_dir)
+    loaded = read_features(directory, FeaturesDict, storage_options)
+    if loaded is not None and not isinstance(loaded, FeaturesDict):
+        # A featuresDict field under another class name declares that class, not a dict.
+        file = storage.join(directory, FEATURES_FILE)
+        raise FeatureError(
+            f"{file}: feature (top level): the top-level feature must be a FeaturesDict, "
+            f"got {type(loaded).__name__}",
+            feature="",
+            path=file,
+        )
     return loaded

@@ -20,11 +20,11 @@ from readplan.metadata._images import _import
 from readplan.metadata.loader import INFO_FILE
 from readplan.storage import StorageOptions
 
-__all__ = ["RAW_KEY", "RESIZE", "RawMarker", "raw_marker", "resize_image"]
+__all__ = ["RAW_KEY", "RESIZE", "RawMarker", "raw_marker", "resize_image", "resizer_version"]
 
 RAW_KEY: Final = "readplanRaw"
 """The ``dataset_info.json`` key of a TBL-RAW dataset: ``{"imageFeature", "imageSize",
-"resize"}``."""
+"resize", "pillow"}``."""
 
 RESIZE = "pillow-bilinear-stretch"
 """The name of :func:`resize_image`'s method, as recorded in a converted ``dataset_info.json``."""
@@ -51,14 +51,23 @@ def resize_image(image: U8Array, size: int) -> U8Array:
     return out
 
 
+def resizer_version() -> str:
+    """The version of the Pillow :func:`resize_image` runs on: its bilinear filter gave
+    other pixels in other versions (12.3 and 13.0 differ), so a conversion records it."""
+    pil = _import("PIL", "pillow", "resizing")
+    return str(pil.__version__)
+
+
 @dataclass(frozen=True)
 class RawMarker:
     """What a TBL-RAW dataset's ``dataset_info.json`` holds under :data:`RAW_KEY`: the image
-    feature stored as the samples' pixels, their side, and the resize that made them."""
+    feature stored as the samples' pixels, their side, the resize that made them and the
+    Pillow version it ran on (None in a dataset that does not record it)."""
 
     image_feature: str
     image_size: int
     resize: str = RESIZE
+    pillow: str | None = None
 
     def __post_init__(self) -> None:
         size = self.image_size
@@ -68,19 +77,23 @@ class RawMarker:
             or not isinstance(size, int)
             or not 1 <= size <= 65535
             or self.resize != RESIZE
+            or not isinstance(self.pillow, (str, type(None)))
         ):
             raise DatasetInfoError(
                 f"{RAW_KEY} must be {{imageFeature: a name, imageSize: 1..65535, resize: "
-                f"{RESIZE!r}}}, got {self.to_json()!r:.120}",
+                f"{RESIZE!r}, pillow: a version (optional)}}, got {self.to_json()!r:.160}",
                 field=RAW_KEY,
             )
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        fields: dict[str, Any] = {
             "imageFeature": self.image_feature,
             "imageSize": self.image_size,
             "resize": self.resize,
         }
+        if self.pillow is not None:
+            fields["pillow"] = self.pillow
+        return fields
 
 
 def raw_marker(dataset_dir: str, storage_options: StorageOptions = None) -> RawMarker | None:
@@ -94,4 +107,5 @@ def raw_marker(dataset_dir: str, storage_options: StorageOptions = None) -> RawM
         raise DatasetInfoError(f"{path}: {RAW_KEY} must be an object", path=path, field=RAW_KEY)
     feature: Any = marker.get("imageFeature")
     size: Any = marker.get("imageSize")
-    return RawMarker(feature, size, marker.get("resize", RESIZE))
+    pillow: Any = marker.get("pillow")
+    return RawMarker(feature, size, marker.get("resize", RESIZE), pillow)

@@ -4,12 +4,12 @@ A decode worker holds the GIL for every Python step of a batch's decode (arrays 
 leaves checked, cast and shaped, per leaf and per batch) and releases it only inside the
 compiled kernels; for small records those steps cost more than the kernels' walk, so threads
 decoding one batch each mostly wait for one another. :func:`grouped` joins consecutive
-batches into groups of about :data:`GROUP_RECORDS` records (at most :data:`GROUP_BYTES` of
-them, and never fewer than one batch); :func:`group_finisher` decodes a group's records in one
-leaf decode and cuts it into the batches' collated features, which is exactly what decoding
-each batch alone gives (``LeafBatch.sliced``), and falls back to each batch alone when the
-group does not decode so (a record that fails, records of other structures), so every error
-is raised at its own batch's turn.
+batches into groups, each closed once it holds :data:`GROUP_RECORDS` records or
+:data:`GROUP_BYTES` of them (so never less than one batch); :func:`group_finisher` decodes a
+group's records in one leaf decode and cuts it into the batches' collated features, which is
+exactly what decoding each batch alone gives (``LeafBatch.sliced``), and falls back to each
+batch alone when the group does not decode so (a record that fails, records of other
+structures), so every error is raised at its own batch's turn.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ GROUP_RECORDS = 8192
 """Records a decode worker decodes in one step: enough that the per-step Python is a small
 share of the kernels' walk for records of a few hundred bytes."""
 GROUP_BYTES = 4 << 20
-"""At most this many bytes of records per group (large records make groups of one batch:
-their decode is long enough alone, and groups are held while decoded ahead)."""
+"""A group closes once its records hold this many bytes (large records make groups of one
+batch: their decode is long enough alone, and groups are held while decoded ahead)."""
 
 Outcome = Batch | Exception
 

@@ -62,11 +62,16 @@ class RawRecord(NamedTuple):
 def dataset_marker(
     plan: ReadPlan, data_dir: str | None, storage_options: StorageOptions
 ) -> RawMarker | None:
-    """The TBL-RAW marker of the plan's dataset, or None when it is not one."""
-    where = data_dir or plan.info.data_dir
-    if plan.info.file_format != tbl.FILE_FORMAT or where is None:
+    """The TBL-RAW marker of the plan's dataset, or None when it is not one: from
+    ``data_dir``'s ``dataset_info.json``, else (a folder of shards only) the plan's."""
+    if plan.info.file_format != tbl.FILE_FORMAT:
         return None
-    return raw_marker(where, storage_options)
+    for where in dict.fromkeys(d for d in (data_dir, plan.info.data_dir) if d is not None):
+        try:
+            return raw_marker(where, storage_options)
+        except FileNotFoundError:  # ObjectNotFoundError is one
+            continue
+    return None
 
 
 def required_marker(

@@ -1,5 +1,6 @@
 #include "buffers.h"
 
+#include <limits.h>
 #include <string.h>
 
 int borrow_bytes(PyObject *obj, Py_buffer *view, const char *name) {
@@ -59,4 +60,29 @@ int check_spans(const int64_t *starts, const int64_t *lengths, Py_ssize_t n, Py_
         }
     }
     return 0;
+}
+
+/* A frame-length cap: any int >= 0 (past 2^64 - 1 it caps nothing, as the largest uint64). */
+int max_length_of(PyObject *obj, unsigned long long *out, const char *name) {
+    PyObject *value = PyNumber_Index(obj);
+    if (value == NULL)
+        return -1;
+    int overflow, bad = 0;
+    long long small = PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (small == -1 && PyErr_Occurred()) {
+        bad = 1;
+    } else if (overflow < 0 || (overflow == 0 && small < 0)) {
+        PyErr_Format(PyExc_ValueError, "%s: max_length must be >= 0, got %S", name, value);
+        bad = 1;
+    } else if (overflow == 0) {
+        *out = (unsigned long long)small;
+    } else {
+        *out = PyLong_AsUnsignedLongLong(value);
+        if (*out == ULLONG_MAX && PyErr_Occurred()) {
+            PyErr_Clear(); /* over 2^64 - 1 */
+            *out = ULLONG_MAX;
+        }
+    }
+    Py_DECREF(value);
+    return bad ? -1 : 0;
 }

@@ -12,6 +12,9 @@ int borrow_bytes(PyObject *obj, Py_buffer *view, const char *name);
 int borrow_int64(PyObject *obj, Py_buffer *view, int writable, const char *name);
 /* A C-contiguous writable buffer of native uint32 values (a numpy uint32 array). */
 int borrow_uint32(PyObject *obj, Py_buffer *view, const char *name);
+/* A frame-length cap: any int >= 0 (past 2^64 - 1 it caps nothing, as the largest uint64); else
+ * ValueError naming `name`, and -1. */
+int max_length_of(PyObject *obj, unsigned long long *out, const char *name);
 /* The number of items a borrowed buffer holds. */
 static inline Py_ssize_t items_of(const Py_buffer *view) { return view->len / view->itemsize; }
 

@@ -8,6 +8,7 @@
 #include "crc32c.h"
 #include "example_py.h"
 #include "frames.h"
+#include "frames_py.h"
 #include "images.h"
 #include "runs_py.h"
 
@@ -76,31 +77,6 @@ static PyObject *py_crc32c_table(PyObject *self, PyObject *args) {
     return PyLong_FromUnsignedLong(crc);
 }
 
-/* A frame-length cap: any int >= 0 (past 2^64 - 1 it caps nothing, as the largest uint64). */
-static int max_length_of(PyObject *obj, unsigned long long *out, const char *name) {
-    PyObject *value = PyNumber_Index(obj);
-    if (value == NULL)
-        return -1;
-    int overflow, bad = 0;
-    long long small = PyLong_AsLongLongAndOverflow(value, &overflow);
-    if (small == -1 && PyErr_Occurred()) {
-        bad = 1;
-    } else if (overflow < 0 || (overflow == 0 && small < 0)) {
-        PyErr_Format(PyExc_ValueError, "%s: max_length must be >= 0, got %S", name, value);
-        bad = 1;
-    } else if (overflow == 0) {
-        *out = (unsigned long long)small;
-    } else {
-        *out = PyLong_AsUnsignedLongLong(value);
-        if (*out == ULLONG_MAX && PyErr_Occurred()) {
-            PyErr_Clear(); /* over 2^64 - 1 */
-            *out = ULLONG_MAX;
-        }
-    }
-    Py_DECREF(value);
-    return bad ? -1 : 0;
-}
-
 static PyObject *py_scan_frames(PyObject *self, PyObject *args) {
     PyObject *data_obj, *starts_obj, *lengths_obj, *max_obj;
     Py_ssize_t off, limit;
@@ -140,8 +116,9 @@ static PyObject *py_scan_frames(PyObject *self, PyObject *args) {
     return Py_BuildValue("(nni)", (Py_ssize_t)r.count, (Py_ssize_t)r.end, r.stop);
 }
 
-/* scan_frames() and cut() in one pass, frame by frame: each payload is copied out right after its
- * CRC was computed over it, while it is still in the processor's cache.  The GIL is held
+/* scan_frames() and cut() in one pass, frame by frame: each payload's CRC is computed while it is
+ * copied into its bytes object (one pass over its bytes; the object is dropped if the CRC fails).
+ * Every length is checked against the buffer before anything is allocated.  The GIL is held
  * throughout, since each frame makes a bytes object. */
 static PyObject *py_scan_records(PyObject *self, PyObject *args) {
     PyObject *data_obj, *max_obj;
@@ -160,21 +137,37 @@ static PyObject *py_scan_records(PyObject *self, PyObject *args) {
         return NULL;
     PyObject *records = PyList_New(0);
     const unsigned char *base = data.buf;
-    size_t size = (size_t)data.len, at = (size_t)off;
+    size_t size = (size_t)data.len, at = (size_t)off, count = 0;
     size_t most = limit < 0 ? SIZE_MAX : (size_t)limit;
     int stop = SCAN_LIMIT;
-    while (records != NULL && (size_t)PyList_Size(records) < most) {
-        int64_t start, length;
-        scan_result r = scan_frames(base, size, at, 1, max_length, verify, &start, &length, 1);
-        if (r.count == 0) {
-            stop = r.stop;
+    length_crcs known = {0, 0, 0};
+    while (records != NULL && count < most) {
+        uint64_t length;
+        int why = frame_header(base, size, at, max_length, &known, &length);
+        if (why >= 0) {
+            stop = why;
             break;
         }
-        PyObject *piece = PyBytes_FromStringAndSize((const char *)base + start + 12, length);
-        if (piece == NULL || PyList_Append(records, piece) < 0)
+        const unsigned char *frame = base + at;
+        PyObject *piece = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)length);
+        if (piece == NULL) {
             Py_CLEAR(records);
-        Py_XDECREF(piece);
-        at = r.end;
+            break;
+        }
+        unsigned char *into = (unsigned char *)PyBytes_AsString(piece);
+        if (!verify) {
+            memcpy(into, frame + 12, (size_t)length);
+        } else if (crc32c_mask(crc32c_copy(into, frame + 12, (size_t)length)) !=
+                   stored_data_crc(frame, length)) {
+            Py_DECREF(piece);
+            stop = SCAN_DATA_CRC;
+            break;
+        }
+        if (PyList_Append(records, piece) < 0)
+            Py_CLEAR(records);
+        Py_DECREF(piece);
+        count++;
+        at += (size_t)length + 16;
     }
     PyBuffer_Release(&data);
     if (records == NULL)
@@ -489,6 +482,7 @@ static PyMethodDef methods[] = {
     {"pack", py_pack, METH_VARARGS,
      "pack(data, starts, lengths, values, at, /) -> end: the spans copied into values from at"},
     EXAMPLE_METHODS
+    FRAMES_METHODS
     RUNS_METHODS
     {NULL, NULL, 0, NULL},
 };

@@ -3,7 +3,7 @@
  * The instruction has a latency of three cycles and a throughput of one, so a long buffer is cut
  * into three interleaved streams whose CRCs are joined afterwards: the CRC of A followed by B is
  * shift(crc(A), |B|) ^ crc0(B), where shift() is linear in the CRC and is done with four table
- * lookups for the two block lengths used here. */
+ * lookups for the three block lengths used here. */
 #include "crc32c.h"
 
 #include <string.h>
@@ -20,11 +20,14 @@
 #define POLY 0x82F63B78u
 #define LONG_BLOCK 8192
 #define SHORT_BLOCK 256
+#define TINY_BLOCK 32
 
 static uint32_t table[8][256];
 static uint32_t shift_long[4][256];
 static uint32_t shift_short[4][256];
+static uint32_t shift_tiny[4][256];
 static uint32_t (*engine)(uint32_t, const unsigned char *, size_t);
+static uint32_t (*copy_engine)(unsigned char *, const unsigned char *, size_t);
 static const char *engine_name = "table";
 
 static inline uint64_t load64(const unsigned char *p) {
@@ -91,15 +94,28 @@ static void build_shift(uint32_t t[4][256], size_t zeros) {
 #endif
 
 #ifdef TARGET
+/* The word at p, also stored at dst + (p - src) when there is a dst: the CRC loops below copy
+ * the bytes they checksum (crc32c_copy) or only read them, specialised by the compiler for each
+ * since dst is a constant NULL in one of the two callers. */
+#define LOAD(p) load_store(p, src, dst)
+static inline uint64_t load_store(const unsigned char *p, const unsigned char *src,
+                                  unsigned char *dst) {
+    uint64_t v = load64(p);
+    if (dst)
+        memcpy(dst + (p - src), &v, 8);
+    return v;
+}
+
 /* Three streams of `block` bytes side by side, joined into c; returns where they end. */
-TARGET static const unsigned char *triple(uint32_t *state, const unsigned char *p, size_t block,
-                                          uint32_t t[4][256]) {
+TARGET static inline __attribute__((always_inline)) const unsigned char *
+triple(uint32_t *state, const unsigned char *p, size_t block, uint32_t t[4][256],
+       const unsigned char *src, unsigned char *dst) {
     uint32_t c0 = *state, c1 = 0, c2 = 0;
     const unsigned char *end = p + block;
     while (p < end) {
-        c0 = CRC64(c0, load64(p));
-        c1 = CRC64(c1, load64(p + block));
-        c2 = CRC64(c2, load64(p + 2 * block));
+        c0 = CRC64(c0, LOAD(p));
+        c1 = CRC64(c1, LOAD(p + block));
+        c2 = CRC64(c2, LOAD(p + 2 * block));
         p += 8;
     }
     c0 = shift(t, c0) ^ c1;
@@ -110,20 +126,29 @@ TARGET static const unsigned char *triple(uint32_t *state, const unsigned char *
 /* Unaligned 8-byte loads cost nothing extra on the processors that have the instruction, and a
  * tail of 4, 2 and 1 bytes takes three steps without a loop: records of varying sizes then cost
  * no mispredicted branches. */
-TARGET static uint32_t instruction_raw(uint32_t c, const unsigned char *p, size_t size) {
+TARGET static inline __attribute__((always_inline)) uint32_t
+crc_body(uint32_t c, const unsigned char *p, size_t size, unsigned char *dst) {
+    const unsigned char *src = p;
     while (size >= 3 * LONG_BLOCK) {
-        p = triple(&c, p, LONG_BLOCK, shift_long);
+        p = triple(&c, p, LONG_BLOCK, shift_long, src, dst);
         size -= 3 * LONG_BLOCK;
     }
     while (size >= 3 * SHORT_BLOCK) {
-        p = triple(&c, p, SHORT_BLOCK, shift_short);
+        p = triple(&c, p, SHORT_BLOCK, shift_short, src, dst);
         size -= 3 * SHORT_BLOCK;
     }
+    /* Records of about 100 bytes are common: three streams already halve their latency. */
+    while (size >= 3 * TINY_BLOCK) {
+        p = triple(&c, p, TINY_BLOCK, shift_tiny, src, dst);
+        size -= 3 * TINY_BLOCK;
+    }
     while (size >= 8) {
-        c = CRC64(c, load64(p));
+        c = CRC64(c, LOAD(p));
         p += 8;
         size -= 8;
     }
+    if (dst)
+        memcpy(dst + (p - src), p, size);
     if (size & 4) {
         uint32_t v;
         memcpy(&v, p, 4);
@@ -141,10 +166,23 @@ TARGET static uint32_t instruction_raw(uint32_t c, const unsigned char *p, size_
     return c;
 }
 
+TARGET static uint32_t instruction_raw(uint32_t c, const unsigned char *p, size_t size) {
+    return crc_body(c, p, size, NULL);
+}
+
 static uint32_t instruction_update(uint32_t crc, const unsigned char *data, size_t size) {
     return ~instruction_raw(~crc, data, size);
 }
+
+TARGET static uint32_t instruction_copy(unsigned char *dst, const unsigned char *src, size_t size) {
+    return ~crc_body(~0u, src, size, dst);
+}
 #endif
+
+static uint32_t table_copy(unsigned char *dst, const unsigned char *src, size_t size) {
+    memcpy(dst, src, size);
+    return crc32c_table_update(0, src, size);
+}
 
 static int has_instruction(void) {
 #if defined(READPLAN_X86)
@@ -172,10 +210,13 @@ void crc32c_init(void) {
             table[k][b] = (table[k - 1][b] >> 8) ^ table[0][table[k - 1][b] & 0xFF];
     build_shift(shift_long, LONG_BLOCK);
     build_shift(shift_short, SHORT_BLOCK);
+    build_shift(shift_tiny, TINY_BLOCK);
     engine = crc32c_table_update;
+    copy_engine = table_copy;
 #ifdef TARGET
     if (has_instruction()) {
         engine = instruction_update;
+        copy_engine = instruction_copy;
 #if defined(READPLAN_X86)
         engine_name = "sse4.2";
 #else
@@ -189,6 +230,10 @@ void crc32c_init(void) {
 
 uint32_t crc32c_update(uint32_t crc, const unsigned char *data, size_t size) {
     return engine(crc, data, size);
+}
+
+uint32_t crc32c_copy(unsigned char *dst, const unsigned char *src, size_t size) {
+    return copy_engine(dst, src, size);
 }
 
 const char *crc32c_engine(void) { return engine_name; }

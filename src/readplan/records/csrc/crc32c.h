@@ -11,6 +11,9 @@
 
 void crc32c_init(void);
 uint32_t crc32c_update(uint32_t crc, const unsigned char *data, size_t size);
+/* The CRC32C of src[0:size] (from 0), computed while the bytes are copied to dst: one pass over
+ * them instead of two.  The buffers do not overlap. */
+uint32_t crc32c_copy(unsigned char *dst, const unsigned char *src, size_t size);
 /* "sse4.2", "armv8-crc" or "table": what crc32c_init() chose. */
 const char *crc32c_engine(void);
 /* The table walk whatever the processor: the reference the instruction paths are tested against. */

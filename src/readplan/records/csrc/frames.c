@@ -16,41 +16,42 @@ static inline uint32_t le32(const unsigned char *p) {
     return v;
 }
 
+int frame_header(const unsigned char *data, size_t size, size_t off, uint64_t max_length,
+                 length_crcs *known, uint64_t *length_out) {
+    if (off > size || size - off < 16)
+        return SCAN_INCOMPLETE;
+    const unsigned char *frame = data + off;
+    uint64_t length = le64(frame);
+    if (!known->valid || length != known->length) {
+        known->crc = crc32c_mask(crc32c_update(0, frame, 8));
+        known->length = length;
+        known->valid = 1;
+    }
+    if (le32(frame + 8) != known->crc)
+        return SCAN_LENGTH_CRC;
+    if (length > max_length)
+        return SCAN_TOO_LONG;
+    if (length > size - off - 16)
+        return SCAN_INCOMPLETE;
+    *length_out = length;
+    return -1;
+}
+
 scan_result scan_frames(const unsigned char *data, size_t size, size_t off, size_t limit,
                         uint64_t max_length, int verify, int64_t *starts, int64_t *lengths,
                         size_t capacity) {
     scan_result r = {0, off, SCAN_LIMIT};
     if (limit > capacity)
         limit = capacity;
-    /* Frames of equal length have equal length CRCs: the last one computed is kept. */
-    int known = 0;
-    uint64_t known_length = 0;
-    uint32_t known_crc = 0;
+    length_crcs known = {0, 0, 0};
     while (r.count < limit) {
-        if (off > size || size - off < 16) {
-            r.stop = SCAN_INCOMPLETE;
+        uint64_t length;
+        int stop = frame_header(data, size, off, max_length, &known, &length);
+        if (stop >= 0) {
+            r.stop = stop;
             break;
         }
         const unsigned char *frame = data + off;
-        uint64_t length = le64(frame);
-        uint32_t stored = le32(frame + 8);
-        if (!known || length != known_length) {
-            known_crc = crc32c_mask(crc32c_update(0, frame, 8));
-            known_length = length;
-            known = 1;
-        }
-        if (stored != known_crc) {
-            r.stop = SCAN_LENGTH_CRC;
-            break;
-        }
-        if (length > max_length) {
-            r.stop = SCAN_TOO_LONG;
-            break;
-        }
-        if (length > size - off - 16) {
-            r.stop = SCAN_INCOMPLETE;
-            break;
-        }
         if (verify && crc32c_mask(crc32c_update(0, frame + 12, (size_t)length)) !=
                           le32(frame + 12 + length)) {
             r.stop = SCAN_DATA_CRC;
@@ -63,4 +64,14 @@ scan_result scan_frames(const unsigned char *data, size_t size, size_t off, size
     }
     r.end = off;
     return r;
+}
+
+void pack_frames(const unsigned char *data, size_t off, const int64_t *lengths, size_t count,
+                 unsigned char *out) {
+    for (size_t i = 0; i < count; i++) {
+        size_t length = (size_t)lengths[i];
+        memcpy(out, data + off + 12, length);
+        out += length;
+        off += length + 16;
+    }
 }

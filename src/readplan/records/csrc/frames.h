@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Why a scan stopped.  The values are part of the Python contract (records/tfrecord/_scan.py). */
 enum scan_stop {
@@ -21,11 +22,36 @@ typedef struct {
     int stop;     /* enum scan_stop */
 } scan_result;
 
+/* The masked CRC of the last length field seen: frames of equal length have equal length CRCs. */
+typedef struct {
+    int valid;
+    uint64_t length;
+    uint32_t crc;
+} length_crcs;
+
+/* The header of the frame at `off` checked as scan_frames() checks it, in its order: -1 and the
+ * frame's data length in *length when the frame lies complete in data[0:size] with a sound
+ * header and a length no greater than max_length, else why not (enum scan_stop). */
+int frame_header(const unsigned char *data, size_t size, size_t off, uint64_t max_length,
+                 length_crcs *known, uint64_t *length);
+
 /* Frames from `off` in data[0:size], at most `limit` (and at most `capacity`): their starts and
  * data lengths go to starts[] and lengths[].  Every length is compared with the bytes left
  * before it is used; nothing is read outside data[0:size]. */
 scan_result scan_frames(const unsigned char *data, size_t size, size_t off, size_t limit,
                         uint64_t max_length, int verify, int64_t *starts, int64_t *lengths,
                         size_t capacity);
+
+/* The masked CRC stored after the data of the frame at `frame` whose data is `length` bytes. */
+static inline uint32_t stored_data_crc(const unsigned char *frame, uint64_t length) {
+    uint32_t v;
+    memcpy(&v, frame + 12 + length, 4);
+    return v;
+}
+
+/* The data of `count` consecutive frames from `off`, whose data lengths are lengths[] (as a
+ * scan_frames() from `off` found them), copied back to back into out, which holds their sum. */
+void pack_frames(const unsigned char *data, size_t off, const int64_t *lengths, size_t count,
+                 unsigned char *out);
 
 #endif

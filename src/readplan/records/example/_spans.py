@@ -37,8 +37,13 @@ class BytesSpans(Sequence[memoryview]):
         if not (isinstance(records, tuple) and all(map(_is_record, records))):
             raise _bad("records", records, "a tuple of bytes objects or of 1-D uint8 arrays")
         for name, array in (("starts", starts), ("lengths", lengths)):
-            if not (isinstance(array, np.ndarray) and array.dtype == np.int64 and array.ndim == 1):
-                raise _bad(name, array, "a 1-D int64 array")
+            if not (
+                isinstance(array, np.ndarray)
+                and array.dtype == np.int64
+                and array.ndim == 1
+                and array.flags.c_contiguous
+            ):
+                raise _bad(name, array, "a contiguous 1-D int64 array")
         if starts.shape != lengths.shape:
             raise _bad("lengths", lengths, f"as many lengths as starts ({starts.size})")
         self.records = records
@@ -65,7 +70,9 @@ class BytesSpans(Sequence[memoryview]):
 
     def __getitem__(self, index: int | slice) -> memoryview | BytesSpans:
         if isinstance(index, slice):
-            spans = BytesSpans(self.records, self.starts[index], self.lengths[index])
+            # Contiguous: the kernel reads the spans as plain int64 arrays (a step copies).
+            starts = np.ascontiguousarray(self.starts[index])
+            spans = BytesSpans(self.records, starts, np.ascontiguousarray(self.lengths[index]))
             spans._bounds = self._bounds
             return spans
         start, length = int(self.starts[index]), int(self.lengths[index])

@@ -91,7 +91,8 @@ class FrameDamage:
         hint = ""
         tf_hint = ""
         if start == 0:
-            hint = _first_header_hint(self._stream.data[self._stream.off : self._stream.off + 12])
+            head = self._stream.data[self._stream.off : self._stream.off + 12]
+            hint = _first_header_hint(bytes(head))
             tf_hint = " (Is this even a TFRecord file?)"
         return self._damage(
             KIND_HEADER_CRC,

@@ -10,29 +10,15 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import SupportsIndex
 
 import numpy as np
 
 from readplan._internal.arrays import IntArray, U8Array
 from readplan.errors import ConfigError, ReadplanIndexError
-from readplan.records.tfrecord._scan import cut, pack
+from readplan.records.tfrecord._scan import cut
 
-__all__ = ["PackedRecords", "Spans", "packed_batches"]
-
-
-@dataclass(frozen=True)
-class Spans:
-    """Payloads lying in one buffer: ``data[starts[i]:starts[i] + lengths[i]]``; ``len()`` is
-    how many."""
-
-    data: bytes
-    starts: IntArray
-    lengths: IntArray
-
-    def __len__(self) -> int:
-        return len(self.starts)
+__all__ = ["Packed", "PackedRecords", "Packer", "packed_batches"]
 
 
 class PackedRecords(Sequence[memoryview]):
@@ -64,6 +50,14 @@ class PackedRecords(Sequence[memoryview]):
             )
         self.values = values
         self.offsets = offsets
+
+    @classmethod
+    def of(cls, values: U8Array, offsets: IntArray) -> PackedRecords:
+        """A batch from arrays the reader built to the layout (not checked again)."""
+        packed = cls.__new__(cls)
+        packed.values = values
+        packed.offsets = offsets
+        return packed
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
@@ -108,40 +102,87 @@ class PackedRecords(Sequence[memoryview]):
         return f"PackedRecords({len(self)} records, {len(self.values)} bytes)"
 
 
-def packed_batches(
-    pieces: Iterable[Spans | list[bytes]], batch_size: int
-) -> Iterator[PackedRecords]:
-    """``pieces`` (payload spans in read buffers, or records) as batches of ``batch_size``
-    records (the last may be shorter), each packed once into a buffer of its exact size."""
-    held: list[Spans] = []
-    count = 0
-    for piece in pieces:
-        spans = piece if isinstance(piece, Spans) else _as_spans(piece)
-        while len(spans.starts):
-            take = min(batch_size - count, len(spans.starts))
-            held.append(Spans(spans.data, spans.starts[:take], spans.lengths[:take]))
-            count += take
-            spans = Spans(spans.data, spans.starts[take:], spans.lengths[take:])
-            if count == batch_size:
-                yield _packed(held)
-                held, count = [], 0
-    if count:
-        yield _packed(held)
+class Packed:
+    """``count`` records just packed into ``values`` by the frame scan; their offsets are in
+    the :class:`Packer`'s array already."""
+
+    __slots__ = ("count", "values")
+
+    def __init__(self, values: bytearray, count: int) -> None:
+        self.values = values
+        self.count = count
+
+    def __len__(self) -> int:
+        return self.count
 
 
-def _as_spans(records: list[bytes]) -> Spans:
-    lengths = np.fromiter(map(len, records), dtype=np.int64, count=len(records))
-    starts = np.zeros(len(records), dtype=np.int64)
-    np.cumsum(lengths[:-1], out=starts[1:])
-    return Spans(b"".join(records), starts, lengths)
+class Packer:
+    """The batch being packed: its ``offsets`` array (record ``i`` ends at ``offsets[i + 1]``),
+    filled up to entry ``k``, and the pieces of its ``values``; :meth:`batches` turns pieces
+    (:class:`Packed`, or lists of records) into batches of ``size`` records."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._start()
+
+    def _start(self) -> None:
+        self.offsets = np.empty(self.size + 1, dtype=np.int64)
+        self.offsets[0] = 0
+        self.k = 0
+        self._pieces: list[bytes | bytearray] = []
+
+    @property
+    def room(self) -> int:
+        """Records the batch still takes."""
+        return self.size - self.k
+
+    def batches(self, pieces: Iterable[Packed | list[bytes]]) -> Iterator[PackedRecords]:
+        """Every batch of ``size`` records the pieces make, and the shorter rest at the end."""
+        for piece in pieces:
+            if isinstance(piece, Packed):
+                self._pieces.append(piece.values)
+                self.k += piece.count
+                if self.k == self.size:
+                    yield self._finish()
+                continue
+            while piece:
+                taken, piece = piece[: self.room], piece[self.room :]
+                self._add(taken)
+                if self.k == self.size:
+                    yield self._finish()
+        if self.k:
+            yield self._finish()
+
+    def _add(self, records: list[bytes]) -> None:
+        """Records read one at a time (large frames, frames cut by a read's end), kept as
+        they are until the batch is copied together: joining them first would hold a second
+        copy of them in fresh memory."""
+        at = int(self.offsets[self.k])
+        for i, record in enumerate(records, self.k + 1):
+            at += len(record)
+            self.offsets[i] = at
+        self._pieces.extend(records)
+        self.k += len(records)
+
+    def _finish(self) -> PackedRecords:
+        pieces = self._pieces
+        # A batch scanned from one read buffer is packed already; others are copied, once,
+        # into a numpy buffer (np.empty, then the copies: a bytearray join or np.concatenate
+        # of a batch of 100 KiB records costs two to four times the page faults).
+        if len(pieces) == 1 and isinstance(pieces[0], bytearray):
+            values = np.frombuffer(pieces[0], dtype=np.uint8)
+        else:
+            values = np.empty(int(self.offsets[self.k]), dtype=np.uint8)
+            at = 0
+            for piece in pieces:
+                values[at : at + len(piece)] = np.frombuffer(piece, dtype=np.uint8)
+                at += len(piece)
+        offsets = self.offsets if self.k == self.size else self.offsets[: self.k + 1].copy()
+        self._start()
+        return PackedRecords.of(values, offsets)
 
 
-def _packed(held: list[Spans]) -> PackedRecords:
-    lengths = np.concatenate([spans.lengths for spans in held])
-    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    values = np.empty(int(offsets[-1]), dtype=np.uint8)
-    at = 0
-    for spans in held:
-        at = pack(spans.data, spans.starts, spans.lengths, values.data, at)
-    return PackedRecords(values, offsets)
+def packed_batches(pieces: Iterable[list[bytes]], batch_size: int) -> Iterator[PackedRecords]:
+    """Lists of records as batches of ``batch_size`` records (the last may be shorter), each
+    packed once into a buffer of its exact size."""
+    return Packer(batch_size).batches(pieces)

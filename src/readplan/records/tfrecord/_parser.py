@@ -15,6 +15,7 @@ Two paths share one :class:`~readplan.records.tfrecord._stream.ByteStream`:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sized
+from functools import partial
 from typing import TypeVar
 
 import numpy as np
@@ -27,16 +28,20 @@ from readplan.records._damage import (
 )
 from readplan.records.tfrecord._expected import ExpectedFrames
 from readplan.records.tfrecord._frame_damage import FrameDamage, Skipped
+from readplan.records.tfrecord._frame_read import read_frame_data
 from readplan.records.tfrecord._layout import CRC, HEADER
-from readplan.records.tfrecord._packed import Spans
+from readplan.records.tfrecord._packed import Packed, Packer
 from readplan.records.tfrecord._resync import resync
-from readplan.records.tfrecord._scan import scan_frames, scan_records, scratch
+from readplan.records.tfrecord._scan import scan_frames, scan_pack, scan_records, scratch
 from readplan.records.tfrecord._stream import AFTER_LARGE, LARGE, ByteStream, PlainStream
-from readplan.storage import positioned
+from readplan.storage import Handle, positioned
 
 __all__ = ["FrameParser"]
 
 _LARGE_BATCH = 1 << 20
+# Records cut per scan: the batch a consumer drops is then still in the processor's cache, and
+# the allocator reuses its memory for the next one instead of returning it to the system.
+_RECORD_BATCH = 1024
 _JUMP_BATCH = 4096
 
 
@@ -96,35 +101,38 @@ class FrameParser:
         fast, bulk, careful = self._fast_records, self._large_records, self._careful_record
         yield from self._walk(limit, fast, bulk, careful, lambda r: [r], check_end_at_limit=True)
 
-    def payloads(self, limit: int | None = None) -> Iterator[Spans | list[bytes]]:
-        """:meth:`records`, where what lies in the read buffer comes as the spans of the
-        payloads in it, uncopied (the buffer is not reused: the spans stay valid)."""
+    def payloads(self, packer: Packer) -> Iterator[Packed | list[bytes]]:
+        """:meth:`records` for ``packer``: what lies in the read buffer is packed into its
+        batch by the frame scan (:class:`Packed`: never more than the batch takes), the rest
+        comes as records."""
         if self._stream.pos < self._start:
             self._careful_or_damage(lambda: self._stream.skip(self._start - self._stream.pos))
-        fast: Callable[[int], Spans | list[bytes] | None] = self._fast_spans
-        bulk: Callable[[PlainStream, int], Spans | list[bytes] | None] = self._large_records
-        single: Callable[[bytes], Spans | list[bytes]] = _one_record
+        fast: Callable[[int], Packed | list[bytes] | None] = partial(self._fast_packed, packer)
+        bulk: Callable[[PlainStream, int], Packed | list[bytes] | None] = self._large_records
+        single: Callable[[bytes], Packed | list[bytes]] = _one_record
         careful = self._careful_record
-        yield from self._walk(limit, fast, bulk, careful, single, check_end_at_limit=True)
+        yield from self._walk(None, fast, bulk, careful, single, check_end_at_limit=True)
 
-    def _fast_spans(self, left: int) -> Spans | None:
+    def _fast_packed(self, packer: Packer, _: int) -> Packed | None:
         stream = self._stream
-        data = stream.data
-        found = self._scan(left, self._verify)
-        if found is None:
+        begin = stream.off
+        values, count, after, _ = scan_pack(
+            stream.data, begin, packer.room, self._max, self._verify, packer.offsets, packer.k
+        )
+        if values is None:
             return None
-        starts, lengths, after = found
         if self._expected is not None:
-            self._expected.check(starts + stream.base, after + stream.base)
-        stream.suit((after - int(starts[0])) / len(starts))
+            self._expected.check(self._starts_between(begin, after, count), after + stream.base)
+        stream.suit((after - begin) / count)
         stream.off = after
-        self.index += len(starts)
-        return Spans(data, starts + 12, lengths)
+        self.index += count
+        return Packed(values, count)
 
     def _fast_records(self, left: int) -> list[bytes]:
         stream = self._stream
         begin = stream.off
-        batch, after, _ = scan_records(stream.data, begin, left, self._max, self._verify)
+        most = _RECORD_BATCH if left < 0 else min(left, _RECORD_BATCH)
+        batch, after, _ = scan_records(stream.data, begin, most, self._max, self._verify)
         if not batch:
             return batch
         if self._expected is not None:
@@ -160,13 +168,13 @@ class FrameParser:
     def _large_records(self, stream: PlainStream, left: int) -> list[bytes]:
         """Consecutive large frames of a plain file, each read straight into its own bytes.
 
-        Two positioned reads per frame: the data, then its CRC together with the next
-        header.  Any frame that is not a sound large frame ends the batch; the careful path
-        then reads it again and reports what is wrong.
+        One read per frame from a local file (the data, then its CRC and the next header),
+        two from a remote one.  Any frame that is not a sound large frame ends the batch; the
+        careful path then reads it again and reports what is wrong.
         """
         # mask() is written out inline in this loop and in _jump_frames: they run once per
         # frame, where a Python call is a measurable part of the cost.
-        read, end, maximum, verify = positioned(stream.fd), stream.end, self._max, self._verify
+        end, maximum, verify = stream.end, self._max, self._verify
         data, off = stream.data, stream.off
         pos = stream.base + off
         batch: list[bytes] = []
@@ -177,12 +185,13 @@ class FrameParser:
             if length is None:
                 break
             after = pos + length + 16
-            payload = read(length, pos + 12)
-            tail = read(16 if after + 12 <= end else end - after + 4, after - 4)
-            if len(payload) < length or len(tail) < 4:
+            got = _frame_data(stream.fd, pos + 12, length, min(16, end - after + 4), verify)
+            if got is None:
+                break
+            payload, tail, crc = got
+            if len(tail) < 4:
                 break
             if verify:
-                crc = crc32c(payload)
                 masked = (((crc >> 15) | (crc << 17)) + MASK_DELTA) & 0xFFFFFFFF
                 if masked != CRC.unpack_from(tail)[0]:
                     break
@@ -392,7 +401,23 @@ def _one_frame(start: int) -> IntArray:
     return np.array([start], dtype=np.int64)
 
 
-def _large_frame_length(data: bytes, off: int, pos: int, end: int, maximum: int) -> int | None:
+def _frame_data(
+    fd: Handle, offset: int, length: int, tail: int, verify: bool
+) -> tuple[bytes, bytes, int] | None:
+    """A large frame's data, the ``tail`` bytes after it and its CRC32C (0 without
+    ``verify``), or ``None`` when the file ends inside the data."""
+    if isinstance(fd, int):
+        return read_frame_data(fd, offset, length, tail, verify)
+    read = positioned(fd)
+    payload = read(length, offset)
+    if len(payload) < length:
+        return None
+    return payload, read(tail, offset + length), crc32c(payload) if verify else 0
+
+
+def _large_frame_length(
+    data: bytes | memoryview, off: int, pos: int, end: int, maximum: int
+) -> int | None:
     """Length of the whole, soundly headed large frame at ``data[off:]`` (file offset ``pos``)."""
     length, stored = HEADER.unpack_from(data, off)
     whole = LARGE <= length <= maximum and pos + length + 16 <= end

@@ -31,6 +31,8 @@ __all__ = [
     "pack_pure",
     "scan_frames",
     "scan_frames_pure",
+    "scan_pack",
+    "scan_pack_pure",
     "scan_records",
     "scan_records_pure",
     "scratch",
@@ -141,6 +143,44 @@ def scan_records_pure(
     return cut_pure(data, starts[:count] + 12, lengths[:count]), end, stop
 
 
+def scan_pack_pure(
+    data: BytesLike,
+    off: int,
+    limit: int,
+    max_length: int,
+    verify: bool,
+    offsets: IntArray,
+    k: int,
+) -> tuple[bytearray | None, int, int, int]:
+    """``(values, count, end, stop)``: :func:`scan_frames_pure` from ``off`` for at most
+    ``limit`` frames (``-1``: no limit) and at most ``len(offsets) - 1 - k``, their data copied
+    back to back into ``values``, a bytearray of exactly their size (``None`` for no frame);
+    ``offsets[k + 1 : k + 1 + count]`` get ``offsets[k]`` plus the running sum of their lengths."""
+    if off < 0:
+        raise ValueError(f"scan_pack: off must be >= 0, got {off}")
+    if max_length < 0:
+        raise ValueError(f"scan_pack: max_length must be >= 0, got {max_length}")
+    if not 0 <= k < len(offsets):
+        raise ValueError(f"scan_pack: k must be in [0, {len(offsets)}), got {k}")
+    base = int(offsets[k])
+    if base < 0:
+        raise ValueError(f"scan_pack: offsets[{k}] must be >= 0, got {base}")
+    room = len(offsets) - 1 - k
+    most = room if limit < 0 else min(limit, room)
+    size = len(memoryview(data).cast("B"))
+    starts, lengths = scratch(size - min(off, size))
+    count, end, stop = scan_frames_pure(data, off, most, max_length, verify, starts, lengths)
+    total = sum(lengths[:count].tolist())
+    if base > 2**63 - 1 - total:
+        raise ValueError(f"scan_pack: offsets[{k}] + {total} bytes pass 2**63 - 1")
+    if not count:
+        return None, 0, end, stop
+    values = bytearray(total)
+    pack_pure(data, starts[:count] + 12, lengths[:count], values, 0)
+    offsets[k + 1 : k + 1 + count] = base + np.cumsum(lengths[:count])
+    return values, count, end, stop
+
+
 def _check_spans(name: str, size: int, starts: IntArray, lengths: IntArray) -> None:
     if len(starts) != len(lengths):
         raise ValueError(f"{name}: {len(starts)} starts but {len(lengths)} lengths")
@@ -185,3 +225,4 @@ scan_frames = CORE.scan_frames if CORE is not None else scan_frames_pure
 cut = CORE.cut if CORE is not None else cut_pure
 pack = CORE.pack if CORE is not None else pack_pure
 scan_records = CORE.scan_records if CORE is not None else scan_records_pure
+scan_pack = CORE.scan_pack if CORE is not None else scan_pack_pure

@@ -7,11 +7,16 @@ Positions are offsets in the record stream (the decompressed bytes for GZIP/ZLIB
 Read sizes adapt to the records: while records are small the plain stream reads large
 chunks; a record of ``LARGE`` bytes or more is read straight into its own ``bytes`` object
 (one copy from the kernel), and skipping over one costs no I/O at all.
+
+A plain local stream made with ``reuse=True`` reads its chunks into one buffer it keeps, so
+that reading costs no fresh memory (page faults); ``data`` is then a view of that buffer,
+valid until the next :meth:`~ByteStream.fill`, and everything the stream hands out is copied.
 """
 
 from __future__ import annotations
 
 import io
+import os
 from abc import ABC, abstractmethod
 
 from readplan.records._crc import crc32c
@@ -25,6 +30,7 @@ __all__ = [
     "CHUNK",
     "LARGE",
     "MID_CHUNK",
+    "REUSED",
     "ByteStream",
     "InflateStream",
     "PlainStream",
@@ -38,6 +44,10 @@ MID_FRAME = 1 << 10
 LARGE = 1 << 15
 # After a large record, the next read only needs its data CRC and the following header.
 AFTER_LARGE = 16
+# Size of a reusing stream's buffer: every chunk read fits it.
+REUSED = MID_CHUNK + LARGE
+# Windows has no positioned read into a buffer; streams there read into fresh memory.
+_PREADV = getattr(os, "preadv", None)
 # Upper bound of one decompression step's output.
 _INFLATE_PIECE = 1 << 18
 # Compressed records at least this long have their data CRC checked before they are built.
@@ -59,7 +69,7 @@ class ByteStream(ABC):
     def __init__(self, fd: Handle, *, start: int, owns_fd: bool) -> None:
         self.fd = fd
         self._owns_fd = owns_fd
-        self.data = b""
+        self.data: bytes | memoryview = b""
         self.off = 0
         # Stream offset of data[0]; base + len(data) is always the next byte the source yields.
         self.base = start
@@ -94,7 +104,7 @@ class ByteStream(ABC):
     def _more(self, size: int) -> bytes:
         """The next ``size`` bytes or fewer after the buffer; ``b""`` at the end."""
 
-    def _replace(self, data: bytes, off: int) -> None:
+    def _replace(self, data: bytes | memoryview, off: int) -> None:
         self.base += len(self.data)
         self.data = data
         self.off = off
@@ -124,7 +134,7 @@ class ByteStream(ABC):
         end = off + size
         if end <= len(self.data):
             self.off = end
-            return self.data[off:end]
+            return bytes(self.data[off:end])  # no copy of a bytes object
         pieces = [self.data[off:]]
         need = size - len(pieces[0])
         self._replace(b"", 0)
@@ -183,14 +193,46 @@ class ByteStream(ABC):
 
 
 class PlainStream(ByteStream):
-    """An uncompressed file, read with positioned reads between ``start`` and ``end``."""
+    """An uncompressed file, read with positioned reads between ``start`` and ``end``;
+    with ``reuse``, a local file's chunks are read into one kept buffer."""
 
-    def __init__(self, fd: Handle, *, start: int, end: int, owns_fd: bool) -> None:
+    def __init__(
+        self, fd: Handle, *, start: int, end: int, owns_fd: bool, reuse: bool = False
+    ) -> None:
         super().__init__(fd, start=start, owns_fd=owns_fd)
         self.end = end
+        self._buffer = bytearray() if reuse and _PREADV is not None else None
 
     def remaining(self) -> int:
         return self.end - self.base - self.off
+
+    def fill(self, size: int) -> int:
+        if not isinstance(self.fd, int) or len(self.data) - self.off >= size:
+            return super().fill(size)
+        # A local file's unread tail is read again with the next chunk, in one read into one
+        # new buffer: joining it to the chunk would copy the whole chunk a second time.
+        start = self.base + self.off
+        want = min(max(size, len(self.data) - self.off + self.hint), self.end - start)
+        self.data = self._read(want, start) if want > 0 else b""
+        self.base = start
+        self.off = 0
+        return min(len(self.data), size)
+
+    def _read(self, size: int, offset: int) -> bytes | memoryview:
+        """``size`` bytes at ``offset`` (fewer only at the end of the file), into the kept
+        buffer when there is one and they fit it."""
+        assert isinstance(self.fd, int)
+        buffer = self._buffer
+        if buffer is None or size > REUSED or _PREADV is None:
+            return pread(self.fd, size, offset)
+        if len(buffer) < size:
+            # Grown by doubling up to REUSED, so a small file never costs a large buffer.
+            self._buffer = buffer = bytearray(min(REUSED, max(size, 2 * len(buffer))))
+        view = memoryview(buffer)
+        got = 0
+        while got < size and (more := _PREADV(self.fd, [view[got:size]], offset + got)):
+            got += more
+        return view[:got]
 
     def _more(self, size: int) -> bytes:
         offset = self.base + len(self.data)
@@ -202,7 +244,7 @@ class PlainStream(ByteStream):
         end = off + size
         if end <= len(self.data):
             self.off = end
-            return self.data[off:end]
+            return bytes(self.data[off:end])
         if size < LARGE:
             self.hint = max(self.hint, CHUNK)
             return self.take(size)

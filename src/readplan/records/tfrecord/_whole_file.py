@@ -18,7 +18,7 @@ from readplan.records._damage import CorruptionReport, OnCorruption, check_damag
 from readplan.records.index import _sidecar as _index
 from readplan.records.tfrecord._headerwalk import HeaderWalk
 from readplan.records.tfrecord._offset_walk import walk_offsets
-from readplan.records.tfrecord._packed import PackedRecords, packed_batches
+from readplan.records.tfrecord._packed import PackedRecords, Packer
 from readplan.records.tfrecord._parser import FrameParser
 from readplan.records.tfrecord._stream import ByteStream, InflateStream, PlainStream, open_handle
 from readplan.storage import Handle, PathLike, StorageOptions, size_of, to_str
@@ -47,11 +47,19 @@ def check_read_options(
 
 
 def stream_for(
-    fd: Handle, compression: str | None, *, start: int, end: int, owns_fd: bool
+    fd: Handle,
+    compression: str | None,
+    *,
+    start: int,
+    end: int,
+    owns_fd: bool,
+    reuse: bool = False,
 ) -> ByteStream:
-    """A stream from ``start``; a compressed one starts at 0 and the parser skips ahead."""
+    """A stream from ``start``; a compressed one starts at 0 and the parser skips ahead.
+    ``reuse``: a plain stream reads into one kept buffer (for parsers that copy out what they
+    deliver before the next read)."""
     if compression is None:
-        return PlainStream(fd, start=start, end=end, owns_fd=owns_fd)
+        return PlainStream(fd, start=start, end=end, owns_fd=owns_fd, reuse=reuse)
     return InflateStream(fd, compression, owns_fd=owns_fd)
 
 
@@ -90,7 +98,7 @@ def read(
     exhausted or garbage-collected.
     """
     parser, stream = _whole_file_parser(
-        path, compression, verify, on_corruption, report, max_record_bytes, storage_options
+        path, compression, verify, on_corruption, report, max_record_bytes, storage_options, True
     )
     return itertools.chain.from_iterable(parsed_batches(parser, stream, None))
 
@@ -103,14 +111,16 @@ def _whole_file_parser(
     report: CorruptionReport | None,
     max_record_bytes: int | None,
     storage_options: StorageOptions,
+    reuse: bool,
 ) -> tuple[FrameParser, ByteStream]:
-    """A parser over the whole of ``path``, opened now (arguments checked first)."""
+    """A parser over the whole of ``path``, opened now (arguments checked first); ``reuse``:
+    see :func:`stream_for`."""
     check_read_options(on_corruption, max_record_bytes, report)
     name = to_str(path)
     fd = open_handle(name, storage_options)
     try:
         resolved = _index.resolve_compression(fd, compression)
-        stream = stream_for(fd, resolved, start=0, end=size_of(fd), owns_fd=True)
+        stream = stream_for(fd, resolved, start=0, end=size_of(fd), owns_fd=True, reuse=reuse)
     except BaseException:
         close_handle(fd)
         raise
@@ -141,9 +151,10 @@ def read_packed(
     buffer and one offsets array per batch instead of a ``bytes`` object per record."""
     check_batch_size(batch_size)
     parser, stream = _whole_file_parser(
-        path, compression, verify, on_corruption, report, max_record_bytes, storage_options
+        path, compression, verify, on_corruption, report, max_record_bytes, storage_options, True
     )
-    return packed_batches(_closing(parser.payloads(), stream), batch_size)
+    packer = Packer(batch_size)
+    return packer.batches(_closing(parser.payloads(packer), stream))
 
 
 def check_batch_size(batch_size: object) -> None:

@@ -26,9 +26,8 @@ import tempfile
 import time
 
 import numpy as np
+from _images import write_image_dataset
 
-import readplan
-from readplan import features
 from readplan.convert import convert
 
 SIZE = 160
@@ -63,15 +62,8 @@ def write_images(path: str, count: int, shards: int) -> None:
         blue = (rows + cols + 3 * k) % 256
         return np.stack(np.broadcast_arrays(red, green, blue), -1).astype(np.uint8)
 
-    readplan.write_dataset(
-        path,
-        name="bench_convert",
-        version="1.0.0",
-        features=features.FeaturesDict(
-            {"image": features.Image(encoding_format="png"), "label": np.int64}
-        ),
-        splits={"train": [{"image": image(k), "label": k % 10} for k in range(count)]},
-        examples_per_shard=-(-count // shards),
+    write_image_dataset(
+        path, "bench_convert", image, count=count, shards=shards, encoding_format="png"
     )
 
 

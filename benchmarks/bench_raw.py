@@ -45,9 +45,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
+from _images import write_image_dataset
 
 import readplan
-from readplan import DatasetInfo, ExampleShuffle, ReadConfig, Reader, ReadPlan, features
+from readplan import DatasetInfo, ExampleShuffle, ReadConfig, Reader, ReadPlan
 from readplan.convert import convert
 from readplan.metadata.raw_images import resize_image
 from readplan.reading.raw_batches import flip_draws
@@ -65,23 +66,13 @@ def write_source(path: str, count: int, shards: int) -> None:
     ramp = np.arange(200, dtype=np.int16)
     base = np.stack(np.broadcast_arrays(ramp[:, None], ramp[None, :180], ramp[:, None]), -1)
     noise = np.random.default_rng(0).integers(-24, 24, (16, 200, 180, 3), dtype=np.int16)
-    readplan.write_dataset(
+    write_image_dataset(
         path,
-        name="bench_raw",
-        version="1.0.0",
-        features=features.FeaturesDict(
-            {"image": features.Image(encoding_format="jpeg"), "label": np.int64}
-        ),
-        splits={
-            "train": [
-                {
-                    "image": np.clip(base + noise[k % 16] + k % 37, 0, 255).astype(np.uint8),
-                    "label": k % 10,
-                }
-                for k in range(count)
-            ]
-        },
-        examples_per_shard=-(-count // shards),
+        "bench_raw",
+        lambda k: np.clip(base + noise[k % 16] + k % 37, 0, 255).astype(np.uint8),
+        count=count,
+        shards=shards,
+        encoding_format="jpeg",
     )
 
 

@@ -27,9 +27,9 @@ import time
 from collections.abc import Callable
 
 import numpy as np
+from _images import write_image_dataset
 
-import readplan
-from readplan import DatasetInfo, ReadConfig, Reader, ReadPlan, data_source, features
+from readplan import DatasetInfo, ReadConfig, Reader, ReadPlan, data_source
 from readplan.convert import convert
 from readplan.metadata.raw_images import resize_image
 
@@ -41,20 +41,13 @@ CONFIG = ReadConfig(shuffle_files=True, shuffle_seed=0)
 def write_source(path: str, count: int) -> None:
     ramp = np.arange(200, dtype=np.uint8)
     base = np.stack(np.broadcast_arrays(ramp[:, None], ramp[None, :180], ramp[:, None]), -1)
-    readplan.write_dataset(
+    write_image_dataset(
         path,
-        name="bench_raw_records",
-        version="1.0.0",
-        features=features.FeaturesDict(
-            {"image": features.Image(encoding_format="png"), "label": np.int64}
-        ),
-        splits={
-            "train": [
-                {"image": (base + np.uint8(k % 251)).astype(np.uint8), "label": k % 10}
-                for k in range(count)
-            ]
-        },
-        examples_per_shard=-(-count // 4),
+        "bench_raw_records",
+        lambda k: (base + np.uint8(k % 251)).astype(np.uint8),
+        count=count,
+        shards=4,
+        encoding_format="png",
     )
 
 

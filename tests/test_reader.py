@@ -417,12 +417,21 @@ def test_batches_stop_before_the_damaged_record(tmp_path: Path) -> None:
     assert reader.state_dict()["position"] == damaged_at
 
 
-def test_a_file_shorter_than_its_metadata_is_reported(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "config",
+    [
+        ReadConfig(interleave_cycle_length=1),
+        # Runs of two records, interleaved: the file's stream ends in a run before its last.
+        ReadConfig(interleave_cycle_length=2, interleave_block_length=2),
+    ],
+    ids=["whole-files", "interleaved-runs"],
+)
+def test_a_file_shorter_than_its_metadata_is_reported(tmp_path: Path, config: ReadConfig) -> None:
     directory = _toy_copy(tmp_path)
     shard = directory / "readplan_toy-train.tfrecord-00004-of-00008"
     records = list(tfrecord.read(shard))
     tfrecord.write(shard, records[:6])
-    plan = ReadPlan(DatasetInfo.load(directory), "train", ReadConfig(interleave_cycle_length=1))
+    plan = ReadPlan(DatasetInfo.load(directory), "train", config)
     delivered: list[Item] = []
     with pytest.raises(DatasetInfoError) as raised:
         _drain(Reader(plan), delivered)

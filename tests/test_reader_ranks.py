@@ -75,7 +75,7 @@ def _key(item: Item) -> Expected:
 
 @contextmanager
 def _small_reads(
-    window: int, batch: int, chunk: int, read_ahead: int, large: int, skip: int
+    window: int, batch: int, chunk: int, read_ahead: int, large: int, skip: int, scan: int
 ) -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(reader_module, "_WINDOW_BYTES", window)
@@ -85,6 +85,7 @@ def _small_reads(
         patch.setattr(spans_module, "_MIN_READ", read_ahead)
         patch.setattr(spans_module, "_LARGE", large)
         patch.setattr(spans_module, "_MAX_SKIP", skip)
+        patch.setattr(spans_module, "_SCAN_FRAMES", scan)
         yield
 
 
@@ -96,8 +97,9 @@ class _Case:
     uniform: bool
     # window bytes, batch, chunk, walk read-ahead, record size walked without payloads,
     # bytes of other records a span reads over (0: one read per record where offsets are
-    # known; 100: spans split where ranks of three or more skip records of 80 bytes)
-    read_sizes: tuple[int, int, int, int, int, int]
+    # known; 100: spans split where ranks of three or more skip records of 80 bytes),
+    # frames a header walk finds per scan
+    read_sizes: tuple[int, int, int, int, int, int, int]
 
 
 cases = st.builds(
@@ -113,6 +115,7 @@ cases = st.builds(
         st.sampled_from([1, 40, 300, 1 << 18]),
         st.sampled_from([1, 1 << 16]),
         st.sampled_from([0, 100, 1 << 14]),
+        st.sampled_from([1, 3, 4096]),
     ),
 )
 

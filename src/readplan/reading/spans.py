@@ -23,7 +23,8 @@ from readplan.records._cap import DEFAULT_MAX_RECORD_BYTES
 from readplan.records._crc import crc32c, mask, mask_array, masked_length_crcs
 from readplan.records.native import CORE
 from readplan.records.tfrecord._layout import HEADER
-from readplan.records.tfrecord._walk import gather_u32, good_frames, walk_frames
+from readplan.records.tfrecord._scan import INCOMPLETE, STOP_LIMIT, scan_frames
+from readplan.records.tfrecord._walk import gather_u32
 from readplan.storage import Handle, fetch_ahead, read_span, size_of
 
 __all__ = ["MAX_GAP", "FrameSpans", "cut_frames", "cut_frames_pure", "walks_over_payloads"]
@@ -47,6 +48,8 @@ _MAX_READ = 1 << 24
 # From this size on, frames are found by reading their 12-byte headers alone (the header
 # walk of ``RecordFile``): reading other ranks' payloads to walk over them costs more.
 _LARGE = 1 << 16
+# Frames the header walk finds per scan: its output arrays stay small and are reused.
+_SCAN_FRAMES = 4096
 # Records up to this size are cut from a view (the Python step per record costs more than
 # copying them twice).
 _SMALL = 1 << 12
@@ -89,6 +92,8 @@ class FrameSpans:
         self._base = 0
         # Whether prefetch() fetched for a read not made yet, of a file without a sidecar.
         self._read_ahead = False
+        # The header walk's frames, found _SCAN_FRAMES at a time.
+        self._scratch = (np.empty(_SCAN_FRAMES, np.int64), np.empty(_SCAN_FRAMES, np.int64))
 
     def read(self, indices: IntArray, to_end: bool) -> list[bytes] | None:
         """The payloads of records ``indices`` (increasing), or ``None`` when one fails a check.
@@ -113,9 +118,11 @@ class FrameSpans:
                 if got is None:
                     return None
                 payloads.extend(got)
-        # Keep only what the walk read ahead: reads go forward.
+        # Keep only what the walk read ahead (reads go forward), once at least half of it
+        # was read: copying the rest after every read would copy the buffer many times.
         cut = min(max(int(self._bounds[last + 1]) - self._base, 0), len(self._data))
-        self._data, self._base = self._data[cut:], self._base + cut
+        if 2 * cut >= len(self._data):
+            self._data, self._base = self._data[cut:], self._base + cut
         return payloads
 
     def prefetch(self, indices: IntArray) -> bool:
@@ -245,20 +252,23 @@ class FrameSpans:
 
     def _walk_buffer(self) -> bool:
         """Add the frames that lie complete in the buffer up to any damaged header (so that
-        what a walk finds does not depend on how far it read); ``False`` at one."""
+        what a walk finds does not depend on how far it read); ``False`` at one.
+
+        The frame scan checks each header's length CRC and the record cap (payloads are
+        other ranks' and are not checked): a header that fails either is damage, whether
+        or not its frame lies complete in the buffer (``_read_size`` refuses it as well).
+        """
         data, base = self._data, self._base
-        walked = walk_frames(data, int(self._bounds[self._known]) - base)
-        found = len(walked) - 1
-        if not found:
-            return True
-        lengths = np.diff(walked) - 16
-        over = np.flatnonzero(lengths > DEFAULT_MAX_RECORD_BYTES)
-        sound = int(over[0]) if over.size else found
-        if sound:
-            sound = good_frames(data, walked[:sound], lengths[:sound])
-        begin, after = walked[:sound], int(walked[sound])
-        self._add(begin + base, after + base)
-        return sound == found
+        off = int(self._bounds[self._known]) - base
+        starts, lengths = self._scratch
+        while True:
+            found, off, stop = scan_frames(
+                data, off, -1, DEFAULT_MAX_RECORD_BYTES, False, starts, lengths
+            )
+            if found:
+                self._add(starts[:found] + base, off + base)
+            if stop != STOP_LIMIT:  # not just the scratch arrays full
+                return stop == INCOMPLETE
 
     def _add(self, begin: IntArray, after: int) -> None:
         """Frames found at offsets ``begin``, the last ending at ``after``."""

@@ -240,3 +240,25 @@ def test_take_runs_refuses_tables_that_do_not_fit() -> None:
             kernel([], {}, [0], [1], [False], 0, 2)
         with pytest.raises(ValueError, match="counts -1"):
             kernel([], {0: FakeShard([1], None, True)}, [0], [-1], [False], 0, 1)
+
+
+def test_take_runs_survives_streams_that_shrink_its_lists() -> None:
+    """A stream runs Python, which may empty the run lists under the kernel: the next run's
+    entries are gone, an IndexError, in both cores (the compiled one read a missing entry)."""
+    for kernel in (core.take_runs, run_streams.take_runs_pure):
+        files, counts, closing = [0, 0, 0], [1, 1, 1], [False, False, False]
+
+        shard = FakeShard([], None, False)
+        shard.stream = shrinking(files, counts, closing)
+        out: list[Any] = []
+        with pytest.raises(IndexError):
+            kernel(out, {0: shard}, files, counts, closing, 0, 3)
+        assert out == [0]
+
+
+def shrinking(*lists: list[Any]) -> Iterator[int]:
+    """A stream that empties ``lists`` before each record it gives."""
+    for value in range(10):
+        for values in lists:
+            del values[:]
+        yield value

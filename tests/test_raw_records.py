@@ -159,6 +159,27 @@ def test_writing_an_image_changes_the_record_only(converted: Path, tmp_path: Pat
     assert not (again[0].record["image"] == 7).all()
 
 
+def test_an_image_written_to_is_not_what_the_next_read_of_its_sample_gives(
+    converted: Path,
+) -> None:
+    """A sample read again from the same open shard (a data source, a reader's later epoch)
+    gives the file's pixels, not the earlier array a user wrote to."""
+    source = data_source(str(converted), "test", decode="tfds")
+    first = source[0]["image"]
+    original = first.copy()
+    first[:] = 7
+    assert np.array_equal(source[0]["image"], original)
+    assert np.array_equal(source[0]["image"], original)
+    assert (first == 7).all()
+    plan = ReadPlan(DatasetInfo.load(converted), "test", ReadConfig())
+    epochs = [item.record["image"] for item in Reader(plan, decode="tfds", epochs=2)]
+    once = len(epochs) // 2
+    truth = [image.copy() for image in epochs[:once]]
+    for image in epochs[:once]:
+        image += 1
+    assert all(np.array_equal(a, b) for a, b in zip(epochs[once:], truth))
+
+
 @settings(max_examples=15, deadline=None)
 @given(
     spec=st.sampled_from(["train", "test", "train[3:29]+test[:50%]", "train[1shard:]"]),
@@ -331,7 +352,10 @@ def test_data_source_gives_the_decoded_records(converted: Path) -> None:
         assert_same(a, resized(b))
     for a, b in zip(raw, source, strict=True):
         assert_same(a, resized(b))
-    first = raw[0]
+    # Sample 0 was handed out above: a read again gets a copy of the file's pixels; a
+    # fresh source hands out the view of its map.
+    assert not mapped(raw[0]["image"])
+    first = data_source(converted, spec, decode="tfds")[0]
     assert type(first["id"]) is int
     assert mapped(first["image"])
     again = pickle.loads(pickle.dumps(raw))

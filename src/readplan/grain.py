@@ -196,7 +196,8 @@ class ImageBatchIterDataset(PlanIterDataset):
         self.batch_size = batch_size
         self.image_options: dict[str, Any] = options.keywords()
         # A dataset that is not TBL-RAW is refused now, not at the first batch.
-        close_iterator(self.items(Reader(plan, epochs=epochs, data_dir=data_dir)))
+        with Reader(plan, epochs=epochs, data_dir=data_dir) as reader:
+            close_iterator(reader.image_batches(self.batch_size, **self.image_options))
 
     def items(self, reader: Reader) -> Iterator[dict[str, Any]]:
         return map(_fields, reader.image_batches(self.batch_size, **self.image_options))

@@ -118,11 +118,17 @@ class RawShard:
             self.view = None
         if self.view is not None and self.view.shape[1:] != (self._size,) * 2 + (3,):
             raise self._not_square(f"its samples are {self.view.shape[1:]} pixels")
+        # The samples whose view was handed out: a user may have written to it, so the map
+        # no longer holds what the file does for them.
+        self._handed_out = bytearray(len(self.view) if self._owned and self.view is not None else 0)
 
     def image(self, i: int, payload: bytes) -> U8Array:
-        """Sample ``i``'s image: a view of the map, or the array over its ``payload``."""
-        if self.view is not None:
+        """Sample ``i``'s image: a view of the map, or the array over its ``payload`` (the
+        file's bytes, as read and checked), which an owned sample handed out before gets."""
+        if self.view is not None and not (self._owned and self._handed_out[i]):
             image: U8Array = self.view[i]
+            if self._owned:
+                self._handed_out[i] = 1
             return image
         size = self._size
         if len(payload) != size * size * 3:

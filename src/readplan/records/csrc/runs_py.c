@@ -23,7 +23,10 @@ static PyObject *stream_of(PyObject *shards, PyObject *file) {
     PyObject *shard = PyDict_GetItemWithError(shards, file); /* borrowed */
     if (shard == NULL)
         return NULL;
+    /* Held while its attribute runs Python, which may drop the dict's reference. */
+    Py_INCREF(shard);
     PyObject *stream = PyObject_GetAttr(shard, stream_name);
+    Py_DECREF(shard);
     if (stream == Py_None) {
         Py_DECREF(stream);
         return NULL;
@@ -53,17 +56,29 @@ PyObject *py_take_runs(PyObject *self, PyObject *args) {
     if (stream_name == NULL && (stream_name = PyUnicode_InternFromString("stream")) == NULL)
         return NULL;
     for (Py_ssize_t k = lo; k < hi; k++) {
-        /* The lists are the caller's: each entry is read and checked as it is used. */
-        int last = PyObject_IsTrue(PyList_GetItem(closing, k));
-        Py_ssize_t count = PyLong_AsSsize_t(PyList_GetItem(counts, k));
-        if (last < 0 || (count == -1 && PyErr_Occurred()))
+        /* The lists are the caller's and the streams run Python, which may change them: each
+         * entry is fetched (an IndexError when a list shrank) and held while it is used. */
+        PyObject *closing_k = PyList_GetItem(closing, k);
+        PyObject *count_k = PyList_GetItem(counts, k);
+        PyObject *file = PyList_GetItem(files, k);
+        if (closing_k == NULL || count_k == NULL || file == NULL)
+            return NULL;
+        Py_ssize_t count = PyLong_AsSsize_t(count_k);
+        if (count == -1 && PyErr_Occurred())
             return NULL;
         if (count < 0)
             return PyErr_Format(PyExc_ValueError, "take_runs: run %zd counts %zd records", k,
                                 count);
+        Py_INCREF(closing_k);
+        int last = PyObject_IsTrue(closing_k);
+        Py_DECREF(closing_k);
+        if (last < 0)
+            return NULL;
         if (last)
             return stopped(k, 0, PyLong_FromLong(RUN_NOT_TAKEN));
-        PyObject *stream = stream_of(shards, PyList_GetItem(files, k));
+        Py_INCREF(file);
+        PyObject *stream = stream_of(shards, file);
+        Py_DECREF(file);
         if (stream == NULL) {
             if (PyErr_Occurred())
                 return NULL;

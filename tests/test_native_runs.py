@@ -9,11 +9,9 @@ seam chose for the rest of the suite (``READPLAN_PURE=1`` runs the suite on the 
 from __future__ import annotations
 
 import importlib
-import struct
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import crc32c as crc32c_package
 import numpy as np
 import pytest
 from hypothesis import given
@@ -21,19 +19,9 @@ from hypothesis import strategies as st
 
 from readplan.errors import CorruptRecordError
 from readplan.reading import run_streams, spans, windows
+from tests.test_native_kernels import frame
 
 core = importlib.import_module("readplan.records._core")
-
-
-def masked(data: bytes) -> int:
-    crc = crc32c_package.crc32c(data)
-    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
-
-
-def frame(payload: bytes) -> bytes:
-    """A TFRecord frame built from the format's definition, not by readplan."""
-    length = struct.pack("<Q", len(payload))
-    return length + struct.pack("<I", masked(length)) + payload + struct.pack("<I", masked(payload))
 
 
 def outcome(kernel: Callable[..., Any], *args: Any) -> tuple[str, Any]:

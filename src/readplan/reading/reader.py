@@ -396,7 +396,8 @@ class Reader(ReaderState):
         self, chunk: EpochOrder, is_last: npt.NDArray[np.bool_], shards: dict[int, Shard]
     ) -> Iterator[Batch]:
         runs = Runs.of(chunk, is_last, self.rank, self.world_size, _BATCH)
-        self._warmer.start_chunk(runs.file, runs.first, shards)
+        if self._warmer.enabled:  # the runs' lists are made only where they are read
+            self._warmer.start_chunk(runs.file, runs.first, shards)
         closes = Closes(runs, shards)
         # One rank streaming its files reads batch by batch; otherwise about _WINDOW_BYTES
         # of records are read together, in spans (``specs/reader.md`` §2).

@@ -174,7 +174,7 @@ class Reader(ReaderState):
         self._record_bytes = _WINDOW_BYTES  # unknown: the first window is one batch
         self._epoch = 0
         self._next = self._first_share(0)
-        self._current: tuple[list[Item], Iterator[Item]] | None = None
+        self._current: tuple[Batch, Iterator[Item]] | None = None
         self._active: Generator[Any, None, None] | None = None
         self._binding = ReaderBinding(self._path, storage_options)
         if start is not None:
@@ -295,12 +295,12 @@ class Reader(ReaderState):
         return batches
 
     def _item_lists(self, epoch: int, position: int) -> Generator[Iterator[Item], None, None]:
-        # Items are handed out by a list iterator in C; the state reads how far it got.
+        # Each batch's items are made by an iterator in C as they are taken (the memory of
+        # the item just freed is still in the cache); the state reads how far it got.
         for batch in self._decoded(self._read(epoch, position)):
-            items = batch.items()
-            rest = iter(items)
+            rest = batch.iter_items()
             self._settle()
-            self._current = (items, rest)
+            self._current = (batch, rest)
             yield rest
         self._settle()
 

@@ -61,21 +61,13 @@ def test_the_state_after_every_item_of_large_reads_continues_exactly() -> None:
     info = DatasetInfo("items", LAYOUT)
     plan = ReadPlan(info, "train", CONFIG)
     with NamedShards(info) as shards:
-
-        def factory(state: dict[str, Any] | None) -> Reader:
-            reader = Reader(plan, data_dir=shards.directory)
-            if state is not None:
-                reader.load_state_dict(state)
-            return reader
-
-        def saved(reader: Reader) -> dict[str, Any]:
-            state: dict[str, Any] = json.loads(json.dumps(reader.state_dict()))
-            return state
-
         # Around the first chunk's end, the first 2,048-record read's end, the epoch's end.
         wanted = [*range(4_090, 4_100), *range(6_139, 6_149), 8_399, 8_400]
         assert_resumes_exactly(
-            factory, saved, positions=wanted, key=lambda i: (i.position, i.record)
+            lambda state: Reader(plan, data_dir=shards.directory, start=state),
+            lambda reader: json.loads(json.dumps(reader.state_dict())),
+            positions=wanted,
+            key=lambda i: (i.position, i.record),
         )
 
 

@@ -19,8 +19,6 @@ from hypothesis import strategies as st
 from readplan import Reader, ReadPlan
 from readplan.errors import ConfigError
 from readplan.example import decode
-from readplan.reading import workers
-from readplan.reading.data_source import data_source
 from readplan.metadata.features import (
     Audio,
     Feature,
@@ -31,6 +29,8 @@ from readplan.metadata.features import (
     Tensor,
     Text,
 )
+from readplan.reading import workers
+from readplan.reading.data_source import data_source
 from readplan.reading.decoding import decodes_media
 from readplan.reading.workers import SPLIT_RECORDS, decoded_in_parts, ordered
 from readplan.writing import write_dataset as write_readplan_dataset
@@ -197,12 +197,14 @@ def test_decoders_of_images_or_audio_files_decode_media(
 
 
 def _image_plan(directory: Path, count: int) -> ReadPlan:
-    rows = (
-        {"image": np.full((8, 8, 3), k, dtype=np.uint8), "label": k} for k in range(count)
-    )
+    rows = ({"image": np.full((8, 8, 3), k, dtype=np.uint8), "label": k} for k in range(count))
     features = FeaturesDict({"image": Image(encoding_format="png"), "label": Tensor((), "int64")})
     info = write_readplan_dataset(
-        directory, name="images", version="1.0.0", features=features, splits={"train": rows},
+        directory,
+        name="images",
+        version="1.0.0",
+        features=features,
+        splits={"train": rows},
         examples_per_shard=8,
     )
     return ReadPlan(info, "train")

@@ -213,7 +213,7 @@ def tfds_decoder(features: FeaturesDict, decoders: Mapping[str, Any] | None) -> 
     return RecordDecoder(
         features.decoder(decoders=decoders),
         features.batch_decoder(decoders=decoders),
-        compile_leaf_decoder(features, decoders, "error"),
+        compile_leaf_decoder(features, decoders, "error", tables=True),
         media=decodes_media(features, decoders),
     )
 

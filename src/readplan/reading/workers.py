@@ -17,7 +17,13 @@ from typing import TypeVar
 from readplan._internal.validate import is_int
 from readplan.errors import ConfigError
 
-__all__ = ["MAX_DECODE_WORKERS", "SPLIT_RECORDS", "check_decode_workers", "decoded_in_parts", "ordered"]
+__all__ = [
+    "MAX_DECODE_WORKERS",
+    "SPLIT_RECORDS",
+    "check_decode_workers",
+    "decoded_in_parts",
+    "ordered",
+]
 
 MAX_DECODE_WORKERS = 64
 # Items in flight per thread: enough to keep every thread busy while results are taken.

@@ -170,7 +170,8 @@ def test_only_media_or_many_records_are_decoded_in_parts() -> None:
     few = list(range(SPLIT_RECORDS - 1))
     assert set(decoded_in_parts(decode_all, few, 2, media=False)[0]) == {here}
     in_parts = set(decoded_in_parts(decode_all, few, 2, media=True)[0])  # on the pool
-    assert in_parts and here not in in_parts
+    assert in_parts
+    assert here not in in_parts
     many = list(range(SPLIT_RECORDS))
     assert here not in set(decoded_in_parts(decode_all, many, 2, media=False)[0])
 
@@ -215,7 +216,8 @@ def test_workers_decode_image_batches_one_at_a_time(tmp_path: Path) -> None:
     # decode's cost: 12 small images would make one group and leave the second worker idle.
     plan = _image_plan(tmp_path, 12)
     reader = Reader(plan, decode="tfds", decode_workers=2)
-    assert reader._decode is not None and reader._decode.media
+    assert reader._decode is not None
+    assert reader._decode.media
     leaves = reader._decode.leaves
     assert leaves is not None
     calls: list[int] = []

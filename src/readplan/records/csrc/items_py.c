@@ -15,8 +15,8 @@ typedef struct {
     PyObject *cls;      /* the item type, a tuple subclass */
     PyObject *records;  /* a tuple: the records, held as they were when the iterator was made */
     PyObject *epoch;
-    PyObject *prefixes; /* a tuple: the distinct prefixes named, held for `prefix` */
-    PyObject **prefix;  /* record k's prefix (borrowed from `prefixes`) */
+    PyObject *held;     /* a tuple: each stretch's file index (an int) and prefix */
+    PyObject **named;   /* 2 x n: record k's file index and prefix, borrowed from `held` */
     int64_t *columns;   /* positions, files, indices: 3 x n, a copy of the caller's arrays */
     allocfunc alloc;
     Py_ssize_t n, next;
@@ -28,7 +28,7 @@ static int item_iter_traverse(ItemIter *self, visitproc visit, void *arg) {
     Py_VISIT(self->cls);
     Py_VISIT(self->records);
     Py_VISIT(self->epoch);
-    Py_VISIT(self->prefixes);
+    Py_VISIT(self->held);
     /* A heap type's instances visit their type. */
     Py_VISIT(Py_TYPE((PyObject *)self));
     return 0;
@@ -38,7 +38,7 @@ static int item_iter_clear(ItemIter *self) {
     Py_CLEAR(self->cls);
     Py_CLEAR(self->records);
     Py_CLEAR(self->epoch);
-    Py_CLEAR(self->prefixes);
+    Py_CLEAR(self->held);
     return 0;
 }
 
@@ -46,7 +46,7 @@ static void item_iter_dealloc(ItemIter *self) {
     PyTypeObject *type = Py_TYPE((PyObject *)self);
     PyObject_GC_UnTrack(self);
     item_iter_clear(self);
-    PyMem_Free(self->prefix);
+    PyMem_Free(self->named);
     PyMem_Free(self->columns);
     freefunc free_slot = (freefunc)PyType_GetSlot(type, Py_tp_free);
     free_slot(self);
@@ -60,11 +60,13 @@ static PyObject *make_item(ItemIter *self, Py_ssize_t k) {
     PyObject *item = self->alloc((PyTypeObject *)self->cls, 6);
     if (item == NULL)
         return NULL;
+    /* The file's int is shared by the records of its stretch: no new int per item. */
     PyObject *fields[6] = {PyTuple_GetItem(self->records, k), self->epoch,
-                           PyLong_FromLongLong(c[k]), PyLong_FromLongLong(c[n + k]),
-                           PyLong_FromLongLong(c[2 * n + k]), self->prefix[k]};
+                           PyLong_FromLongLong(c[k]), self->named[2 * k],
+                           PyLong_FromLongLong(c[2 * n + k]), self->named[2 * k + 1]};
     Py_XINCREF(fields[0]);
     Py_INCREF(fields[1]);
+    Py_INCREF(fields[3]);
     Py_INCREF(fields[5]);
     int bad = 0;
     for (int f = 0; f < 6; f++) {
@@ -135,34 +137,35 @@ int items_add_types(PyObject *module) {
     return 0;
 }
 
-/* Each record's prefix, names[file] looked up once per stretch of records of one file; the
- * distinct prefixes are held in self->prefixes.  -1 with the lookup's error. */
+/* Each record's file index as an int and its prefix, names[file], made and looked up once per
+ * stretch of records of one file and held in self->held.  -1 with the lookup's error. */
 static int name_files(ItemIter *self, PyObject *names) {
     Py_ssize_t n = self->n;
     const int64_t *files = self->columns + n;
     PyObject *held = PyList_New(0);
     if (held == NULL)
         return -1;
-    PyObject *prefix = NULL;
+    PyObject *key = NULL, *prefix = NULL;
     for (Py_ssize_t k = 0; k < n; k++) {
         if (k == 0 || files[k] != files[k - 1]) {
-            PyObject *key = PyLong_FromLongLong(files[k]);
+            key = PyLong_FromLongLong(files[k]);
             if (key == NULL)
                 goto fail;
             prefix = PyObject_GetItem(names, key);
-            Py_DECREF(key);
-            if (prefix == NULL)
+            int appended = prefix == NULL ? -1 : PyList_Append(held, key);
+            Py_DECREF(key); /* `held` keeps them */
+            if (appended < 0 || PyList_Append(held, prefix) < 0) {
+                Py_XDECREF(prefix);
                 goto fail;
-            int appended = PyList_Append(held, prefix);
-            Py_DECREF(prefix); /* `held` keeps it */
-            if (appended < 0)
-                goto fail;
+            }
+            Py_DECREF(prefix);
         }
-        self->prefix[k] = prefix;
+        self->named[2 * k] = key;
+        self->named[2 * k + 1] = prefix;
     }
-    self->prefixes = PyList_AsTuple(held);
+    self->held = PyList_AsTuple(held);
     Py_DECREF(held);
-    return self->prefixes == NULL ? -1 : 0;
+    return self->held == NULL ? -1 : 0;
 fail:
     Py_DECREF(held);
     return -1;
@@ -205,8 +208,8 @@ PyObject *py_iter_items(PyObject *module, PyObject *args) {
     self->alloc = (allocfunc)PyType_GetSlot((PyTypeObject *)cls, Py_tp_alloc);
     size_t slots = (size_t)(self->n > 0 ? self->n : 1);
     self->columns = PyMem_Malloc(3 * slots * sizeof(int64_t));
-    self->prefix = PyMem_Malloc(slots * sizeof(PyObject *));
-    if (self->columns == NULL || self->prefix == NULL) {
+    self->named = PyMem_Malloc(2 * slots * sizeof(PyObject *));
+    if (self->columns == NULL || self->named == NULL) {
         PyErr_NoMemory();
         Py_DECREF(self);
         return NULL;

@@ -73,13 +73,15 @@ class CheckedSidecars:
     ) -> RecordIndex | None:
         """The index of sidecar ``key[1]`` for the open local data file ``data_fd``: the one
         remembered when neither file changed since it was checked, else ``check()`` (which
-        reads and checks it; ``None`` when there is none), remembered when both had settled.
+        reads and checks it), remembered when both had settled; ``None`` when there is no
+        sidecar.
         """
         began = time.time_ns()
         try:
-            ids = (identity(os.fstat(data_fd)), identity(os.stat(key[1])))
+            sidecar = identity(os.stat(key[1]))
         except FileNotFoundError:
-            return check()  # no sidecar (or it went): looked up as without this
+            return None  # no sidecar: what reading it would have found a moment later
+        ids = (identity(os.fstat(data_fd)), sidecar)
         with self._lock:
             entry = self._entries.get(key)
             if entry is not None and entry[0] == ids:

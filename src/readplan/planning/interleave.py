@@ -403,12 +403,15 @@ class InterleaveSchedule:
                 if len(pieces) == 1
                 else tuple(np.concatenate(parts) for parts in zip(*pieces))
             )
-            yield inp[skip : skip + need], rec[skip : skip + need]
-            position += need
+            # Every whole chunk the rounds hold (small chunks: several).
+            while need and skip + need <= inp.size:
+                yield inp[skip : skip + need], rec[skip : skip + need]
+                skip, position = skip + need, position + need
+                need = min(chunk_size, self.num_records - position)
             # The next chunk starts in the round holding the first record not yielded.
             ends = np.cumsum(counts)
-            within = int(np.searchsorted(ends, skip + need, side="right"))
-            skip = skip + need - (int(ends[within - 1]) if within else 0)
+            within = int(np.searchsorted(ends, skip, side="right"))
+            skip -= int(ends[within - 1]) if within else 0
             round_ += within
             active = active[self._end_rounds(active) > round_]
 

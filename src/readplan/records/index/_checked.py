@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -47,6 +48,11 @@ def identity(status: os.stat_result) -> Identity:
     )
 
 
+def _new_lock(checked: CheckedSidecars | None) -> None:
+    if checked is not None:
+        checked._lock = threading.Lock()
+
+
 def _settled(ids: tuple[Identity, Identity], began_ns: int) -> bool:
     latest = max(max(found[3], found[4]) for found in ids)
     return latest <= began_ns - SETTLED_NS
@@ -61,6 +67,9 @@ class CheckedSidecars:
         self._max = max_offsets
         self._held = 0
         self._lock = threading.Lock()
+        # A child forked while another thread held the lock would wait for it forever.
+        me = weakref.ref(self)
+        os.register_at_fork(after_in_child=lambda: _new_lock(me()))
         self._entries: OrderedDict[_Key, tuple[tuple[Identity, Identity], RecordIndex]] = (
             OrderedDict()
         )

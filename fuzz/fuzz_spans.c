@@ -57,7 +57,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *input, size_t size) {
     memcpy(data, input + 1 + 4 * n, length);
 
     size_t bad = SIZE_MAX;
-    int found = check_frames(data, length, begins, ends, n, headers, cap, &bad);
+    int found = check_frames(data, length, begins, ends, n, headers, cap, NULL, &bad);
+    /* Checked while copied into a room of exactly each payload's size: the same verdict, and
+     * the copies are the payloads. */
+    unsigned char **outs = calloc(n ? n : 1, sizeof *outs);
+    for (size_t i = 0; i < n; i++)
+        if (begins[i] >= 0 && ends[i] - begins[i] >= 16 && (uint64_t)ends[i] <= length)
+            outs[i] = malloc((size_t)(ends[i] - begins[i] - 16) + 1);
+    size_t copy_bad = SIZE_MAX;
+    if (check_frames(data, length, begins, ends, n, headers, cap, outs, &copy_bad) != found ||
+        copy_bad != bad)
+        abort();
+    for (size_t i = 0; found == FRAMES_SOUND && i < n; i++)
+        if (memcmp(outs[i], data + begins[i] + 12, (size_t)(ends[i] - begins[i] - 16)) != 0)
+            abort();
+    for (size_t i = 0; i < n; i++)
+        free(outs[i]);
+    free(outs);
     size_t outside = SIZE_MAX;
     for (size_t i = 0; i < n && outside == SIZE_MAX; i++)
         if (begins[i] < 0 || ends[i] < begins[i] || (uint64_t)ends[i] > length)

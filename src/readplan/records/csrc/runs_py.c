@@ -158,9 +158,32 @@ PyObject *py_place(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* Bytes objects of the payload sizes of the n frames [b[i], e[i]) and, in outs[], where their
+ * bytes go; a list with None in place of each frame that does not lie in data[0:size] with a
+ * payload of at most max_length (check_frames() then refuses it before any copy). */
+static PyObject *payload_buffers(const int64_t *b, const int64_t *e, Py_ssize_t n, size_t size,
+                                 uint64_t max_length, unsigned char **outs) {
+    PyObject *out = PyList_New(n);
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+        int fits = b[i] >= 0 && e[i] >= b[i] && (uint64_t)e[i] <= size && e[i] - b[i] >= 16 &&
+                   (uint64_t)(e[i] - b[i] - 16) <= max_length;
+        PyObject *piece =
+            fits ? PyBytes_FromStringAndSize(NULL, e[i] - b[i] - 16) : Py_NewRef(Py_None);
+        if (piece == NULL) {
+            Py_CLEAR(out);
+            break;
+        }
+        outs[i] = fits ? (unsigned char *)PyBytes_AsString(piece) : NULL;
+        PyList_SetItem(out, i, piece);
+    }
+    return out;
+}
+
 /* cut_frames(data, begins, ends, headers, max_length): the payloads of the frames
  * [begins[i], ends[i]) of data as bytes, once check_frames() finds every one sound; None when
- * one is damaged; ValueError for a span outside the data. */
+ * one is damaged; ValueError for a span outside the data.  The bytes objects are made first and
+ * filled by check_frames() with the GIL released, each payload copied while its CRC is computed:
+ * a payload is read once, and what is delivered is what was checked. */
 PyObject *py_cut_frames(PyObject *self, PyObject *args) {
     PyObject *data_obj, *begins_obj, *ends_obj;
     int headers;
@@ -185,36 +208,33 @@ PyObject *py_cut_frames(PyObject *self, PyObject *args) {
     int64_t *b = NULL;
     if (items_of(&ends) != n) {
         PyErr_Format(PyExc_ValueError, "cut_frames: %zd begins but %zd ends", n, items_of(&ends));
-    } else if ((b = PyMem_Malloc(2 * (size_t)(n > 0 ? n : 1) * sizeof *b)) == NULL) {
+    } else if ((b = PyMem_Malloc(2 * (size_t)(n > 0 ? n : 1) * sizeof *b +
+                                 (size_t)(n > 0 ? n : 1) * sizeof(unsigned char *))) == NULL) {
         PyErr_NoMemory();
     } else {
         /* The spans are checked and cut in a copy: another thread may write the caller's arrays
          * while the GIL is released, and a span checked must be the span cut. */
         int64_t *e = b + n;
+        unsigned char **outs = (unsigned char **)(e + (n > 0 ? n : 1));
         memcpy(b, begins.buf, (size_t)n * sizeof *b);
         memcpy(e, ends.buf, (size_t)n * sizeof *e);
+        out = payload_buffers(b, e, n, (size_t)data.len, (uint64_t)max_length, outs);
         size_t bad = 0;
-        int found;
-        Py_BEGIN_ALLOW_THREADS
-        found = check_frames(data.buf, (size_t)data.len, b, e, (size_t)n, headers,
-                             (uint64_t)max_length, &bad);
-        Py_END_ALLOW_THREADS
+        int found = FRAMES_SOUND;
+        if (out != NULL) {
+            Py_BEGIN_ALLOW_THREADS
+            found = check_frames(data.buf, (size_t)data.len, b, e, (size_t)n, headers,
+                                 (uint64_t)max_length, outs, &bad);
+            Py_END_ALLOW_THREADS
+        }
         if (found == FRAMES_OUTSIDE) {
+            Py_CLEAR(out);
             PyErr_Format(PyExc_ValueError,
                          "cut_frames: frame %zd spans bytes [%lld, %lld) outside a buffer of %zd "
                          "bytes", (Py_ssize_t)bad, (long long)b[bad], (long long)e[bad], data.len);
         } else if (found == FRAMES_DAMAGED) {
+            Py_DECREF(out);
             out = Py_NewRef(Py_None);
-        } else if ((out = PyList_New(n)) != NULL) {
-            const char *base = data.buf;
-            for (Py_ssize_t i = 0; i < n; i++) {
-                PyObject *piece = PyBytes_FromStringAndSize(base + b[i] + 12, e[i] - b[i] - 16);
-                if (piece == NULL) {
-                    Py_CLEAR(out);
-                    break;
-                }
-                PyList_SetItem(out, i, piece);
-            }
         }
     }
     PyMem_Free(b);

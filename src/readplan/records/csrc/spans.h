@@ -16,8 +16,11 @@ enum frames_check {
  * CRC32C, the payload, the payload's masked CRC32C.  Checked per frame, in order: the span lies
  * inside the data; it holds at least the 16 framing bytes and a payload of at most max_length;
  * with `headers`, its stored length is the span's and its length CRC verifies; its data CRC
- * verifies.  Nothing outside data[0:size] is read. */
+ * verifies.  With `outs`, frame i's payload is copied to outs[i] (room for it) while its CRC is
+ * computed, so that what is delivered is what was checked.  Nothing outside data[0:size] is
+ * read. */
 int check_frames(const unsigned char *data, size_t size, const int64_t *begins,
-                 const int64_t *ends, size_t n, int headers, uint64_t max_length, size_t *bad);
+                 const int64_t *ends, size_t n, int headers, uint64_t max_length,
+                 unsigned char *const *outs, size_t *bad);
 
 #endif

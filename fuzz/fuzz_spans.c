@@ -58,12 +58,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *input, size_t size) {
 
     size_t bad = SIZE_MAX;
     int found = check_frames(data, length, begins, ends, n, headers, cap, NULL, &bad);
-    /* Checked while copied into a room of exactly each payload's size: the same verdict, and
-     * the copies are the payloads. */
+    /* Checked on copies in rooms of exactly each payload's size (short payloads copied first,
+     * as cut_frames does; long ones copied by check_frames): the same verdict, and the copies
+     * are the payloads. */
     unsigned char **outs = calloc(n ? n : 1, sizeof *outs);
-    for (size_t i = 0; i < n; i++)
-        if (begins[i] >= 0 && ends[i] - begins[i] >= 16 && (uint64_t)ends[i] <= length)
-            outs[i] = malloc((size_t)(ends[i] - begins[i] - 16) + 1);
+    for (size_t i = 0; i < n; i++) {
+        if (begins[i] < 0 || ends[i] - begins[i] < 16 || (uint64_t)ends[i] > length)
+            continue;
+        size_t payload = (size_t)(ends[i] - begins[i] - 16);
+        outs[i] = malloc(payload ? payload : 1);
+        if (payload < COPIED_FIRST)
+            memcpy(outs[i], data + begins[i] + 12, payload);
+    }
     size_t copy_bad = SIZE_MAX;
     if (check_frames(data, length, begins, ends, n, headers, cap, outs, &copy_bad) != found ||
         copy_bad != bad)

@@ -158,17 +158,22 @@ PyObject *py_place(PyObject *self, PyObject *args) {
     return out;
 }
 
-/* Bytes objects of the payload sizes of the n frames [b[i], e[i]) and, in outs[], where their
- * bytes go; a list with None in place of each frame that does not lie in data[0:size] with a
+/* Bytes objects of the payloads of the n frames [b[i], e[i]) of data[0:size] and, in outs[],
+ * where their bytes are: those shorter than COPIED_FIRST copied now, the others to be copied by
+ * check_frames(); a list with None in place of each frame that does not lie in the data with a
  * payload of at most max_length (check_frames() then refuses it before any copy). */
-static PyObject *payload_buffers(const int64_t *b, const int64_t *e, Py_ssize_t n, size_t size,
-                                 uint64_t max_length, unsigned char **outs) {
+static PyObject *payload_buffers(const char *data, const int64_t *b, const int64_t *e,
+                                 Py_ssize_t n, size_t size, uint64_t max_length,
+                                 unsigned char **outs) {
     PyObject *out = PyList_New(n);
     for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
         int fits = b[i] >= 0 && e[i] >= b[i] && (uint64_t)e[i] <= size && e[i] - b[i] >= 16 &&
                    (uint64_t)(e[i] - b[i] - 16) <= max_length;
+        Py_ssize_t length = fits ? e[i] - b[i] - 16 : 0;
         PyObject *piece =
-            fits ? PyBytes_FromStringAndSize(NULL, e[i] - b[i] - 16) : Py_NewRef(Py_None);
+            !fits ? Py_NewRef(Py_None)
+                  : PyBytes_FromStringAndSize(length < COPIED_FIRST ? data + b[i] + 12 : NULL,
+                                              length);
         if (piece == NULL) {
             Py_CLEAR(out);
             break;
@@ -181,9 +186,10 @@ static PyObject *payload_buffers(const int64_t *b, const int64_t *e, Py_ssize_t 
 
 /* cut_frames(data, begins, ends, headers, max_length): the payloads of the frames
  * [begins[i], ends[i]) of data as bytes, once check_frames() finds every one sound; None when
- * one is damaged; ValueError for a span outside the data.  The bytes objects are made first and
- * filled by check_frames() with the GIL released, each payload copied while its CRC is computed:
- * a payload is read once, and what is delivered is what was checked. */
+ * one is damaged; ValueError for a span outside the data.  The bytes objects are made first (short
+ * payloads copied into them at once) and checked by check_frames() with the GIL released, each
+ * CRC computed over the copy (a long payload's while it is copied): what is delivered is what was
+ * checked. */
 PyObject *py_cut_frames(PyObject *self, PyObject *args) {
     PyObject *data_obj, *begins_obj, *ends_obj;
     int headers;
@@ -218,7 +224,7 @@ PyObject *py_cut_frames(PyObject *self, PyObject *args) {
         unsigned char **outs = (unsigned char **)(e + (n > 0 ? n : 1));
         memcpy(b, begins.buf, (size_t)n * sizeof *b);
         memcpy(e, ends.buf, (size_t)n * sizeof *e);
-        out = payload_buffers(b, e, n, (size_t)data.len, (uint64_t)max_length, outs);
+        out = payload_buffers(data.buf, b, e, n, (size_t)data.len, (uint64_t)max_length, outs);
         size_t bad = 0;
         int found = FRAMES_SOUND;
         if (out != NULL) {

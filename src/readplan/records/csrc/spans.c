@@ -43,12 +43,14 @@ int check_frames(const unsigned char *data, size_t size, const int64_t *begins,
                 return FRAMES_DAMAGED;
             }
         }
-        /* Copied while it is checked: the bytes delivered are exactly the bytes checked, even if
+        /* Checked on the copy: the bytes delivered are exactly the bytes checked, even if
          * another thread writes a shared buffer meanwhile. */
-        int sound = outs != NULL
-                        ? copy_frame(data, (size_t)begins[i], length, 1, outs[i]) < 0
-                        : crc32c_mask(crc32c_update(0, frame + 12, (size_t)length)) ==
-                              le32(frame + 12 + length);
+        int sound;
+        if (outs != NULL && length >= COPIED_FIRST)
+            sound = copy_frame(data, (size_t)begins[i], length, 1, outs[i]) < 0;
+        else
+            sound = crc32c_mask(crc32c_update(0, outs != NULL ? outs[i] : frame + 12,
+                                              (size_t)length)) == le32(frame + 12 + length);
         if (!sound) {
             *bad = i;
             return FRAMES_DAMAGED;

@@ -77,10 +77,16 @@ static inline uint32_t stored_data_crc(const unsigned char *frame, uint64_t leng
 int copy_frame(const unsigned char *data, size_t off, uint64_t length, int verify,
                unsigned char *out);
 
+/* Frames shorter than this have their data CRCs computed three side by side (a short frame's CRC
+ * is bound by the instruction's latency), apart from their copy; longer ones while they are
+ * copied: one pass beats a check and a copy, and their own CRC has streams enough. */
+#define COPY_CHECKED 1024
+
 /* The data of up to `count` consecutive frames from `off`, whose data lengths are lengths[] (as
  * a scan_frames() from `off` found them), copied back to back into out, which holds their sum,
- * each checked by copy_frame(): returns how many were copied before the first whose data CRC
- * fails (`count` when none does). */
+ * with `verify` each data CRC computed over the copy (copy_frame() for long frames; short ones
+ * in threes, crc32c_three() over their copies): returns how many were copied before the first
+ * whose data CRC fails (`count` when none does). */
 size_t copy_frames(const unsigned char *data, size_t off, const int64_t *lengths, size_t count,
                    int verify, unsigned char *out);
 

@@ -19,9 +19,6 @@
 /* A window: at most WINDOW frames, and frames are added to it until it holds WINDOW_BYTES. */
 #define WINDOW 64
 #define WINDOW_BYTES (16 << 10)
-/* A frame of this many bytes or more is copied out alone, its CRC computed as it is copied: one
- * pass over it beats a check and a copy from the cache, and its CRC alone has streams enough. */
-#define COPIED_BYTES 1024
 
 typedef struct {
     PyObject_HEAD
@@ -84,7 +81,7 @@ static PyObject *run_next(PyObject *self) {
         uint64_t length;
         int stop = frame_header(run->data.buf, (size_t)run->data.len, run->at, run->max_length,
                                 &run->known, &length);
-        if (stop < 0 && length >= COPIED_BYTES)
+        if (stop < 0 && length >= COPY_CHECKED)
             return copied_record(run, length);
         if (stop < 0)
             stop = next_window(run);

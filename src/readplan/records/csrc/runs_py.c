@@ -159,7 +159,7 @@ PyObject *py_place(PyObject *self, PyObject *args) {
 }
 
 /* Bytes objects of the payloads of the n frames [b[i], e[i]) of data[0:size] and, in outs[],
- * where their bytes are: those shorter than COPIED_FIRST copied now, the others to be copied by
+ * where their bytes are: those shorter than COPY_CHECKED copied now, the others to be copied by
  * check_frames(); a list with None in place of each frame that does not lie in the data with a
  * payload of at most max_length (check_frames() then refuses it before any copy). */
 static PyObject *payload_buffers(const char *data, const int64_t *b, const int64_t *e,
@@ -172,7 +172,7 @@ static PyObject *payload_buffers(const char *data, const int64_t *b, const int64
         Py_ssize_t length = fits ? e[i] - b[i] - 16 : 0;
         PyObject *piece =
             !fits ? Py_NewRef(Py_None)
-                  : PyBytes_FromStringAndSize(length < COPIED_FIRST ? data + b[i] + 12 : NULL,
+                  : PyBytes_FromStringAndSize(length < COPY_CHECKED ? data + b[i] + 12 : NULL,
                                               length);
         if (piece == NULL) {
             Py_CLEAR(out);

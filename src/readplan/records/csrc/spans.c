@@ -46,7 +46,7 @@ int check_frames(const unsigned char *data, size_t size, const int64_t *begins,
         /* Checked on the copy: the bytes delivered are exactly the bytes checked, even if
          * another thread writes a shared buffer meanwhile. */
         int sound;
-        if (outs != NULL && length >= COPIED_FIRST)
+        if (outs != NULL && length >= COPY_CHECKED)
             sound = copy_frame(data, (size_t)begins[i], length, 1, outs[i]) < 0;
         else
             sound = crc32c_mask(crc32c_update(0, outs != NULL ? outs[i] : frame + 12,

@@ -5,8 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Payloads shorter than this are copied before check_frames() checks them (see there). */
-#define COPIED_FIRST 1024
+#include "frames.h"
 
 /* What check_frames() found. */
 enum frames_check {
@@ -20,7 +19,7 @@ enum frames_check {
  * inside the data; it holds at least the 16 framing bytes and a payload of at most max_length;
  * with `headers`, its stored length is the span's and its length CRC verifies; its data CRC
  * verifies.  With `outs`, the CRC is computed over frame i's payload in outs[i], so that what
- * is delivered is what was checked: a payload of COPIED_FIRST bytes or more is copied there while
+ * is delivered is what was checked: a payload of COPY_CHECKED bytes or more is copied there while
  * its CRC is computed, a shorter one must already be there (copied when its object was made,
  * while that memory was in the cache).  Nothing outside data[0:size] is read. */
 int check_frames(const unsigned char *data, size_t size, const int64_t *begins,

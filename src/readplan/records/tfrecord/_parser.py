@@ -128,10 +128,9 @@ class FrameParser:
                 raise RuntimeError("a record run must be exhausted before the parser reads on")
             if run.count:
                 self._took(begin, run.end, run.count)
-            batch = self._large_records(stream, -1) if isinstance(stream, PlainStream) else None
-            if batch:
+            # After a batch of large frames the buffer holds at most the next header: no run.
+            while isinstance(stream, PlainStream) and (batch := self._large_records(stream, -1)):
                 yield batch
-                continue
             item = self._careful_or_damage(self._careful_record)
             if item is None:
                 self._check_end()

@@ -17,7 +17,7 @@ Prints the median wall time of each and the speed-ups (anchor time / readplan ti
 two decode workers against one).
 
 ``--workers-only`` leaves TFDS out and times ``decode_workers`` 1 and 2 on these records and
-on 8 shards x 64 image records (a 224 x 224 JPEG each, decoded by ``decode="tfds"``), for the
+on 16 shards x 128 image records (a 224 x 224 JPEG each, decoded by ``decode="tfds"``), for the
 Reader and for ``data_source(..., decode="tfds")`` (16 ``__getitems__`` calls of 256 random
 keys), with
 two more figures from the same rounds: two workers with the process held to one CPU
@@ -111,12 +111,12 @@ def readplan_pass(plan: ReadPlan, workers: int) -> float:
     return time.perf_counter() - start
 
 
-IMAGE_SHARDS = 8
-IMAGES_PER_SHARD = 64
+IMAGE_SHARDS = 16
+IMAGES_PER_SHARD = 128
 
 
 def write_images(directory: Path) -> DatasetInfo:
-    """8 shards x 64 records of a 224 x 224 JPEG (smooth noise, about 10 KB) and a label."""
+    """16 shards x 128 records of a 224 x 224 JPEG (smooth noise, about 10 KB) and a label."""
     rng = np.random.default_rng(0)
 
     def image() -> np.ndarray:

@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -234,6 +235,20 @@ def test_options_beam_would_drop_or_refuse_are_errors(
     with pytest.raises(ConfigError, match=match):
         convert(TOY_DIR, tmp_path / "x", format="tbl", runner="beam", beam_options=options)
     assert not (tmp_path / "x").exists()
+
+
+def test_a_conversion_leaves_no_pipeline_folder_in_the_temporary_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every Beam pipeline makes a folder when built, which only running it removes; the
+    # options are checked by building one (Beam's job server and caches are its own).
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    convert(TOY_DIR, tmp_path / "x", format="tbl", runner="beam", beam_options=IN_PROCESS)
+    with pytest.raises(ConfigError, match="not an option"):
+        convert(TOY_DIR, tmp_path / "y", format="tbl", runner="beam", beam_options="--nope=1")
+    assert [name for name in os.listdir(temporary) if name.startswith("beam-pipeline")] == []
 
 
 def test_runner_refusals(tmp_path: Path) -> None:

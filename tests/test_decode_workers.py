@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -18,8 +19,21 @@ from hypothesis import strategies as st
 from readplan import Reader, ReadPlan
 from readplan.errors import ConfigError
 from readplan.example import decode
+from readplan.metadata.features import (
+    Audio,
+    Feature,
+    FeaturesDict,
+    Image,
+    Sequence,
+    SkipDecoding,
+    Tensor,
+    Text,
+)
+from readplan.reading import workers
 from readplan.reading.data_source import data_source
-from readplan.reading.workers import decoded_in_parts, ordered
+from readplan.reading.decoding import decodes_media
+from readplan.reading.workers import SPLIT_RECORDS, decoded_in_parts, ordered
+from readplan.writing import write_dataset as write_readplan_dataset
 from tests.assertions import assert_same_nested
 from tests.decoding_cases import FAILURES, one_at_a_time, write_dataset
 from tests.strategies import any_batches
@@ -71,12 +85,13 @@ def test_a_data_source_decoding_in_parts_gives_one_threads_records_and_error(
         raw = data_source(info, "train", index_dir=directory)
         want, error = one_at_a_time(decode, [raw[k] for k in keys])
         source = data_source(info, "train", decode=True, index_dir=directory, decode_workers=3)
-        if error is not None:
-            with pytest.raises(type(error)) as caught:
-                source.__getitems__(keys)
-            assert str(caught.value) == str(error)
-            return
-        got = source.__getitems__(np.array(keys, dtype=np.int64))
+        with mock.patch.object(workers, "SPLIT_RECORDS", 1):  # parts even of a few records
+            if error is not None:
+                with pytest.raises(type(error)) as caught:
+                    source.__getitems__(keys)
+                assert str(caught.value) == str(error)
+                return
+            got = source.__getitems__(np.array(keys, dtype=np.int64))
     assert len(got) == len(want)
     for index, (mine, theirs) in enumerate(zip(got, want)):
         assert_same_nested(mine, theirs, (index,))
@@ -140,11 +155,82 @@ def test_decoded_in_parts_stops_at_the_first_failing_part() -> None:
         return part, None
 
     records = [b"a", b"b", b"c", b"bad", b"d", b"e", b"bad", b"f"]
-    decoded, error = decoded_in_parts(decode_all, records, 3)
+    decoded, error = decoded_in_parts(decode_all, records, 3, media=True)
     assert decoded == [b"a", b"b", b"c"]
     # Part one is [a, b, c]; part two [bad, d, e] fails first, with nothing before it.
     assert str(error) == "bad record after []"
-    assert decoded_in_parts(decode_all, records[:3], 3) == (records[:3], None)
+    assert decoded_in_parts(decode_all, records[:3], 3, media=True) == (records[:3], None)
+
+
+def test_only_media_or_many_records_are_decoded_in_parts() -> None:
+    def decode_all(part: list[int]) -> tuple[list[str], Exception | None]:
+        return [threading.current_thread().name] * len(part), None
+
+    here = threading.current_thread().name
+    few = list(range(SPLIT_RECORDS - 1))
+    assert set(decoded_in_parts(decode_all, few, 2, media=False)[0]) == {here}
+    in_parts = set(decoded_in_parts(decode_all, few, 2, media=True)[0])  # on the pool
+    assert in_parts
+    assert here not in in_parts
+    many = list(range(SPLIT_RECORDS))
+    assert here not in set(decoded_in_parts(decode_all, many, 2, media=False)[0])
+
+
+@pytest.mark.parametrize(
+    ("feature", "decoders", "media"),
+    [
+        (Image(encoding_format="png"), None, True),
+        (Image(), SkipDecoding(), False),
+        (Sequence(Image(shape=(4, 4, 3))), None, True),
+        (Audio(file_format="wav"), None, True),
+        (Audio(), None, False),
+        (Text(), None, False),
+        (Tensor((2,), "int64"), None, False),
+        (FeaturesDict({"a": Text(), "b": Sequence({"c": Image()})}), None, True),
+        (FeaturesDict({"a": Text(), "b": Image()}), {"b": SkipDecoding()}, False),
+        (FeaturesDict({"a": Image(), "b": Image()}), {"b": SkipDecoding()}, True),
+    ],
+)
+def test_decoders_of_images_or_audio_files_decode_media(
+    feature: Feature, decoders: object, media: bool
+) -> None:
+    assert decodes_media(feature, decoders) is media
+
+
+def _image_plan(directory: Path, count: int) -> ReadPlan:
+    rows = ({"image": np.full((8, 8, 3), k, dtype=np.uint8), "label": k} for k in range(count))
+    features = FeaturesDict({"image": Image(encoding_format="png"), "label": Tensor((), "int64")})
+    info = write_readplan_dataset(
+        directory,
+        name="images",
+        version="1.0.0",
+        features=features,
+        splits={"train": rows},
+        examples_per_shard=8,
+    )
+    return ReadPlan(info, "train")
+
+
+def test_workers_decode_image_batches_one_at_a_time(tmp_path: Path) -> None:
+    # A group closes on its record count or bytes, which for images says little of the
+    # decode's cost: 12 small images would make one group and leave the second worker idle.
+    plan = _image_plan(tmp_path, 12)
+    reader = Reader(plan, decode="tfds", decode_workers=2)
+    assert reader._decode is not None
+    assert reader._decode.media
+    leaves = reader._decode.leaves
+    assert leaves is not None
+    calls: list[int] = []
+
+    def counted(records: Any) -> Any:
+        calls.append(len(records))
+        return leaves(records)
+
+    object.__setattr__(reader._decode, "leaves", counted)
+    labels = [batch.features["label"].tolist() for batch in reader.batches(4)]
+    assert calls == [4, 4, 4]
+    alone = Reader(plan, decode="tfds").batches(4)
+    assert labels == [batch.features["label"].tolist() for batch in alone]
 
 
 @pytest.mark.parametrize("workers", [0, -1, 65, 1.5, True, "2"])

@@ -310,6 +310,7 @@ def test_chunk_and_batch_sizes_change_nothing_delivered(
         patch.setattr(reader_module, "_FIRST_CHUNK", first_chunk)
         patch.setattr(reader_module, "_CHUNK", chunk)
         patch.setattr(reader_module, "_BATCH", batch)
+        patch.setattr(reader_module, "_ITEM_BATCH", batch)
         expected = [
             ((e, p), record) for e in range(2) for p, record in enumerate(plan_records(plan, e))
         ]

@@ -80,6 +80,7 @@ def _small_reads(
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(reader_module, "_WINDOW_BYTES", window)
         patch.setattr(reader_module, "_BATCH", batch)
+        patch.setattr(reader_module, "_ITEM_BATCH", batch)
         patch.setattr(reader_module, "_CHUNK", chunk)
         patch.setattr(reader_module, "_FIRST_CHUNK", chunk)
         patch.setattr(spans_module, "_MIN_READ", read_ahead)

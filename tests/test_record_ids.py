@@ -93,3 +93,18 @@ def test_a_restore_at_many_files_names_only_the_files_it_opens(
     assert (item.file_index, item.record_index) == (file_index, record_index)
     assert item.tfds_id == f"{info.shard_filename('train', file_index)}__{record_index}"
     assert len(named) <= 4 * len(opened)
+
+
+@pytest.mark.parametrize("ask", ["of", "table"])
+def test_files_asked_together_are_all_named_when_the_cache_starts_again(ask: str) -> None:
+    # 5,000 files: more than the prefixes kept named, so naming file 4,500 empties the cache.
+    info = DatasetInfo("many", {"train": [1] * 5_000}, data_dir="/data/many")
+    plan = ReadPlan(info, "train", ReadConfig())
+    every = plan.tfds_id_prefixes
+    plan.tfds_id_prefixes_of(np.arange(4_096))
+    files = np.array([0, 4_500, 1], dtype=np.int64)
+    if ask == "of":
+        assert plan.tfds_id_prefixes_of(files) == [every[0], every[4_500], every[1]]
+    else:
+        table = plan.tfds_id_prefix_table(files)
+        assert [table[f] for f in files.tolist()] == [every[0], every[4_500], every[1]]

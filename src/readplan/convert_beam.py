@@ -21,6 +21,7 @@ import importlib
 import io
 import re
 import shlex
+import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -85,7 +86,7 @@ def pipeline_options(options: BeamOptions) -> Any:
             field="beam_options",
             value=unknown,
         )
-    _pipeline(parsed)  # the runner they name, found before anything is written
+    _discard(_pipeline(parsed))  # the runner they name, found before anything is written
     return parsed
 
 
@@ -147,6 +148,14 @@ def _failure(err: Exception, target: str) -> ConversionError:
     return ConversionError(
         f"{line}{stopped}", shard=found.group(1), path=found.group(2), cause=cause
     )
+
+
+def _discard(pipeline: Any) -> None:
+    """Remove the local folder every Beam pipeline makes when built, which only running it
+    removes (one left in the temporary directory per conversion otherwise)."""
+    folder = getattr(pipeline, "local_tempdir", None)
+    if isinstance(folder, str):
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _pipeline(options: Any) -> Any:

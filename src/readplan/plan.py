@@ -40,7 +40,7 @@ from readplan.planning.instructions import (
     instruction_table,
 )
 from readplan.planning.interleave import InterleaveSchedule
-from readplan.planning.record_ids import RecordIds
+from readplan.planning.record_ids import PrefixTable, RecordIds
 from readplan.planning.schedule import EpochSchedule, check_epoch
 from readplan.planning.seeds import epoch_seed_pair, seed_pair
 from readplan.planning.shuffle import buffer_shuffle, permutation
@@ -158,6 +158,10 @@ class ReadPlan:
         """``tfds_id_prefixes[f]`` for each ``f`` of ``file_index`` (an array or its
         ``tolist()``), named on demand."""
         return self._record_ids.of(file_index)
+
+    def tfds_id_prefix_table(self, file_index: IntArray | None = None) -> PrefixTable:
+        """``t`` with ``t[f]`` file ``f``'s prefix; for each ``f`` of ``file_index`` if given."""
+        return self._record_ids.table(file_index)
 
     def tfds_ids(self, file_index: npt.ArrayLike, record_index: npt.ArrayLike) -> list[str]:
         """TFDS's ``tfds_id`` strings, ``{file}__{index}``, of records of this plan

@@ -30,7 +30,8 @@ from readplan.metadata._feature_decode import (
     is_plain,
     parser,
 )
-from readplan.metadata._feature_types import STRING, Feature, stored_kind
+from readplan.metadata._feature_types import STRING, Feature, Image, stored_kind
+from readplan.metadata._jpeg_batch import decode_jpegs_into
 from readplan.records import example
 from readplan.records.example._columns import Column
 from readplan.records.example._leaves import (
@@ -39,6 +40,7 @@ from readplan.records.example._leaves import (
     Leaf,
     LeafBatch,
     Ragged,
+    Table,
     decoded_leaves,
 )
 from readplan.records.example._rows import NotRegularError, cut, object_array
@@ -80,16 +82,18 @@ def compile_leaf_decoder(
     decoders: Mapping[str, Any] | None,
     unknown: Unknown,
     max_value_bytes: int | None = None,
+    *,
+    tables: bool = False,
 ) -> Callable[[Sequence[bytes]], LeafBatch]:
     """The function decoding a non-empty batch of records of ``features`` leaf by leaf; it
     raises ``ExampleError``, ``FeatureError`` or ``NotRegularError`` when some record would
-    fail (the one-record decoder then says which, and how)."""
+    fail (the one-record decoder then says which, and how).  With ``tables`` (for batches
+    that are collated) a batch's JPEGs of one size are decoded into one array, a
+    :class:`~readplan.records.example._leaves.Table` whose records are decoded again only
+    when read."""
     steps = compile_steps(features, decoders, unknown, max_value_bytes)
     tree = _tree([leaf.path for leaf, _ in steps])
-    makers = [
-        _plain_leaf(leaf, parser(leaf)) if is_plain(leaf) else _stepped_leaf(step)
-        for leaf, step in steps
-    ]
+    makers = [_leaf_maker(leaf, step, tables) for leaf, step in steps]
 
     def decode(records: Sequence[bytes]) -> LeafBatch:
         n = len(records)
@@ -105,6 +109,42 @@ def compile_leaf_decoder(
         return LeafBatch(n, _nested(tree, leaves))
 
     return decode
+
+
+def _leaf_maker(leaf: _Leaf, step: Callable[[Mapping[str, Any]], Any], tables: bool) -> _LeafOf:
+    if is_plain(leaf):
+        return _plain_leaf(leaf, parser(leaf))
+    feature = leaf.feature
+    if tables and isinstance(feature, Image) and leaf.rank == 0 and feature.dtype == "uint8":
+        return _jpeg_table_leaf(leaf, feature, step)
+    return _stepped_leaf(step)
+
+
+def _jpeg_table_leaf(
+    leaf: _Leaf, image: Image, step: Callable[[Mapping[str, Any]], Any]
+) -> _LeafOf:
+    """Every record's one JPEG decoded into the batch's array, when they share a size (as
+    ``decode_jpegs_into`` decides); otherwise each record's step."""
+    key, channels = leaf.key, image.shape[-1]
+
+    def leaf_of(columns: _Columns, n: int, stored: _Stored) -> Leaf:
+        column = columns.get(key)
+        if column is not None and column.kind == "bytes" and _one_value_each(column, n):
+            datas = column.values
+            listed = datas if isinstance(datas, list) else datas.to_list()
+            table = decode_jpegs_into(listed, channels, image.shape, leaf.cap)
+            if table is not None:
+                return Table(table, lambda: list(map(step, stored())))
+        return Computed(list(map(step, stored())))
+
+    return leaf_of
+
+
+def _one_value_each(column: Column, n: int) -> bool:
+    splits = column.row_splits
+    return (
+        bool(column.present.all()) and int(splits[-1]) == n and bool((np.diff(splits) == 1).all())
+    )
 
 
 def _stepped_leaf(step: Callable[[Mapping[str, Any]], Any]) -> _LeafOf:

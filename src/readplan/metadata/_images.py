@@ -27,7 +27,7 @@ from readplan.metadata._bmp_gif import decode_bmp, decode_gif
 from readplan.metadata._feature_types import Shape
 from readplan.metadata._png import decode_png
 
-__all__ = ["decode_image", "image_format"]
+__all__ = ["decode_image", "image_format", "import_simplejpeg"]
 
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 _JPEG_MAGIC = b"\xff\xd8\xff"
@@ -48,6 +48,11 @@ def _import(module: str, package: str, what: str) -> ModuleType:
             extra="images",
             package=package,
         ) from err
+
+
+def import_simplejpeg() -> ModuleType:
+    """The JPEG decoder, or a MissingExtraError naming the extra that brings it."""
+    return _import("simplejpeg", "simplejpeg", "JPEG")
 
 
 def image_format(data: bytes) -> str:

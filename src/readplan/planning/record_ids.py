@@ -8,8 +8,9 @@ directory the prefix is the file's base name and is named on demand, so a plan o
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cached_property
+from typing import TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -18,7 +19,10 @@ from readplan._internal.arrays import IntArray
 from readplan.errors import ConfigError, ConfigTypeError
 from readplan.planning.instructions import InstructionTable
 
-__all__ = ["RecordIds", "tfds_id_prefixes"]
+__all__ = ["PrefixTable", "RecordIds", "tfds_id_prefixes"]
+
+PrefixTable: TypeAlias = "Mapping[int, str] | tuple[str, ...]"
+"""Files' ``tfds_id`` prefixes by file index: a cache of some of them, or all of them."""
 
 # At most this many prefixes are kept named (a plan may have millions of files).
 _NAMED = 1 << 12
@@ -74,13 +78,27 @@ class RecordIds:
         try:  # a reader names the same open files batch after batch: hits are the rule
             return list(map(self._named.__getitem__, indices))
         except KeyError:
-            self._name(set(indices).difference(self._named))
+            wanted = set(indices)
+            self._name(wanted.difference(self._named), wanted)
             return list(map(self._named.__getitem__, indices))
 
-    def _name(self, missing: set[int]) -> None:
+    def table(self, file_index: IntArray | None = None) -> PrefixTable:
+        """A table ``t`` with ``t[f]`` the prefix of each file ``f`` of ``file_index``
+        (of the files named lately when it is ``None``; of every file without one directory)."""
+        if not self._one_directory:
+            return self.all
+        if file_index is not None:
+            indices = set(file_index.tolist())
+            self._name(indices.difference(self._named), indices)
+        return self._named
+
+    def _name(self, missing: set[int], wanted: set[int]) -> None:
+        """Names the ``missing`` files of the ``wanted`` ones; when too many are named the
+        cache starts again from the wanted files."""
         named = self._named
         if len(named) + len(missing) > _NAMED:
             named.clear()
+            missing = wanted
         table = self._table
         named.update((f, os.path.basename(table.filename(f))) for f in missing)
 

@@ -91,7 +91,8 @@ def collated_batches(
             return
         # Workers decode groups of batches: see decode_groups for why.
         finish_group = group_finisher(decoder, finish, ragged, padding_values)
-        for _, outcomes in ordered(grouped(cut), finish_group, workers):
+        groups = grouped(cut, single=decoder.media)
+        for _, outcomes in ordered(groups, finish_group, workers):
             for outcome in outcomes:
                 if isinstance(outcome, Exception):
                     raise outcome

@@ -25,7 +25,7 @@ import numpy.typing as npt
 from readplan._internal.validate import a_type
 from readplan.errors import ConfigError, ExampleError
 from readplan.records.example import _leaves
-from readplan.records.example._leaves import Computed, Fixed, Leaf, LeafBatch
+from readplan.records.example._leaves import Computed, Fixed, Leaf, LeafBatch, Table
 from readplan.records.example._rows import NotRegularError, cut, object_array
 
 __all__ = ["RAGGED_MODES", "Ragged", "check_collate_options", "collate", "collate_leaves"]
@@ -112,6 +112,8 @@ def _collate_tree(
 def _collate_leaf(leaf: Leaf, n: int, path: str, ragged: Ragged, pads: Mapping[str, Any]) -> Any:
     if isinstance(leaf, Computed):
         return _collate_leaf_or_dict(leaf.values, path, ragged, pads)
+    if isinstance(leaf, Table):
+        return leaf.values  # the batch's own array: its records are made apart from it
     values = object_array(leaf.values) if isinstance(leaf.values, list) else leaf.values
     # Copies: the batch's arrays stay apart from the records' values (views of `values`).
     if isinstance(leaf, Fixed):

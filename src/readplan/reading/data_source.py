@@ -45,7 +45,7 @@ from readplan.metadata.raw_images import RawMarker, raw_marker
 from readplan.planning.instructions import FileInstruction, LazySplit, file_instructions
 from readplan.planning.splits import SplitArg
 from readplan.reading import containers
-from readplan.reading.decoding import RecordDecoder, example_decoder
+from readplan.reading.decoding import RecordDecoder, decodes_media, example_decoder
 from readplan.reading.items import Record
 from readplan.reading.raw_records import RawSamples, over_raw
 from readplan.reading.workers import check_decode_workers, decoded_in_parts
@@ -266,7 +266,9 @@ class RecordSource(Closing):
         if self._decoder is None:
             return found
         decoded: list[Record]
-        decoded, error = decoded_in_parts(self._decoder.decode_all, found, self.decode_workers)
+        decoded, error = decoded_in_parts(
+            self._decoder.decode_all, found, self.decode_workers, media=self._decoder.media
+        )
         if error is not None:
             raise error
         return decoded
@@ -549,6 +551,7 @@ def _tfds_decoder(features: FeaturesDict, decoders: Mapping[str, Any] | None) ->
     return RecordDecoder(
         lambda raw: _python_scalars(one(raw)),
         lambda records: _python_scalars_of_all(many(records)) if records else [],
+        media=decodes_media(features, decoders),
     )
 
 

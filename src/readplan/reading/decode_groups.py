@@ -5,7 +5,9 @@ leaves checked, cast and shaped, per leaf and per batch) and releases it only in
 compiled kernels; for small records those steps cost more than the kernels' walk, so threads
 decoding one batch each mostly wait for one another. :func:`grouped` joins consecutive
 batches into groups, each closed once it holds :data:`GROUP_RECORDS` records or
-:data:`GROUP_BYTES` of them (so never less than one batch); :func:`group_finisher` decodes a
+:data:`GROUP_BYTES` of them (so never less than one batch); a decoder of images or audio
+(``RecordDecoder.media``) takes batches one at a time, since one record's decode then costs
+far more than its bytes say and a group could hold a whole pass; :func:`group_finisher` decodes a
 group's records in one leaf decode and cuts it into the batches' collated features, which is
 exactly what decoding each batch alone gives (``LeafBatch.sliced``), and falls back to each
 batch alone when the group does not decode so (a record that fails, records of other
@@ -34,9 +36,9 @@ batch: their decode is long enough alone, and groups are held while decoded ahea
 Outcome = Batch | Exception
 
 
-def grouped(batches: Iterator[Batch]) -> Iterator[list[Batch]]:
-    """``batches`` in consecutive groups; when ``batches`` fails, the group held so far comes
-    first, then the failure."""
+def grouped(batches: Iterator[Batch], *, single: bool = False) -> Iterator[list[Batch]]:
+    """``batches`` in consecutive groups (of one batch each when ``single``); when
+    ``batches`` fails, the group held so far comes first, then the failure."""
     group: list[Batch] = []
     records = size = 0
     try:
@@ -44,7 +46,7 @@ def grouped(batches: Iterator[Batch]) -> Iterator[list[Batch]]:
             group.append(batch)
             records += len(batch)
             size += sum(map(len, batch.records))
-            if records >= GROUP_RECORDS or size >= GROUP_BYTES:
+            if single or records >= GROUP_RECORDS or size >= GROUP_BYTES:
                 yield group
                 group, records, size = [], 0, 0
     except Exception:

@@ -16,7 +16,15 @@ from typing import Any, Literal
 
 from readplan.errors import ConfigError, ExampleError, FeatureError
 from readplan.metadata._feature_batch import compile_leaf_decoder
-from readplan.metadata.features import FeaturesDict, load_features
+from readplan.metadata.features import (
+    Audio,
+    Feature,
+    FeaturesDict,
+    Image,
+    SkipDecoding,
+    load_features,
+)
+from readplan.metadata.features import Sequence as SequenceFeature
 from readplan.plan import ReadPlan
 from readplan.reading.collate import Ragged, collate, collate_leaves
 from readplan.reading.items import LazyRecords
@@ -30,6 +38,7 @@ __all__ = [
     "RecordDecoder",
     "check_no_decoders",
     "dataset_features",
+    "decodes_media",
     "example_decoder",
     "record_decoder",
     "tfds_decoder",
@@ -46,6 +55,9 @@ class RecordDecoder:
     one: Callable[[Any], Any]
     many: Callable[[Sequence[Any]], list[Any]]
     leaves: Callable[[Sequence[bytes]], LeafBatch] | None = None
+    media: bool = False
+    """Whether it decodes images or audio: a record's decode is then long enough that
+    decode workers take batches one at a time (``specs/reader.md`` §7)."""
 
     def __call__(self, raw: bytes) -> Any:
         return self.one(raw)
@@ -201,5 +213,21 @@ def tfds_decoder(features: FeaturesDict, decoders: Mapping[str, Any] | None) -> 
     return RecordDecoder(
         features.decoder(decoders=decoders),
         features.batch_decoder(decoders=decoders),
-        compile_leaf_decoder(features, decoders, "error"),
+        compile_leaf_decoder(features, decoders, "error", tables=True),
+        media=decodes_media(features, decoders),
     )
+
+
+def decodes_media(feature: Feature, decoders: object) -> bool:
+    """Whether decoding ``feature`` with ``decoders`` decodes an image or an audio file
+    (a feature under :class:`SkipDecoding` is delivered as stored)."""
+    if isinstance(decoders, SkipDecoding):
+        return False
+    if isinstance(feature, FeaturesDict):
+        inner = decoders if isinstance(decoders, Mapping) else {}
+        return any(decodes_media(sub, inner.get(name)) for name, sub in feature.items())
+    if isinstance(feature, SequenceFeature):
+        return decodes_media(feature.feature, decoders)
+    if isinstance(feature, Image):
+        return True
+    return isinstance(feature, Audio) and feature.file_format is not None

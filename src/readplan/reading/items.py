@@ -4,8 +4,9 @@ of a collated batch); ``specs/reader.md``, "Deliveries"."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import repeat
 from operator import itemgetter
 from typing import Any, TypeAlias
@@ -16,7 +17,16 @@ from readplan.errors import ConfigError
 from readplan.plan import ReadPlan
 from readplan.records.native import CORE
 
-__all__ = ["Batch", "Item", "LazyRecords", "Record", "new_items", "new_items_pure"]
+__all__ = [
+    "Batch",
+    "Item",
+    "LazyRecords",
+    "Record",
+    "iter_items",
+    "iter_items_pure",
+    "new_items",
+    "new_items_pure",
+]
 
 Record: TypeAlias = bytes | dict[str, Any]
 """What a reader delivers per record: the raw bytes, or the decoded/parsed features."""
@@ -127,6 +137,30 @@ def new_items(
     return made
 
 
+def iter_items_pure(
+    records: list[Record],
+    names: Mapping[int, str] | Sequence[str],
+    epoch: int,
+    positions: IntArray,
+    files: IntArray,
+    indices: IntArray,
+) -> Iterator[Item]:
+    """An iterator over the :class:`Item` of each record (``names[f]`` is file ``f``'s
+    ``tfds_id`` prefix; a file it does not name raises its lookup's error here); its
+    ``__length_hint__`` is the number of items not yet handed out.  The twin of the
+    compiled ``iter_items``, which makes each item when it is asked for."""
+    if not len(records) == len(positions) == len(files) == len(indices):
+        raise ValueError("iter_items: every column must hold one entry per record")
+    prefixes = list(map(names.__getitem__, files.tolist()))
+    return iter(new_items_pure(records, prefixes, epoch, positions, files, indices))
+
+
+# The compiled iterator when there is a core (specs/native.md, "iter_items").
+iter_items: Callable[..., Iterator[Item]] = (
+    iter_items_pure if CORE is None else partial(CORE.iter_items, Item)
+)
+
+
 class LazyRecords(Sequence[Any]):
     """The decoded records of a collated batch, made by ``build`` when first read.
 
@@ -234,6 +268,17 @@ class Batch:
     def tfds_ids(self) -> list[str]:
         """TFDS's ``tfds_id`` of each record, ``{file}__{index}``."""
         return self.plan.tfds_ids(self.file_index, self.record_index)
+
+    def iter_items(self) -> Iterator[Item]:
+        """The batch's items, each made when it is taken (:func:`iter_items`); its
+        ``__length_hint__`` is the number not yet taken."""
+        records = self.records if type(self.records) is list else list(self.records)
+        columns = (self.epoch, self.positions, self.file_index, self.record_index)
+        try:
+            return iter_items(records, self.plan.tfds_id_prefix_table(), *columns)
+        except KeyError:  # a file not named lately: the batch's files are named
+            names = self.plan.tfds_id_prefix_table(self.file_index)
+            return iter_items(records, names, *columns)
 
     def items(self) -> list[Item]:
         """The batch as :class:`Item` objects."""

@@ -78,6 +78,11 @@ _CHUNK = 1 << 16
 _FIRST_CHUNK = 1 << 12
 _CHUNK_RANKS = 4
 _BATCH = 256
+# Records per read under item iteration, whose batches nobody sees: up to _ITEM_BATCH
+# while they hold at most _ITEM_BATCH_BYTES, so that small records spread each read's
+# steps over eight times as many items.
+_ITEM_BATCH = 1 << 11
+_ITEM_BATCH_BYTES = 1 << 20
 # Bytes of records a rank of several reads together (in spans, file by file): enough that
 # the per-file costs vanish, little enough to hold.
 _WINDOW_BYTES = 1 << 23
@@ -174,7 +179,7 @@ class Reader(ReaderState):
         self._record_bytes = _WINDOW_BYTES  # unknown: the first window is one batch
         self._epoch = 0
         self._next = self._first_share(0)
-        self._current: tuple[list[Item], Iterator[Item]] | None = None
+        self._current: tuple[Batch, Iterator[Item]] | None = None
         self._active: Generator[Any, None, None] | None = None
         self._binding = ReaderBinding(self._path, storage_options)
         if start is not None:
@@ -295,12 +300,12 @@ class Reader(ReaderState):
         return batches
 
     def _item_lists(self, epoch: int, position: int) -> Generator[Iterator[Item], None, None]:
-        # Items are handed out by a list iterator in C; the state reads how far it got.
-        for batch in self._decoded(self._read(epoch, position)):
-            items = batch.items()
-            rest = iter(items)
+        # Each batch's items are made by an iterator in C as they are taken (the memory of
+        # the item just freed is still in the cache); the state reads how far it got.
+        for batch in self._decoded(self._read(epoch, position, items=True)):
+            rest = batch.iter_items()
             self._settle()
-            self._current = (items, rest)
+            self._current = (batch, rest)
             yield rest
         self._settle()
 
@@ -361,23 +366,24 @@ class Reader(ReaderState):
             return produced
         return decoded(produced, decoder, self._located_in, self.decode_workers)
 
-    def _read(self, epoch: int, position: int) -> Iterator[Batch]:
-        """The batches of undecoded records the reads give, from ``position`` of ``epoch``."""
+    def _read(self, epoch: int, position: int, *, items: bool = False) -> Iterator[Batch]:
+        """The batches of undecoded records the reads give, from ``position`` of ``epoch``
+        (``items``: batches for item iteration, larger when the records are small)."""
         if self.rank >= self.plan.num_examples:
             # More ranks than positions: this one has nothing in any epoch.
             return
         while self.epochs is None or epoch < self.epochs:
-            produced = self._epoch_batches(epoch, position)
+            produced = self._epoch_batches(epoch, position, items)
             # A TBL-RAW dataset's payloads become images and metadata for its decoder.
             yield from self._raw.attached(produced, self._located_in) if self._raw else produced
             epoch, position = epoch + 1, self._first_share(0)
 
-    def _epoch_batches(self, epoch: int, start: int) -> Iterator[Batch]:
+    def _epoch_batches(self, epoch: int, start: int, items: bool) -> Iterator[Batch]:
         is_last = last_read_marks(self.plan, epoch, self._last_records)
         shards: dict[int, Shard] = {}
         try:
             for chunk in self._chunks(epoch, start):
-                yield from self._chunk_batches(chunk, is_last(chunk), shards)
+                yield from self._chunk_batches(chunk, is_last(chunk), shards, items)
         finally:
             for shard in shards.values():
                 shard.close()
@@ -393,15 +399,22 @@ class Reader(ReaderState):
         yield from self.plan.iter_epoch(epoch, chunk_size=chunk_size, start=head)
 
     def _chunk_batches(
-        self, chunk: EpochOrder, is_last: npt.NDArray[np.bool_], shards: dict[int, Shard]
+        self,
+        chunk: EpochOrder,
+        is_last: npt.NDArray[np.bool_],
+        shards: dict[int, Shard],
+        items: bool,
     ) -> Iterator[Batch]:
-        runs = Runs.of(chunk, is_last, self.rank, self.world_size, _BATCH)
+        batch = _BATCH
+        if items:  # the record size is unknown until records have been read: _BATCH then
+            batch = min(_ITEM_BATCH, max(_BATCH, _ITEM_BATCH_BYTES // self._record_bytes))
+        runs = Runs.of(chunk, is_last, self.rank, self.world_size, batch)
         self._warmer.start_chunk(runs.file, runs.first, shards)
         closes = Closes(runs, shards)
         # One rank streaming its files reads batch by batch; otherwise about _WINDOW_BYTES
         # of records are read together, in spans (``specs/reader.md`` §2).
         size = 0 if self._sequential else max(1, _WINDOW_BYTES // self._record_bytes)
-        windows = list(runs.windows(_BATCH, size))
+        windows = list(runs.windows(batch, size))
         self._spans_ahead.start_chunk(
             len(windows),
             lambda k: file_reads(runs, windows[k][0][0], windows[k][-1][1]),
@@ -429,11 +442,15 @@ class Reader(ReaderState):
         closes.start_window(first_run, stop_run)
         shard = partial(self._shard, closes.shards)
         records = read_spans(runs, first_run, stop_run, shard, partial(self._finished, closes))
-        if records is not None:
+        if records:
             # About _WINDOW_BYTES per window, from the sizes of some records just read.
-            sample = records[:: max(1, len(records) // 64)]
-            self._record_bytes = 16 + sum(map(len, sample)) // len(sample)
+            self._measure(records)
         return records
+
+    def _measure(self, records: list[Any]) -> None:
+        """Records' bytes (with their framing) from a sample of ``records``, not empty."""
+        sample = records[:: max(1, len(records) // 64)]
+        self._record_bytes = 16 + sum(map(len, sample)) // len(sample)
 
     def _finished(self, closes: Closes, file_index: int) -> None:
         closes.finished(file_index)
@@ -456,6 +473,9 @@ class Reader(ReaderState):
     ) -> Iterator[Batch]:
         """One batch read run by run: streams, seeks, and one record at a time after damage."""
         read = read_runs(runs, first_run, stop_run, closes, self._shard, self._sequential)
+        records, lost = read[0], read[1]
+        if first_run == 0 and records and not lost:  # once per chunk: how large records are
+            self._measure(records)
         yield from self._batch(chunk, runs, first_run, *read)
 
     def _batch(

@@ -16,7 +16,7 @@ from typing import Any
 from readplan._internal.closing import Closing
 from readplan.errors import CheckpointError, ConfigError
 from readplan.plan import ReadPlan
-from readplan.reading.items import Item
+from readplan.reading.items import Batch, Item
 from readplan.reading.options import read_state
 from readplan.reading.ranks import STATE_KEY, first_share, owner, reader_bindings, resumed_position
 from readplan.state.binding import ReaderBinding
@@ -29,7 +29,7 @@ __all__ = ["ReaderState"]
 
 class ReaderState(Closing):
     """The state of a reader of ``plan``: epoch ``_epoch`` from position ``_next`` on, or
-    past the last item taken of the list ``_current`` is handing out."""
+    past the last item taken of the batch ``_current`` is handing out."""
 
     plan: ReadPlan
     epochs: int | None
@@ -39,7 +39,7 @@ class ReaderState(Closing):
     _binding: ReaderBinding
     _epoch: int
     _next: int
-    _current: tuple[list[Item], Iterator[Item]] | None
+    _current: tuple[Batch, Iterator[Item]] | None
 
     # -- state ------------------------------------------------------------------------
 
@@ -112,11 +112,10 @@ class ReaderState(Closing):
     def _frontier(self) -> tuple[int, int]:
         current = self._current
         if current is not None:
-            items, rest = current
-            done = len(items) - operator.length_hint(rest)
+            batch, rest = current
+            done = len(batch) - operator.length_hint(rest)
             if done:
-                last = items[done - 1]
-                return last[1], self._after(last[2])
+                return batch.epoch, self._after(int(batch.positions[done - 1]))
         return self._epoch, self._next
 
     def _after(self, position: int) -> int:

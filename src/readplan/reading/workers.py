@@ -17,7 +17,13 @@ from typing import TypeVar
 from readplan._internal.validate import is_int
 from readplan.errors import ConfigError
 
-__all__ = ["MAX_DECODE_WORKERS", "check_decode_workers", "ordered"]
+__all__ = [
+    "MAX_DECODE_WORKERS",
+    "SPLIT_RECORDS",
+    "check_decode_workers",
+    "decoded_in_parts",
+    "ordered",
+]
 
 MAX_DECODE_WORKERS = 64
 # Items in flight per thread: enough to keep every thread busy while results are taken.
@@ -77,15 +83,24 @@ def _on_pool(
         pool.shutdown(wait=True)
 
 
+SPLIT_RECORDS = 8192
+"""Records of other kinds than images or audio that a decode is worth splitting at: below,
+the Python of each part's decode (which holds the GIL) costs more than the parts save."""
+
+
 def decoded_in_parts(
     decode_all: Callable[[list[bytes]], tuple[list[_R], Exception | None]],
     records: list[bytes],
     workers: int,
+    *,
+    media: bool,
 ) -> tuple[list[_R], Exception | None]:
     """``decode_all(records)`` with the records cut into ``workers`` consecutive parts decoded
-    side by side: the same records and, when one does not decode, the first such record's
-    error (the records before it decoded)."""
-    if workers == 1 or len(records) < 2 * workers:
+    side by side (images or audio, ``media``, or else :data:`SPLIT_RECORDS` records at least):
+    the same records and, when one does not decode, the first such record's error (the
+    records before it decoded)."""
+    small = not media and len(records) < SPLIT_RECORDS
+    if workers == 1 or len(records) < 2 * workers or small:
         return decode_all(records)
     step = -(-len(records) // workers)
     parts = [records[at : at + step] for at in range(0, len(records), step)]

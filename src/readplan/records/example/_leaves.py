@@ -11,7 +11,7 @@ decoder's) and a collated batch without a step per record (``readplan.reading.co
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -40,6 +40,7 @@ __all__ = [
     "Leaf",
     "LeafBatch",
     "Ragged",
+    "Table",
     "decoded_leaves",
     "fixed_leaf",
     "variable_leaf",
@@ -102,7 +103,25 @@ class Computed:
         return self.values
 
 
-Leaf: TypeAlias = Fixed | Ragged | Computed
+@dataclass(frozen=True)
+class Table:
+    """Values decoded straight into the batch's own array (a batch's images): collated as
+    that array, without a copy; each record's value is made again by ``remake`` (the
+    one-record decode of every record) only when the records are read, so that the batch's
+    array stays apart from them."""
+
+    values: npt.NDArray[Any]
+    remake: Callable[[], list[Any]]
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.values, np.ndarray) and self.values.ndim):
+            raise _bad_leaf("Table values", self.values, "an array with the records first")
+
+    def rows(self) -> list[Any]:
+        return self.remake()
+
+
+Leaf: TypeAlias = Fixed | Ragged | Computed | Table
 
 
 @dataclass(frozen=True)
@@ -139,6 +158,8 @@ def _sliced_leaf(leaf: Leaf, start: int, stop: int) -> Leaf:
         return Fixed(leaf.values[start:stop])
     if isinstance(leaf, Computed):
         return Computed(leaf.values[start:stop])
+    if isinstance(leaf, Table):
+        return Table(leaf.values[start:stop], lambda: leaf.remake()[start:stop])
     splits = leaf.splits[start : stop + 1]
     low, high = int(splits[0]), int(splits[-1])
     present = None if leaf.present is None else leaf.present[start:stop]

@@ -93,11 +93,15 @@ def offsets_problem(offsets: IntArray, stream_size: int) -> str | None:
         return None if stream_size == 0 else f"no records but a stream of {stream_size} bytes"
     if offsets[0] != 0:
         return f"the first record starts at {int(offsets[0])}, not 0"
-    steps = np.diff(offsets, append=np.int64(stream_size))
-    if (steps < 16).any():
-        bad = int(np.argmax(steps < 16))
+    # The steps between offsets, then the last record's span (no appended copy: this runs
+    # at every open of an indexed file).
+    steps = offsets[1:] - offsets[:-1]
+    last = stream_size - int(offsets[-1])
+    if last < 16 or (steps < 16).any():
+        bad = int(np.argmax(steps < 16)) if (steps < 16).any() else len(steps)
+        span = int(steps[bad]) if bad < len(steps) else last
         return (
-            f"record {bad} at offset {int(offsets[bad])} spans {int(steps[bad])} bytes, less "
+            f"record {bad} at offset {int(offsets[bad])} spans {span} bytes, less "
             "than the 16 framing bytes (offsets must increase and stay within the stream of "
             f"{stream_size} bytes)"
         )

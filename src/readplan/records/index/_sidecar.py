@@ -30,6 +30,7 @@ from readplan.errors import CorruptRecordError, IndexFileError
 from readplan.records._binding import SPAN, binding_of, ends_crc
 from readplan.records._crc import length_crcs, mask_array
 from readplan.records._damage import KIND_HEADER_CRC
+from readplan.records.index._checked import CheckedSidecars
 from readplan.records.index._format import (
     COMPRESSION_CODES,
     MAX_SOURCE,
@@ -79,6 +80,8 @@ _GATHER_WINDOW = 1 << 20
 _SPARSE_FRAME = 4096
 _SPARSE_BATCH = 4096
 _ARANGE12 = np.arange(12, dtype=np.int64)
+# The sidecars of local files checked so far (``specs/tfrecord.md`` §8.2).
+CHECKED = CheckedSidecars()
 
 
 def index_path_for(data_path: PathLike, index_dir: PathLike | None = None) -> str:
@@ -455,11 +458,18 @@ def load_index_for(
 ) -> RecordIndex | None:
     """:func:`load_index` for an open data file; ``None`` when there is no sidecar."""
     target = to_str(index_path) if index_path is not None else index_path_for(data_path)
-    try:
-        header, raw = _read_sidecar(target, storage_options)
-    except FileNotFoundError:
-        return None
-    return _load(header, raw, target, data_fd, data_path, compression)
+
+    def check() -> RecordIndex | None:
+        try:
+            header, raw = _read_sidecar(target, storage_options)
+        except FileNotFoundError:
+            return None
+        return _load(header, raw, target, data_fd, data_path, compression)
+
+    if isinstance(data_fd, int) and not storage.is_remote(target):
+        # Local files: a sidecar checked before is not read again while neither changed.
+        return CHECKED.load((data_path, target, compression), data_fd, check)
+    return check()
 
 
 def _read_sidecar(target: str, storage_options: StorageOptions) -> tuple[Header, bytes]:

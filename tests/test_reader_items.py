@@ -5,12 +5,14 @@ batches of 256 as before.  The expected records follow from the plan alone (name
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from readplan import ReadConfig, Reader, ReadPlan
+from readplan import ReadConfig, Reader, ReadPlan, example, tfrecord
+from readplan.example import FixedLen
 from readplan.metadata.dataset_info import DatasetInfo
 from readplan.reading import reader as reader_module
 from readplan.reading.items import Batch
@@ -83,4 +85,17 @@ def test_large_records_keep_reads_of_256_for_items(restore_iter_items: None) -> 
             reader = Reader(plan, data_dir=shards.directory)
             items = list(reader)
     assert [i.record for i in items] == plan_records(plan, 0)
+    assert max(sizes) == 256
+
+
+def test_a_decoding_reader_keeps_reads_of_256_for_items(restore_iter_items: None) -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        info = DatasetInfo("items", {"train": [3_000] * 2}, data_dir=directory)
+        plan = ReadPlan(info, "train", CONFIG)
+        for path in info.shard_paths("train"):
+            tfrecord.write(path, (example.encode({"k": [k]}) for k in range(3_000)))
+        sizes: list[int] = []
+        _spy_sizes(sizes)
+        items = list(Reader(plan, data_dir=directory, decode={"k": FixedLen((), "int64")}))
+    assert len(items) == 6_000
     assert max(sizes) == 256

@@ -44,6 +44,7 @@ from readplan.records.example._leaves import (
     decoded_leaves,
 )
 from readplan.records.example._rows import NotRegularError, cut, object_array
+from readplan.records.example._spans import BytesSpans
 
 if TYPE_CHECKING:
     from readplan.metadata._feature_decode import _Leaf
@@ -131,7 +132,8 @@ def _jpeg_table_leaf(
         column = columns.get(key)
         if column is not None and column.kind == "bytes" and _one_value_each(column, n):
             datas = column.values
-            listed = datas if isinstance(datas, list) else datas.to_list()
+            listed = datas.to_list() if isinstance(datas, BytesSpans) else datas
+            assert isinstance(listed, list)  # a bytes column's values
             table = decode_jpegs_into(listed, channels, image.shape, leaf.cap)
             if table is not None:
                 return Table(table, lambda: list(map(step, stored())))

@@ -78,7 +78,7 @@ _CHUNK = 1 << 16
 _FIRST_CHUNK = 1 << 12
 _CHUNK_RANKS = 4
 _BATCH = 256
-# Records per read under item iteration, whose batches nobody sees: up to _ITEM_BATCH
+# Records per read under raw item iteration, whose batches nobody sees: up to _ITEM_BATCH
 # while they hold at most _ITEM_BATCH_BYTES, so that small records spread each read's
 # steps over eight times as many items.
 _ITEM_BATCH = 1 << 11
@@ -302,7 +302,9 @@ class Reader(ReaderState):
     def _item_lists(self, epoch: int, position: int) -> Generator[Iterator[Item], None, None]:
         # Each batch's items are made by an iterator in C as they are taken (the memory of
         # the item just freed is still in the cache); the state reads how far it got.
-        for batch in self._decoded(self._read(epoch, position, items=True)):
+        # Decoding readers keep reads of _BATCH: a larger batch's decode runs slower per record.
+        larger = self._decode is None
+        for batch in self._decoded(self._read(epoch, position, items=larger)):
             rest = batch.iter_items()
             self._settle()
             self._current = (batch, rest)

@@ -11,6 +11,7 @@
 #include "frames_py.h"
 #include "images.h"
 #include "items_py.h"
+#include "record_run_py.h"
 #include "runs_py.h"
 
 #include <limits.h>
@@ -485,6 +486,7 @@ static PyMethodDef methods[] = {
     EXAMPLE_METHODS
     ITEMS_METHODS
     FRAMES_METHODS
+    RECORD_RUN_METHODS
     RUNS_METHODS
     {NULL, NULL, 0, NULL},
 };
@@ -504,7 +506,7 @@ PyMODINIT_FUNC PyInit__core(void) {
     crc32c_init();
     PyObject *m = PyModule_Create(&module);
     if (m != NULL && (PyModule_AddStringConstant(m, "CRC32C_ENGINE", crc32c_engine()) < 0 ||
-                      items_add_types(m) < 0))
+                      items_add_types(m) < 0 || record_run_init(m) < 0))
         Py_CLEAR(m);
     return m;
 }

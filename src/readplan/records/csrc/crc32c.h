@@ -14,6 +14,9 @@ uint32_t crc32c_update(uint32_t crc, const unsigned char *data, size_t size);
 /* The CRC32C of src[0:size] (from 0), computed while the bytes are copied to dst: one pass over
  * them instead of two.  The buffers do not overlap. */
 uint32_t crc32c_copy(unsigned char *dst, const unsigned char *src, size_t size);
+/* The CRC32C (from 0) of each of three buffers, computed side by side: for short buffers, whose
+ * one CRC is bound by the instruction's latency, this costs little more than one. */
+void crc32c_three(const unsigned char *const data[3], const size_t size[3], uint32_t out[3]);
 /* "sse4.2", "armv8-crc" or "table": what crc32c_init() chose. */
 const char *crc32c_engine(void);
 /* The table walk whatever the processor: the reference the instruction paths are tested against. */

@@ -55,14 +55,39 @@ scan_result scan_frames(const unsigned char *data, size_t size, size_t off, size
                         uint64_t max_length, int verify, int64_t *starts, int64_t *lengths,
                         size_t capacity);
 
+/* scan_frames() from `off` for at most `limit` frames (starts[] and lengths[] hold them), ending
+ * once `budget` bytes of frames were found (at least one frame when there is one): a window of
+ * frames small enough to stay in the processor's cache until they are copied out.  The data CRCs
+ * are computed three frames at a time (crc32c_three(): short frames' CRCs are bound by the
+ * instruction's latency), and `known` carries the last length CRC from one call to the next.
+ * Stops with SCAN_LIMIT when `limit` or `budget` ends the window. */
+scan_result scan_window(const unsigned char *data, size_t size, size_t off, size_t limit,
+                        size_t budget, uint64_t max_length, int verify, length_crcs *known,
+                        int64_t *starts, int64_t *lengths);
+
 /* The masked CRC stored after the data of the frame at `frame` whose data is `length` bytes. */
 static inline uint32_t stored_data_crc(const unsigned char *frame, uint64_t length) {
     return le32(frame + 12 + length);
 }
 
-/* The data of `count` consecutive frames from `off`, whose data lengths are lengths[] (as a
- * scan_frames() from `off` found them), copied back to back into out, which holds their sum. */
-void pack_frames(const unsigned char *data, size_t off, const int64_t *lengths, size_t count,
-                 unsigned char *out);
+/* The data of the frame at `off` whose header frame_header() found sound, with data length
+ * `length`, copied to out while its CRC32C is computed: -1 when the CRC verifies (or not
+ * `verify`), else SCAN_DATA_CRC.  The bytes checked are the bytes copied, in one read of each:
+ * another thread writing the buffer meanwhile cannot make unchecked bytes pass. */
+int copy_frame(const unsigned char *data, size_t off, uint64_t length, int verify,
+               unsigned char *out);
+
+/* Frames shorter than this have their data CRCs computed three side by side (a short frame's CRC
+ * is bound by the instruction's latency), apart from their copy; longer ones while they are
+ * copied: one pass beats a check and a copy, and their own CRC has streams enough. */
+#define COPY_CHECKED 1024
+
+/* The data of up to `count` consecutive frames from `off`, whose data lengths are lengths[] (as
+ * a scan_frames() from `off` found them), copied back to back into out, which holds their sum,
+ * with `verify` each data CRC computed over the copy (copy_frame() for long frames; short ones
+ * in threes, crc32c_three() over their copies): returns how many were copied before the first
+ * whose data CRC fails (`count` when none does). */
+size_t copy_frames(const unsigned char *data, size_t off, const int64_t *lengths, size_t count,
+                   int verify, unsigned char *out);
 
 #endif

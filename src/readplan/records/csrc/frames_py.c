@@ -16,11 +16,13 @@
 #endif
 
 /* scan_frames() and the packing of the frames' data in one call, for one batch of packed records:
- * the frames found are verified in the read buffer, then their data is copied while it is still
- * in the processor's cache into a bytearray of exactly their size (never more than the buffer
- * holds), and offsets[k + 1 .. k + count] get offsets[k] plus the running sum of their lengths.
- * The lengths are kept in memory of our own between the scan and the copy: the caller's arrays
- * may change while the GIL is released. */
+ * the frames lying complete in the read buffer with sound headers are found first, then their data
+ * is copied into a bytearray of their size (never more than the buffer holds) while each one's CRC
+ * is computed (copy_frames(): the bytes delivered are the bytes checked, even if another thread
+ * writes a shared buffer meanwhile); a frame whose data CRC fails ends the batch there, and the
+ * bytearray is cut to the frames before it.  offsets[k + 1 .. k + count] get offsets[k] plus the
+ * running sum of their lengths.  The lengths are kept in memory of our own between the scan and
+ * the copy: the caller's arrays may change while the GIL is released. */
 PyObject *py_scan_pack(PyObject *self, PyObject *args) {
     PyObject *data_obj, *max_obj, *offsets_obj;
     Py_ssize_t off, limit, k;
@@ -68,29 +70,44 @@ PyObject *py_scan_pack(PyObject *self, PyObject *args) {
     int64_t *lengths = starts + capacity;
     scan_result r;
     Py_BEGIN_ALLOW_THREADS
-    r = scan_frames(data.buf, (size_t)data.len, (size_t)off, most, max_length, verify, starts,
-                    lengths, capacity);
+    r = scan_frames(data.buf, (size_t)data.len, (size_t)off, most, max_length, 0, starts, lengths,
+                    capacity);
     Py_END_ALLOW_THREADS
     /* Every frame lies in the data, so their total is at most data.len. */
     Py_ssize_t total = 0;
     for (size_t i = 0; i < r.count; i++)
         total += (Py_ssize_t)lengths[i];
+    if (r.count > 0) {
+        values = PyByteArray_FromStringAndSize(NULL, total);
+        if (values == NULL)
+            goto done;
+        unsigned char *into = (unsigned char *)PyByteArray_AsString(values);
+        size_t copied;
+        Py_BEGIN_ALLOW_THREADS
+        copied = copy_frames(data.buf, (size_t)off, lengths, r.count, verify, into);
+        Py_END_ALLOW_THREADS
+        if (copied < r.count) {
+            r.end = (size_t)starts[copied];
+            r.stop = SCAN_DATA_CRC;
+            r.count = copied;
+            total = 0;
+            for (size_t i = 0; i < copied; i++)
+                total += (Py_ssize_t)lengths[i];
+            if (copied == 0)
+                Py_CLEAR(values);
+            else if (PyByteArray_Resize(values, total) < 0)
+                goto done;
+        }
+    }
     if (base > INT64_MAX - (int64_t)total) {
         PyErr_Format(PyExc_ValueError, "scan_pack: offsets[%zd] + %zd bytes pass 2**63 - 1", k,
                      total);
         goto done;
     }
-    if (r.count == 0) {
+    if (values == NULL) {
         values = Py_None;
         Py_INCREF(values);
     } else {
-        values = PyByteArray_FromStringAndSize(NULL, total);
-        if (values == NULL)
-            goto done;
-        unsigned char *into = (unsigned char *)PyByteArray_AsString(values);
-        Py_BEGIN_ALLOW_THREADS
-        pack_frames(data.buf, (size_t)off, lengths, r.count, into);
-        Py_END_ALLOW_THREADS
         for (size_t i = 0; i < r.count; i++) {
             base += lengths[i];
             out[k + 1 + (Py_ssize_t)i] = base;

@@ -158,9 +158,38 @@ PyObject *py_place(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* Bytes objects of the payloads of the n frames [b[i], e[i]) of data[0:size] and, in outs[],
+ * where their bytes are: those shorter than COPY_CHECKED copied now, the others to be copied by
+ * check_frames(); a list with None in place of each frame that does not lie in the data with a
+ * payload of at most max_length (check_frames() then refuses it before any copy). */
+static PyObject *payload_buffers(const char *data, const int64_t *b, const int64_t *e,
+                                 Py_ssize_t n, size_t size, uint64_t max_length,
+                                 unsigned char **outs) {
+    PyObject *out = PyList_New(n);
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+        int fits = b[i] >= 0 && e[i] >= b[i] && (uint64_t)e[i] <= size && e[i] - b[i] >= 16 &&
+                   (uint64_t)(e[i] - b[i] - 16) <= max_length;
+        Py_ssize_t length = fits ? e[i] - b[i] - 16 : 0;
+        PyObject *piece =
+            !fits ? Py_NewRef(Py_None)
+                  : PyBytes_FromStringAndSize(length < COPY_CHECKED ? data + b[i] + 12 : NULL,
+                                              length);
+        if (piece == NULL) {
+            Py_CLEAR(out);
+            break;
+        }
+        outs[i] = fits ? (unsigned char *)PyBytes_AsString(piece) : NULL;
+        PyList_SetItem(out, i, piece);
+    }
+    return out;
+}
+
 /* cut_frames(data, begins, ends, headers, max_length): the payloads of the frames
  * [begins[i], ends[i]) of data as bytes, once check_frames() finds every one sound; None when
- * one is damaged; ValueError for a span outside the data. */
+ * one is damaged; ValueError for a span outside the data.  The bytes objects are made first (short
+ * payloads copied into them at once) and checked by check_frames() with the GIL released, each
+ * CRC computed over the copy (a long payload's while it is copied): what is delivered is what was
+ * checked. */
 PyObject *py_cut_frames(PyObject *self, PyObject *args) {
     PyObject *data_obj, *begins_obj, *ends_obj;
     int headers;
@@ -185,36 +214,33 @@ PyObject *py_cut_frames(PyObject *self, PyObject *args) {
     int64_t *b = NULL;
     if (items_of(&ends) != n) {
         PyErr_Format(PyExc_ValueError, "cut_frames: %zd begins but %zd ends", n, items_of(&ends));
-    } else if ((b = PyMem_Malloc(2 * (size_t)(n > 0 ? n : 1) * sizeof *b)) == NULL) {
+    } else if ((b = PyMem_Malloc(2 * (size_t)(n > 0 ? n : 1) * sizeof *b +
+                                 (size_t)(n > 0 ? n : 1) * sizeof(unsigned char *))) == NULL) {
         PyErr_NoMemory();
     } else {
         /* The spans are checked and cut in a copy: another thread may write the caller's arrays
          * while the GIL is released, and a span checked must be the span cut. */
         int64_t *e = b + n;
+        unsigned char **outs = (unsigned char **)(e + (n > 0 ? n : 1));
         memcpy(b, begins.buf, (size_t)n * sizeof *b);
         memcpy(e, ends.buf, (size_t)n * sizeof *e);
+        out = payload_buffers(data.buf, b, e, n, (size_t)data.len, (uint64_t)max_length, outs);
         size_t bad = 0;
-        int found;
-        Py_BEGIN_ALLOW_THREADS
-        found = check_frames(data.buf, (size_t)data.len, b, e, (size_t)n, headers,
-                             (uint64_t)max_length, &bad);
-        Py_END_ALLOW_THREADS
+        int found = FRAMES_SOUND;
+        if (out != NULL) {
+            Py_BEGIN_ALLOW_THREADS
+            found = check_frames(data.buf, (size_t)data.len, b, e, (size_t)n, headers,
+                                 (uint64_t)max_length, outs, &bad);
+            Py_END_ALLOW_THREADS
+        }
         if (found == FRAMES_OUTSIDE) {
+            Py_CLEAR(out);
             PyErr_Format(PyExc_ValueError,
                          "cut_frames: frame %zd spans bytes [%lld, %lld) outside a buffer of %zd "
                          "bytes", (Py_ssize_t)bad, (long long)b[bad], (long long)e[bad], data.len);
         } else if (found == FRAMES_DAMAGED) {
+            Py_DECREF(out);
             out = Py_NewRef(Py_None);
-        } else if ((out = PyList_New(n)) != NULL) {
-            const char *base = data.buf;
-            for (Py_ssize_t i = 0; i < n; i++) {
-                PyObject *piece = PyBytes_FromStringAndSize(base + b[i] + 12, e[i] - b[i] - 16);
-                if (piece == NULL) {
-                    Py_CLEAR(out);
-                    break;
-                }
-                PyList_SetItem(out, i, piece);
-            }
         }
     }
     PyMem_Free(b);

@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "frames.h"
+
 /* What check_frames() found. */
 enum frames_check {
     FRAMES_SOUND = 0,   /* every frame is sound: its payload may be cut */
@@ -16,8 +18,12 @@ enum frames_check {
  * CRC32C, the payload, the payload's masked CRC32C.  Checked per frame, in order: the span lies
  * inside the data; it holds at least the 16 framing bytes and a payload of at most max_length;
  * with `headers`, its stored length is the span's and its length CRC verifies; its data CRC
- * verifies.  Nothing outside data[0:size] is read. */
+ * verifies.  With `outs`, the CRC is computed over frame i's payload in outs[i], so that what
+ * is delivered is what was checked: a payload of COPY_CHECKED bytes or more is copied there while
+ * its CRC is computed, a shorter one must already be there (copied when its object was made,
+ * while that memory was in the cache).  Nothing outside data[0:size] is read. */
 int check_frames(const unsigned char *data, size_t size, const int64_t *begins,
-                 const int64_t *ends, size_t n, int headers, uint64_t max_length, size_t *bad);
+                 const int64_t *ends, size_t n, int headers, uint64_t max_length,
+                 unsigned char *const *outs, size_t *bad);
 
 #endif

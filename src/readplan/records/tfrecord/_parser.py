@@ -3,9 +3,10 @@
 Two paths share one :class:`~readplan.records.tfrecord._stream.ByteStream`:
 
 * the fast path takes the frames that lie complete and sound in the buffer with one call of
-  the frame scan kernel (:mod:`readplan.records.tfrecord._scan`: both CRCs of every frame,
-  compiled or its pure twin) and cuts their payloads with another; the first frame that is
-  not sound stops the batch;
+  a frame scan kernel (:mod:`readplan.records.tfrecord._scan`: both CRCs of every frame,
+  compiled or its pure twin): as a list of records, packed, or (:meth:`FrameParser.record_runs`)
+  as a record run that makes each record as it is consumed; the first frame that is not
+  sound stops the batch;
 * the careful path parses one frame at a time with every check in order, finds damage
   (which :mod:`readplan.records.tfrecord._frame_damage` words, raises or reports) and in ``skip``
   mode drops a frame or resynchronises.  It handles frames that straddle reads, large
@@ -14,7 +15,7 @@ Two paths share one :class:`~readplan.records.tfrecord._stream.ByteStream`:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sized
+from collections.abc import Callable, Iterable, Iterator, Sized
 from functools import partial
 from typing import TypeVar
 
@@ -32,7 +33,14 @@ from readplan.records.tfrecord._frame_read import large_frames, read_large_frame
 from readplan.records.tfrecord._layout import CRC, HEADER
 from readplan.records.tfrecord._packed import Packed, Packer
 from readplan.records.tfrecord._resync import resync
-from readplan.records.tfrecord._scan import scan_frames, scan_pack, scan_records, scratch
+from readplan.records.tfrecord._scan import (
+    RUNNING,
+    record_run,
+    scan_frames,
+    scan_pack,
+    scan_records,
+    scratch,
+)
 from readplan.records.tfrecord._stream import AFTER_LARGE, LARGE, ByteStream, PlainStream
 from readplan.storage import Handle, positioned
 
@@ -101,6 +109,35 @@ class FrameParser:
         fast, bulk, careful = self._fast_records, self._large_records, self._careful_record
         yield from self._walk(limit, fast, bulk, careful, lambda r: [r], check_end_at_limit=True)
 
+    def record_runs(self) -> Iterator[Iterable[bytes]]:
+        """:meth:`records` without a limit, in runs: what lies sound in the read buffer comes
+        as one record run (:mod:`~readplan.records.tfrecord._scan`: one record made per
+        ``next()``, each frame checked as it is reached), the rest as lists.  The parser goes
+        on after a run only once it has stopped: a consumer through
+        ``itertools.chain.from_iterable`` exhausts each run before asking for the next."""
+        stream = self._stream
+        if stream.pos < self._start:
+            self._careful_or_damage(lambda: stream.skip(self._start - stream.pos))
+        while True:
+            begin = stream.off
+            run = record_run(stream.data, begin, -1, self._max, self._verify)
+            yield run
+            if run.stop == RUNNING:
+                # Its records would come again from the careful path, and the next chunk would
+                # be read under it: a consumer must exhaust each run first.
+                raise RuntimeError("a record run must be exhausted before the parser reads on")
+            if run.count:
+                self._took(begin, run.end, run.count)
+            # After a batch of large frames the buffer holds at most the next header: no run.
+            while isinstance(stream, PlainStream) and (batch := self._large_records(stream, -1)):
+                yield batch
+            item = self._careful_or_damage(self._careful_record)
+            if item is None:
+                self._check_end()
+                return
+            if not isinstance(item, Skipped):
+                yield [item]
+
     def payloads(self, packer: Packer) -> Iterator[Packed | list[bytes]]:
         """:meth:`records` for ``packer``: what lies in the read buffer is packed into its
         batch by the frame scan (:class:`Packed`: never more than the batch takes), the rest
@@ -133,16 +170,18 @@ class FrameParser:
         begin = stream.off
         most = _RECORD_BATCH if left < 0 else min(left, _RECORD_BATCH)
         batch, after, _ = scan_records(stream.data, begin, most, self._max, self._verify)
-        if not batch:
-            return batch
-        if self._expected is not None:
-            self._expected.check(
-                self._starts_between(begin, after, len(batch)), after + stream.base
-            )
-        stream.suit((after - begin) / len(batch))
-        stream.off = after
-        self.index += len(batch)
+        if batch:
+            self._took(begin, after, len(batch))
         return batch
+
+    def _took(self, begin: int, after: int, count: int) -> None:
+        """``count`` records were taken from the buffer between ``begin`` and ``after``."""
+        stream = self._stream
+        if self._expected is not None:
+            self._expected.check(self._starts_between(begin, after, count), after + stream.base)
+        stream.suit((after - begin) / count)
+        stream.off = after
+        self.index += count
 
     def _starts_between(self, begin: int, after: int, count: int) -> IntArray:
         """File offsets of the ``count`` frames just taken from the buffer between ``begin``

@@ -9,7 +9,7 @@ reference twins, with the same results and the same errors.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, NoReturn
 
 import numpy as np
 
@@ -21,6 +21,7 @@ from readplan.records.tfrecord._walk import good_frames, walk_frames
 
 __all__ = [
     "INCOMPLETE",
+    "RUNNING",
     "STOP_DATA_CRC",
     "STOP_LENGTH_CRC",
     "STOP_LIMIT",
@@ -29,6 +30,8 @@ __all__ = [
     "cut_pure",
     "pack",
     "pack_pure",
+    "record_run",
+    "record_run_pure",
     "scan_frames",
     "scan_frames_pure",
     "scan_pack",
@@ -48,6 +51,8 @@ STOP_TOO_LONG: Final = 3
 """The next frame's length is over ``max_length``."""
 STOP_DATA_CRC: Final = 4
 """The next frame's data CRC does not verify (only with ``verify``)."""
+RUNNING: Final = -1
+"""A record run's ``stop`` while it has not stopped."""
 
 
 def scratch(size: int) -> tuple[IntArray, IntArray]:
@@ -143,6 +148,62 @@ def scan_records_pure(
     return cut_pure(data, starts[:count] + 12, lengths[:count]), end, stop
 
 
+class RecordRunPure:
+    """The twin of the compiled ``record_run``: the records of :func:`scan_records_pure`, one
+    per ``next()``, each frame checked when it is reached (in the scan's order, the data CRC
+    on the record's own bytes).  Once it stops, ``count`` says how many it gave, ``end``
+    where the next frame starts and ``stop`` why (``RUNNING`` until then)."""
+
+    def __init__(
+        self, data: BytesLike, off: int, limit: int, max_length: int, verify: bool
+    ) -> None:
+        if off < 0:
+            raise ValueError(f"record_run: off must be >= 0, got {off}")
+        if max_length < 0:
+            raise ValueError(f"record_run: max_length must be >= 0, got {max_length}")
+        self._view: memoryview | None = memoryview(data).cast("B")
+        self._limit, self._max, self._verify = limit, max_length, verify
+        self.count, self.end, self.stop = 0, off, RUNNING
+
+    def __iter__(self) -> RecordRunPure:
+        return self
+
+    def __next__(self) -> bytes:
+        view = self._view
+        if view is None:
+            raise StopIteration
+        at = self.end
+        if self.count == self._limit:
+            return self._finish(STOP_LIMIT)
+        if len(view) - at < 16:
+            return self._finish(INCOMPLETE)
+        length, stored = HEADER.unpack_from(view, at)
+        if mask(crc32c(view[at : at + 8])) != stored:
+            return self._finish(STOP_LENGTH_CRC)
+        if length > self._max:
+            return self._finish(STOP_TOO_LONG)
+        if length > len(view) - at - 16:
+            return self._finish(INCOMPLETE)
+        record = bytes(view[at + 12 : at + 12 + length])
+        if self._verify and mask(crc32c(record)) != CRC.unpack_from(view, at + 12 + length)[0]:
+            return self._finish(STOP_DATA_CRC)
+        self.count += 1
+        self.end = at + 16 + length
+        return record
+
+    def _finish(self, stop: int) -> NoReturn:
+        self._view, self.stop = None, stop  # the buffer is let go, as the compiled run does
+        raise StopIteration
+
+
+def record_run_pure(
+    data: BytesLike, off: int, limit: int, max_length: int, verify: bool
+) -> RecordRunPure:
+    """A :class:`RecordRunPure` over ``data`` from ``off``, ``limit`` records at most (``-1``:
+    no limit)."""
+    return RecordRunPure(data, off, limit, max_length, verify)
+
+
 def scan_pack_pure(
     data: BytesLike,
     off: int,
@@ -226,3 +287,4 @@ cut = CORE.cut if CORE is not None else cut_pure
 pack = CORE.pack if CORE is not None else pack_pure
 scan_records = CORE.scan_records if CORE is not None else scan_records_pure
 scan_pack = CORE.scan_pack if CORE is not None else scan_pack_pure
+record_run = CORE.record_run if CORE is not None else record_run_pure

@@ -100,7 +100,7 @@ def read(
     parser, stream = _whole_file_parser(
         path, compression, verify, on_corruption, report, max_record_bytes, storage_options, True
     )
-    return itertools.chain.from_iterable(parsed_batches(parser, stream, None))
+    return itertools.chain.from_iterable(_closing(parser.record_runs(), stream))
 
 
 def _whole_file_parser(

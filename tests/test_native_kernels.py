@@ -83,6 +83,11 @@ def both_cores(name: str, *args: object) -> object:
 @example(b"", 0)
 @example(bytes(24 * 1024 + 7), 0)
 @example(b"\xff" * (3 * 8192 + 3 * 256 + 13), 0xFFFFFFFF)
+# Folding's edges: its first size, whole and partial 256-byte blocks, a tail of every path.
+@example(bytes(range(256)) * 2, 0x12345678)
+@example(bytes(range(256)) * 2 + b"\x01" * 255, 1)
+@example(b"\x80" * 511, 0xFFFFFFFF)
+@example(bytes(range(251)) * 37, 7)
 def test_crc32c_equals_the_reference_package_on_every_path(data: bytes, value: int) -> None:
     expected = crc32c_package.crc32c(data, value)
     assert core.crc32c(data, value) == expected
@@ -112,7 +117,8 @@ def test_the_engine_is_the_instruction_where_the_processor_has_one() -> None:
     cpuinfo = Path("/proc/cpuinfo")
     flags = cpuinfo.read_text() if cpuinfo.exists() else ""
     if " sse4_2" in flags:
-        assert core.CRC32C_ENGINE == "sse4.2"
+        folds = all(f" {flag}" in flags for flag in ("avx512f", "avx512vl", "vpclmulqdq"))
+        assert core.CRC32C_ENGINE == ("sse4.2+vpclmulqdq" if folds else "sse4.2")
     else:
         assert core.CRC32C_ENGINE in ("armv8-crc", "table")
 

@@ -3,13 +3,19 @@
  * The instruction has a latency of three cycles and a throughput of one, so a long buffer is cut
  * into three interleaved streams whose CRCs are joined afterwards: the CRC of A followed by B is
  * shift(crc(A), |B|) ^ crc0(B), where shift() is linear in the CRC and is done with four table
- * lookups for the three block lengths used here. */
+ * lookups for the three block lengths used here.
+ *
+ * Where the processor has 512-bit carry-less multiplication (AVX-512 VPCLMULQDQ), buffers of
+ * FOLD_MIN bytes and more are folded instead: four 64-byte accumulators each take the next 256
+ * bytes as acc * x^2048 + next (mod P, computed on 64-bit halves by two multiplications with
+ * x^(2048+63) and x^(2048-1) mod P), then fold onto one 16-byte value that stands for every byte
+ * so far, whose CRC the instruction finishes with the tail. */
 #include "crc32c.h"
 
 #include <string.h>
 
 #if defined(__x86_64__) || defined(_M_X64)
-#include <nmmintrin.h>
+#include <immintrin.h>
 #define READPLAN_X86 1
 #elif defined(__aarch64__) && defined(__linux__)
 #include <arm_acle.h>
@@ -21,6 +27,21 @@
 #define LONG_BLOCK 8192
 #define SHORT_BLOCK 256
 #define TINY_BLOCK 32
+
+/* Folding constants: for a distance of D bytes, bit-reflected x^(64 + 8D - 1) mod P and
+ * x^(8D - 1) mod P in the upper halves of 64-bit words (the "- 1" undoes the one-bit shift of a
+ * carry-less product of reflected operands). */
+#define FOLD_MIN 512
+#define K256_1 0xe9a5d8be00000000ULL
+#define K256_2 0x1426a81500000000ULL
+#define K64_1 0x1c19243b00000000ULL
+#define K64_2 0x75bba45b00000000ULL
+#define K48_1 0xa46ef4aa00000000ULL
+#define K48_2 0x6051243f00000000ULL
+#define K32_1 0x33ccbbbc00000000ULL
+#define K32_2 0xa2158b3400000000ULL
+#define K16_1 0x3743f7bd00000000ULL
+#define K16_2 0x3171d43000000000ULL
 
 static uint32_t table[8][256];
 static uint32_t shift_long[4][256];
@@ -179,6 +200,83 @@ TARGET static uint32_t instruction_copy(unsigned char *dst, const unsigned char 
     return ~crc_body(~0u, src, size, dst);
 }
 
+#if defined(READPLAN_X86)
+#define FOLD_TARGET __attribute__((target("sse4.2,avx512f,avx512vl,vpclmulqdq")))
+
+FOLD_TARGET static inline __m512i fold(__m512i x, __m512i k) {
+    return _mm512_xor_si512(_mm512_clmulepi64_epi128(x, k, 0x00),
+                            _mm512_clmulepi64_epi128(x, k, 0x11));
+}
+
+FOLD_TARGET static inline __m512i load_block(const unsigned char *p, unsigned char *dst) {
+    __m512i v = _mm512_loadu_si512(p);
+    if (dst)
+        _mm512_storeu_si512(dst, v);
+    return v;
+}
+
+/* The raw state after the `size` bytes at p (a multiple of 256, at least 256), copied to dst
+ * when there is one. The state enters as the first four bytes' XOR: crc(c, S) = crc(0, S ^ c). */
+FOLD_TARGET static uint32_t fold_raw(uint32_t c, const unsigned char *p, size_t size,
+                                     unsigned char *dst) {
+    const unsigned char *end = p + size;
+    __m512i x0 = load_block(p, dst), x1 = load_block(p + 64, dst ? dst + 64 : NULL);
+    __m512i x2 = load_block(p + 128, dst ? dst + 128 : NULL);
+    __m512i x3 = load_block(p + 192, dst ? dst + 192 : NULL);
+    x0 = _mm512_xor_si512(x0, _mm512_zextsi128_si512(_mm_cvtsi32_si128((int)c)));
+    const __m512i k256 = _mm512_set_epi64(K256_2, K256_1, K256_2, K256_1, K256_2, K256_1,
+                                          K256_2, K256_1);
+    for (p += 256; p < end; p += 256) {
+        unsigned char *d = dst ? dst + (size - (size_t)(end - p)) : NULL;
+        x0 = _mm512_xor_si512(fold(x0, k256), load_block(p, d));
+        x1 = _mm512_xor_si512(fold(x1, k256), load_block(p + 64, d ? d + 64 : NULL));
+        x2 = _mm512_xor_si512(fold(x2, k256), load_block(p + 128, d ? d + 128 : NULL));
+        x3 = _mm512_xor_si512(fold(x3, k256), load_block(p + 192, d ? d + 192 : NULL));
+    }
+    const __m512i k64 = _mm512_set_epi64(K64_2, K64_1, K64_2, K64_1, K64_2, K64_1, K64_2, K64_1);
+    x1 = _mm512_xor_si512(fold(x0, k64), x1);
+    x2 = _mm512_xor_si512(fold(x1, k64), x2);
+    x3 = _mm512_xor_si512(fold(x2, k64), x3);
+    /* The last 64 bytes' lanes 0, 1 and 2 moved 48, 32 and 16 bytes on, onto lane 3. */
+    const __m512i lanes = _mm512_set_epi64(0, 0, K16_2, K16_1, K32_2, K32_1, K48_2, K48_1);
+    __m512i moved = fold(x3, lanes);
+    __m128i r = _mm512_extracti32x4_epi32(x3, 3);
+    r = _mm_xor_si128(r, _mm512_extracti32x4_epi32(moved, 0));
+    r = _mm_xor_si128(r, _mm512_extracti32x4_epi32(moved, 1));
+    r = _mm_xor_si128(r, _mm512_extracti32x4_epi32(moved, 2));
+    uint64_t low = (uint64_t)_mm_cvtsi128_si64(r), high = (uint64_t)_mm_extract_epi64(r, 1);
+    return (uint32_t)_mm_crc32_u64(_mm_crc32_u64(0, low), high);
+}
+
+FOLD_TARGET static inline __attribute__((always_inline)) uint32_t
+fold_body(uint32_t c, const unsigned char *p, size_t size, unsigned char *dst) {
+    if (size < FOLD_MIN)
+        return crc_body(c, p, size, dst);
+    size_t folded = size & ~(size_t)255;
+    c = fold_raw(c, p, folded, dst);
+    return crc_body(c, p + folded, size - folded, dst ? dst + folded : NULL);
+}
+
+FOLD_TARGET static uint32_t folding_update(uint32_t crc, const unsigned char *data, size_t size) {
+    return ~fold_body(~crc, data, size, NULL);
+}
+
+FOLD_TARGET static uint32_t folding_copy(unsigned char *dst, const unsigned char *src,
+                                         size_t size) {
+    return ~fold_body(~0u, src, size, dst);
+}
+
+/* The processor multiplies 512-bit vectors carry-less, and the system saves their registers. */
+static int has_folding(void) {
+    if (!(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+          __builtin_cpu_supports("vpclmulqdq")))
+        return 0;
+    uint32_t eax, edx;
+    __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+    return (eax & 0xE6) == 0xE6; /* SSE, AVX, opmask and both halves of the ZMM state */
+}
+#endif
+
 /* Three CRCs side by side: the bytes all three buffers have are walked in one loop (three
  * independent chains hide the instruction's latency, as triple() does within one buffer), and
  * each buffer's rest by crc_body(). */
@@ -247,6 +345,11 @@ void crc32c_init(void) {
         three_engine = instruction_three;
 #if defined(READPLAN_X86)
         engine_name = "sse4.2";
+        if (has_folding()) {
+            engine = folding_update;
+            copy_engine = folding_copy;
+            engine_name = "sse4.2+vpclmulqdq";
+        }
 #else
         engine_name = "armv8-crc";
 #endif

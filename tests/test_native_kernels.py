@@ -118,7 +118,8 @@ def test_the_engine_is_the_instruction_where_the_processor_has_one() -> None:
     flags = cpuinfo.read_text() if cpuinfo.exists() else ""
     if " sse4_2" in flags:
         folds = all(f" {flag}" in flags for flag in ("avx512f", "avx512vl", "vpclmulqdq"))
-        assert core.CRC32C_ENGINE == ("sse4.2+vpclmulqdq" if folds else "sse4.2")
+        engine: str = core.CRC32C_ENGINE
+        assert engine == ("sse4.2+vpclmulqdq" if folds else "sse4.2")
     else:
         assert core.CRC32C_ENGINE in ("armv8-crc", "table")
 

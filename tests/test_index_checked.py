@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -192,3 +193,16 @@ def test_the_least_recently_used_are_forgotten(tmp_path: Path) -> None:
     load("a")
     load("b")
     assert loaded == ["a", "b", "c", "b"]
+
+
+@pytest.mark.usefixtures("settled")
+def test_a_child_forked_while_the_lock_is_held_still_opens_files(tmp_path: Path) -> None:
+    path = indexed_file(tmp_path)
+    assert opened(path) == (True, RECORDS)
+    with _sidecar.CHECKED._lock:  # as another thread of the parent may hold it
+        pid = os.fork()
+        if pid == 0:  # the child: opens the file (and so takes the lock) and reports
+            signal.alarm(20)  # a child left waiting for the lock ends, failing the test
+            os._exit(0 if opened(path) == (True, RECORDS) else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

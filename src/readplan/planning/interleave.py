@@ -354,52 +354,74 @@ class InterleaveSchedule:
     def order(self) -> tuple[IntArray, IntArray]:
         """The whole order as ``(input_index, index_within_input)``."""
         inputs = np.arange(self.num_inputs, dtype=np.int64)
-        return self._expand_rounds(inputs, 0, self.num_rounds)
+        inp, rec, _ = self._expand_rounds(inputs, 0, self.num_rounds)
+        return inp, rec
 
     def iter_chunks(
         self, *, start: int = 0, chunk_size: int = 1 << 20
     ) -> Iterator[tuple[IntArray, IntArray]]:
-        """Stream the order from output ``start`` in chunks of about ``chunk_size``.
+        """Stream the order from output ``start`` in chunks of ``chunk_size`` (the last
+        one holds the rest).
 
         Memory is bounded by the number of inputs plus the chunk: only the inputs that
-        produce inside the rounds being expanded are touched.
+        produce inside the rounds being expanded are touched.  Each chunk is a slice of
+        the rounds expanded for it, never a copy: the round it ends in is expanded again
+        for the next one (a few blocks, where joining the rest costs a fresh chunk).
         """
         _check_positive("chunk_size", chunk_size)
         self.check_position(start, allow_end=True)
         if start == self.num_records:
             return
+        position = start
         round_ = self._round_of_position(start)
-        skip = start - self.records_before_round(round_)
-        per_round = self.active_slots * self.block_length
-        span = max(1, chunk_size // per_round)
+        skip = start - self.records_before_round(round_)  # records of round_ before start
         # Inputs are handed out in round order, so the inputs still to start form a
-        # suffix; `active` tracks the ones that started and still produce.
+        # suffix; `active` holds the ones that started and may still produce.
         started = int(np.searchsorted(self.start_round, round_, side="right"))
         active = np.flatnonzero(self._end_rounds(slice(0, started)) > round_)
-        pending_in, pending_rec = _empty(), _empty()
-        while round_ < self.num_rounds:
-            stop = min(round_ + span, self.num_rounds)
-            newly = int(np.searchsorted(self.start_round, stop - 1, side="right"))
-            active = np.concatenate([active, np.arange(started, newly, dtype=np.int64)])
-            started = newly
-            inp, rec = self._expand_rounds(active, round_, stop)
-            active = active[self._end_rounds(active) > stop]
-            round_ = stop
-            if skip:
-                inp, rec, skip = inp[skip:], rec[skip:], max(0, skip - inp.size)
-            pending_in = np.concatenate([pending_in, inp])
-            pending_rec = np.concatenate([pending_rec, rec])
-            while pending_in.size >= chunk_size:
-                yield pending_in[:chunk_size], pending_rec[:chunk_size]
-                pending_in, pending_rec = pending_in[chunk_size:], pending_rec[chunk_size:]
-        if pending_in.size:
-            yield pending_in, pending_rec
+        per_round = self.active_slots * self.block_length  # most records a round holds
+        while position < self.num_records:
+            need = min(chunk_size, self.num_records - position)
+            pieces: list[tuple[IntArray, IntArray, IntArray]] = []
+            got, stop = -skip, round_
+            while got < need:
+                if stop == self.num_rounds:
+                    raise AssertionError("the rounds hold fewer records than the schedule")
+                # The rounds still needed at the records per round seen so far, and a few
+                # more: falling short costs a second expansion and a copy of the chunk.
+                rounds = (need - got) * 65 // (64 * per_round) + 2
+                first, stop = stop, min(stop + rounds, self.num_rounds)
+                newly = int(np.searchsorted(self.start_round, stop - 1, side="right"))
+                active = np.concatenate([active, np.arange(started, newly, dtype=np.int64)])
+                started = newly
+                pieces.append(self._expand_rounds(active, first, stop))
+                got += pieces[-1][0].size
+                if pieces[-1][0].size:  # short rounds (inputs ending): guess from these
+                    per_round = max(1, pieces[-1][0].size // (stop - first))
+            inp, rec, counts = (
+                pieces[0]
+                if len(pieces) == 1
+                else tuple(np.concatenate(parts) for parts in zip(*pieces))
+            )
+            # Every whole chunk the rounds hold (small chunks: several).
+            while need and skip + need <= inp.size:
+                yield inp[skip : skip + need], rec[skip : skip + need]
+                skip, position = skip + need, position + need
+                need = min(chunk_size, self.num_records - position)
+            # The next chunk starts in the round holding the first record not yielded.
+            ends = np.cumsum(counts)
+            within = int(np.searchsorted(ends, skip, side="right"))
+            skip -= int(ends[within - 1]) if within else 0
+            round_ += within
+            active = active[self._end_rounds(active) > round_]
 
     def _expand_rounds(
         self, inputs: IntArray, first_round: int, stop_round: int
-    ) -> tuple[IntArray, IntArray]:
-        """Outputs of rounds ``[first_round, stop_round)`` produced by ``inputs``."""
+    ) -> tuple[IntArray, IntArray, IntArray]:
+        """Outputs of rounds ``[first_round, stop_round)`` produced by ``inputs``, and the
+        records of each of those rounds."""
         b = self.block_length
+        rounds = stop_round - first_round
         start = self.start_round[inputs]
         visits = self._end_rounds(inputs) - start
         v_lo = np.clip(first_round - start, 0, visits)
@@ -409,23 +431,24 @@ class InterleaveSchedule:
         inputs, start, v_lo, nv = inputs[keep], start[keep], v_lo[keep], nv[keep]
         total_visits = int(nv.sum())
         if total_visits == 0:
-            return _empty(), _empty()
+            return _empty(), _empty(), np.zeros(max(rounds, 0), dtype=np.int64)
         # One row per visit: which input, and which of its visits.
         visit_input = np.repeat(inputs, nv)
         group_start = np.cumsum(nv) - nv
         visit_no = np.arange(total_visits, dtype=np.int64) - np.repeat(group_start - v_lo, nv)
         width = self.active_slots
         key = (start.repeat(nv) + visit_no - first_round) * width + self.slot[visit_input]
-        order = _sort_unique_keys(key, (stop_round - first_round) * width)
+        order = _sort_unique_keys(key, rounds * width)
         visit_input, visit_no = visit_input[order], visit_no[order]
         first_record = visit_no * b
         sizes = np.minimum(b, self.lengths[visit_input] - first_record)
+        counts = np.bincount(key[order] // width, weights=sizes, minlength=rounds)
         # Expand visits into records: record = first_record + (output - visit's first output).
         out_start = np.cumsum(sizes) - sizes
         total = int(out_start[-1] + sizes[-1])
         record = np.arange(total, dtype=np.int64)
         record -= np.repeat(out_start - first_record, sizes)
-        return np.repeat(visit_input, sizes), record
+        return np.repeat(visit_input, sizes), record, counts.astype(np.int64)
 
     def check_position(self, position: int, *, allow_end: bool) -> None:
         """Refuse a position outside the order (``allow_end``: the end itself is valid)."""

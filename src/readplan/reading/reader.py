@@ -411,7 +411,8 @@ class Reader(ReaderState):
         if items:  # the record size is unknown until records have been read: _BATCH then
             batch = min(_ITEM_BATCH, max(_BATCH, _ITEM_BATCH_BYTES // self._record_bytes))
         runs = Runs.of(chunk, is_last, self.rank, self.world_size, batch)
-        self._warmer.start_chunk(runs.file, runs.first, shards)
+        if self._warmer.enabled:  # the runs' lists are made only where they are read
+            self._warmer.start_chunk(runs.file, runs.first, shards)
         closes = Closes(runs, shards)
         # One rank streaming its files reads batch by batch; otherwise about _WINDOW_BYTES
         # of records are read together, in spans (``specs/reader.md`` §2).

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import chain, islice, pairwise
 from typing import Any
 
@@ -57,20 +58,18 @@ class Runs:
     of a run are more than ``MAX_GAP`` apart, so the run is read with one positioned read.
     Runs never cross a multiple of the batch size, so batches are whole runs.  File
     ``close_files[j]`` is read for the last time before run ``close_before[j]``;
-    ``closing[k]``: run ``k`` holds the plan's last read of its file.
+    ``closing[k]``: run ``k`` holds the plan's last read of its file.  The per-run lists
+    are made from ``starts`` and ``closing_marks`` when first asked for: reads in spans
+    need only ``start``.
     """
 
     positions: IntArray
     file_index: IntArray
     record_index: IntArray
-    start: list[int]
-    file: list[int]
-    first: list[int]
-    count: list[int]
-    span: list[int]
+    starts: IntArray
+    closing_marks: npt.NDArray[np.bool_]
     close_files: list[int]
     close_before: list[int]
-    closing: list[bool]
 
     @classmethod
     def of(
@@ -91,23 +90,48 @@ class Runs:
         cut[1:] = (file_index[1:] != file_index[:-1]) | (step < 1) | (step > MAX_GAP)
         cut[::batch_size] = True
         starts = np.flatnonzero(cut)
-        counts = np.diff(starts, append=size)
-        lasts = record_index[starts + counts - 1] if size else record_index[:0]
         ends = np.flatnonzero(is_last)
         close_before = np.searchsorted(positions[starts], chunk.start + ends, side="right")
         return cls(
             positions=positions,
             file_index=file_index,
             record_index=record_index,
-            start=starts.tolist(),
-            file=file_index[starts].tolist(),
-            first=record_index[starts].tolist(),
-            count=counts.tolist(),
-            span=(lasts - record_index[starts] + 1).tolist(),
+            starts=starts,
+            closing_marks=is_last[offset::world_size][_run_lasts(starts, size)],
             close_files=chunk.file_index[ends].tolist(),
             close_before=close_before.tolist(),
-            closing=is_last[offset::world_size][starts + counts - 1].tolist(),
         )
+
+    @cached_property
+    def start(self) -> list[int]:
+        starts: list[int] = self.starts.tolist()
+        return starts
+
+    @cached_property
+    def file(self) -> list[int]:
+        files: list[int] = self.file_index[self.starts].tolist()
+        return files
+
+    @cached_property
+    def first(self) -> list[int]:
+        firsts: list[int] = self.record_index[self.starts].tolist()
+        return firsts
+
+    @cached_property
+    def count(self) -> list[int]:
+        counts: list[int] = np.diff(self.starts, append=self.positions.size).tolist()
+        return counts
+
+    @cached_property
+    def span(self) -> list[int]:
+        lasts = self.record_index[_run_lasts(self.starts, self.positions.size)]
+        spans: list[int] = (lasts - self.record_index[self.starts] + 1).tolist()
+        return spans
+
+    @cached_property
+    def closing(self) -> list[bool]:
+        closing: list[bool] = self.closing_marks.tolist()
+        return closing
 
     def deliveries(self, first_run: int, stop_run: int) -> tuple[int, int]:
         """``(begin, end)``: runs ``first_run .. stop_run - 1`` deliver ``begin .. end - 1``."""
@@ -131,13 +155,22 @@ class Runs:
 
     def batches(self, batch_size: int) -> Iterator[tuple[int, int]]:
         """``(first run, stop run)`` of each batch of ``batch_size`` deliveries."""
-        if not self.start:
+        if not self.starts.size:
             return
         bounds = np.searchsorted(
-            np.asarray(self.start), np.arange(0, len(self.positions), batch_size), side="left"
+            self.starts, np.arange(0, len(self.positions), batch_size), side="left"
         ).tolist()
-        bounds.append(len(self.start))
+        bounds.append(len(self.starts))
         yield from pairwise(bounds)
+
+
+def _run_lasts(starts: IntArray, size: int) -> IntArray:
+    """The last delivery of each run, for runs starting at ``starts`` of ``size``."""
+    lasts = np.empty_like(starts)
+    lasts[:-1] = starts[1:] - 1
+    if starts.size:
+        lasts[-1] = size - 1
+    return lasts
 
 
 class Shard:

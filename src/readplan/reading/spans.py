@@ -106,21 +106,23 @@ class FrameSpans:
             return None
         if to_end and not (self._known == last + 1 and self._bounds[last + 1] == self._size):
             return None
-        gaps = self._gaps(indices)
+        # Where each frame begins and ends, found once for the splits and the cuts.
+        begins, ends = self._bounds[indices], self._bounds[indices + 1]
+        gaps = self._gaps(indices, begins, ends)
         if not gaps.size:
-            payloads = self._span(indices)
+            payloads = self._span(begins, ends)
         elif gaps.size == len(indices) - 1:
-            payloads = self._one_by_one(indices)
+            payloads = self._one_by_one(begins, ends)
         else:
             payloads = []
-            for part in np.split(indices, gaps):
-                got = self._span(part)
+            for part_begins, part_ends in zip(np.split(begins, gaps), np.split(ends, gaps)):
+                got = self._span(part_begins, part_ends)
                 if got is None:
                     return None
                 payloads.extend(got)
         # Keep only what the walk read ahead (reads go forward), once at least half of it
         # was read: copying the rest after every read would copy the buffer many times.
-        cut = min(max(int(self._bounds[last + 1]) - self._base, 0), len(self._data))
+        cut = min(max(int(ends[-1]) - self._base, 0), len(self._data))
         if 2 * cut >= len(self._data):
             self._data, self._base = self._data[cut:], self._base + cut
         return payloads
@@ -143,7 +145,7 @@ class FrameSpans:
         if last >= self._known:
             walk = self._walk_read(last + 1, first)
             return walk is None or fetch_ahead(self._fd, walk[1] - walk[0], walk[0])
-        gaps = self._gaps(indices)
+        gaps = self._gaps(indices, self._bounds[indices], self._bounds[indices + 1])
         parts = [indices[k : k + 1] for k in range(len(indices))]
         if gaps.size != len(indices) - 1:
             parts = np.split(indices, gaps)
@@ -155,35 +157,33 @@ class FrameSpans:
                 return False
         return True
 
-    def _gaps(self, indices: IntArray) -> IntArray:
-        """Where the known frames ``indices`` are split into spans read on their own."""
+    def _gaps(self, indices: IntArray, begins: IntArray, ends: IntArray) -> IntArray:
+        """Where the known frames ``indices`` (from ``begins`` to ``ends``) are split into
+        spans read on their own."""
         apart = np.diff(indices) > MAX_GAP
         if self._split:
             # Offsets known before reading: no span reads far over other ranks' records.
             # (A walk has read every byte from the first record on already.)
-            bounds = self._bounds
-            apart |= bounds[indices[1:]] - bounds[indices[:-1] + 1] > _MAX_SKIP
+            apart |= begins[1:] - ends[:-1] > _MAX_SKIP
         return np.flatnonzero(apart) + 1
 
-    def _span(self, indices: IntArray) -> list[bytes] | None:
-        """One positioned read from the first to the last of ``indices``, all frames checked."""
-        bounds = self._bounds
-        start, stop = int(bounds[indices[0]]), int(bounds[indices[-1] + 1])
+    def _span(self, begins: IntArray, ends: IntArray) -> list[bytes] | None:
+        """One positioned read from the first to the last of the frames from ``begins`` to
+        ``ends``, all frames checked."""
+        start, stop = int(begins[0]), int(ends[-1])
         data, origin = self._data, self._base
         if not origin <= start <= stop <= origin + len(data):
             data, origin = read_span(self._fd, stop - start, start), start
             if len(data) != stop - start:
                 return None
-        begins = bounds[indices] - origin
-        ends = bounds[indices + 1] - origin
         # Headers the walk verified in these very bytes need no second look.
         headers = data is not self._data or self._indexed
-        return cut_frames(data, begins, ends, headers, DEFAULT_MAX_RECORD_BYTES)
+        return cut_frames(data, begins - origin, ends - origin, headers, DEFAULT_MAX_RECORD_BYTES)
 
-    def _one_by_one(self, indices: IntArray) -> list[bytes] | None:
+    def _one_by_one(self, begins: IntArray, ends: IntArray) -> list[bytes] | None:
         """One positioned read per record (large records, far apart), each frame checked."""
         payloads = []
-        for start, stop in zip(self._bounds[indices].tolist(), self._bounds[indices + 1].tolist()):
+        for start, stop in zip(begins.tolist(), ends.tolist()):
             length = stop - start - 16
             if not 0 <= length <= DEFAULT_MAX_RECORD_BYTES:
                 return None

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from readplan._internal.arrays import IntArray
 from readplan.errors import ReadplanError
@@ -89,22 +90,44 @@ def _by_file(
     begin, stop = runs.deliveries(first_run, stop_run)
     files = runs.file_index[begin:stop]
     records = runs.record_index[begin:stop]
-    # Each file's number in the order of first delivery (runs name it once per run), so
-    # that a stable sort of small numbers groups the deliveries by file in that order.
-    named = np.fromiter(dict.fromkeys(runs.file[first_run:stop_run]), np.int64)
-    by_name = np.argsort(named)
-    small = np.int16 if len(named) <= 1 << 15 else np.int64  # radix-sorted when small
-    codes = by_name[np.searchsorted(named, files, sorter=by_name)].astype(small)
+    named, codes = _file_codes(files)
+    # A stable sort of small numbers (radix-sorted) groups the deliveries by file in the
+    # order of first delivery.
     order = np.argsort(codes, kind="stable")
     sorted_records = records[order]
-    bounds = np.searchsorted(codes[order], np.arange(len(named) + 1)).tolist()
-    same = np.ones(len(order) - 1, dtype=bool)
-    same[np.array(bounds[1:-1], dtype=np.int64) - 1] = False
-    if (np.diff(sorted_records)[same] <= 0).any():
+    bounds = np.zeros(len(named) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(codes, minlength=len(named)), out=bounds[1:])
+    steps = np.diff(sorted_records)
+    steps[bounds[1:-1] - 1] = 1  # where one file's records end and the next one's begin
+    if (steps <= 0).any():
         # An example shuffle: a file's records are delivered out of order.
         order = np.lexsort((records, codes))
         sorted_records = records[order]
-    return named.tolist(), order, sorted_records, bounds
+    return named.tolist(), order, sorted_records, bounds.tolist()
+
+
+def _file_codes(files: IntArray) -> tuple[IntArray, npt.NDArray[np.signedinteger[Any]]]:
+    """The files of ``files`` in the order of their first appearance, and each entry's
+    number in that order (int16 when there are few files)."""
+    size = len(files)
+    top = int(files.max()) + 1
+    # Where the file changes: each file's first appearance is at one of these.
+    changes = np.flatnonzero(files[1:] != files[:-1]) + 1
+    heads = files[np.concatenate((np.zeros(1, dtype=np.int64), changes))]
+    small = np.int16 if top <= 1 << 15 else np.int64  # radix-sorted when small
+    if top <= 4 * size:
+        # A table over the file indices, no larger than the deliveries' arrays.
+        first = np.full(top, size, dtype=np.int64)
+        np.minimum.at(first, heads, np.arange(len(heads), dtype=np.int64))
+        present = np.flatnonzero(first < size)
+        named = present[np.argsort(first[present])]
+        number = np.empty(top, dtype=small)
+        number[named] = np.arange(len(named), dtype=small)
+        return named, number[files]
+    named = np.fromiter(dict.fromkeys(heads.tolist()), np.int64)
+    by_name = np.argsort(named)
+    small = np.int16 if len(named) <= 1 << 15 else np.int64
+    return named, by_name[np.searchsorted(named, files, sorter=by_name)].astype(small)
 
 
 def file_reads(runs: Runs, first_run: int, stop_run: int) -> list[tuple[int, IntArray]]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -47,6 +48,11 @@ def identity(status: os.stat_result) -> Identity:
     )
 
 
+def _new_lock(checked: CheckedSidecars | None) -> None:
+    if checked is not None:
+        checked._lock = threading.Lock()
+
+
 def _settled(ids: tuple[Identity, Identity], began_ns: int) -> bool:
     latest = max(max(found[3], found[4]) for found in ids)
     return latest <= began_ns - SETTLED_NS
@@ -61,6 +67,9 @@ class CheckedSidecars:
         self._max = max_offsets
         self._held = 0
         self._lock = threading.Lock()
+        # A child forked while another thread held the lock would wait for it forever.
+        me = weakref.ref(self)
+        os.register_at_fork(after_in_child=lambda: _new_lock(me()))
         self._entries: OrderedDict[_Key, tuple[tuple[Identity, Identity], RecordIndex]] = (
             OrderedDict()
         )
@@ -73,13 +82,15 @@ class CheckedSidecars:
     ) -> RecordIndex | None:
         """The index of sidecar ``key[1]`` for the open local data file ``data_fd``: the one
         remembered when neither file changed since it was checked, else ``check()`` (which
-        reads and checks it; ``None`` when there is none), remembered when both had settled.
+        reads and checks it), remembered when both had settled; ``None`` when there is no
+        sidecar.
         """
         began = time.time_ns()
         try:
-            ids = (identity(os.fstat(data_fd)), identity(os.stat(key[1])))
+            sidecar = identity(os.stat(key[1]))
         except FileNotFoundError:
-            return check()  # no sidecar (or it went): looked up as without this
+            return None  # no sidecar: what reading it would have found a moment later
+        ids = (identity(os.fstat(data_fd)), sidecar)
         with self._lock:
             entry = self._entries.get(key)
             if entry is not None and entry[0] == ids:

@@ -141,7 +141,8 @@ class RecordFile(Closing):
         self.indexed = loaded is not None
         self._offsets: IntArray | None = None
         self._stream_size = 0
-        self._walk = HeaderWalk(fd, self.path, self.compression, self._max)
+        # Made when first walked: an indexed file (most often read in spans) never is.
+        self._walker: HeaderWalk | None = None
         # The binding of the version opened, checked against it with the index.
         self._bound: tuple[int, int] | None = None
         if loaded is not None:
@@ -176,7 +177,7 @@ class RecordFile(Closing):
         """Start offset of every record in the (decompressed) stream; read-only."""
         if self._offsets is None:
             self._open_fd()
-            walked, self._stream_size = self._walk.through(None)
+            walked, self._stream_size = self._walk().through(None)
             walked.flags.writeable = False
             self._offsets = walked
         return self._offsets
@@ -190,7 +191,13 @@ class RecordFile(Closing):
                 return offsets, self._stream_size
             return offsets[:count], int(offsets[count])
         self._open_fd()
-        return self._walk.through(count)
+        return self._walk().through(count)
+
+    def _walk(self) -> HeaderWalk:
+        if self._walker is None:
+            assert self._fd is not None  # opened (``_open_fd``) before a walk
+            self._walker = HeaderWalk(self._fd, self.path, self.compression, self._max)
+        return self._walker
 
     def __len__(self) -> int:
         return len(self.offsets)

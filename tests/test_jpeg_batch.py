@@ -86,6 +86,9 @@ def test_what_the_batch_path_leaves_to_each_image() -> None:
     assert decode_jpegs_into([one], 1, RGB, BIG) is None  # not the declared channels
     assert decode_jpegs_into([one], 3, RGB, 24 * 32 * 3 - 1) is None  # above the byte cap
     assert decode_jpegs_into([one], 3, RGB, 24 * 32 * 3) is not None
+    # The batch's array is held to the cap too, whatever each image's size.
+    assert decode_jpegs_into([one, one, one], 3, RGB, 3 * 24 * 32 * 3 - 1) is None
+    assert decode_jpegs_into([one, one, one], 3, RGB, 3 * 24 * 32 * 3) is not None
 
 
 FEATURES = FeaturesDict({"image": Image(encoding_format="jpeg"), "label": Tensor((), "int64")})

@@ -27,8 +27,9 @@ def decode_jpegs_into(
     datas: Sequence[bytes], channels: int | None, shape: Shape, max_bytes: int
 ) -> U8Array | None:
     """The JPEGs ``datas`` as one ``(n, height, width, channels)`` uint8 array, when every
-    one is a JPEG of one size and colour space that fits ``shape`` and ``max_bytes`` and
-    decodes; None otherwise (each image is then decoded alone, which says what is wrong)."""
+    one is a JPEG of one size and colour space that fits ``shape`` and decodes, and the array
+    fits ``max_bytes``; None otherwise (each image is then decoded alone, which says what is
+    wrong)."""
     if not datas or not all(image_format(data) == "jpeg" for data in datas):
         return None
     simplejpeg = import_simplejpeg()
@@ -46,6 +47,10 @@ def decode_jpegs_into(
     if any(want not in (None, got) for want, got in zip(shape, (height, width, wanted))):
         return None
     if height * width * max(own, wanted) > max_bytes:
+        return None
+    if len(datas) * height * width * wanted > max_bytes:
+        # Headers are the file's word only: the batch's array is held to what one decoded
+        # value may take, the most the one-image path allocates before a decode fails.
         return None
     out = np.empty((len(datas), height, width, wanted), dtype=np.uint8)
     space = "GRAY" if wanted == 1 else "RGB"

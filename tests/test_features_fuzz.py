@@ -79,6 +79,8 @@ def _nodes(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 def _mutated(declaration: Any, data: st.DataObject) -> str:
     for _ in range(data.draw(st.integers(1, 4))):
         paths = [path for path in _nodes(declaration) if path]
+        if not paths:
+            break  # earlier steps removed every node
         path = data.draw(st.sampled_from(paths))
         parent = declaration
         for step in path[:-1]:

@@ -17,7 +17,7 @@ state from which any number of ranks continues exactly.
 from __future__ import annotations
 
 import os
-from collections.abc import Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from functools import partial
 from itertools import chain, islice
 from typing import Any, Literal, TypeAlias, TypeVar, overload
@@ -35,6 +35,7 @@ from readplan.reading.batching import (
     packed_batch,
     rebatch,
 )
+from readplan.reading.chunks import Chunk, Runs, last_read_marks
 from readplan.reading.collate import Ragged, check_collate_options
 from readplan.reading.containers import container_for
 from readplan.reading.items import Batch, Item
@@ -53,7 +54,7 @@ from readplan.reading.ranks import (
 from readplan.reading.raw_records import RawReads, reader_decoder
 from readplan.reading.reader_state import ReaderState
 from readplan.reading.run_streams import read_runs
-from readplan.reading.runs import Closes, Runs, Shard, last_read_marks, without_lost
+from readplan.reading.runs import Closes, Shard, without_lost
 from readplan.reading.windows import file_reads, read_spans
 from readplan.reading.workers import check_decode_workers
 from readplan.records._damage import (
@@ -385,25 +386,28 @@ class Reader(ReaderState):
         shards: dict[int, Shard] = {}
         try:
             for chunk in self._chunks(epoch, start):
-                yield from self._chunk_batches(chunk, is_last(chunk), shards, items)
+                yield from self._chunk_batches(chunk, is_last, shards, items)
         finally:
             for shard in shards.values():
                 shard.close()
 
-    def _chunks(self, epoch: int, start: int) -> Iterator[EpochOrder]:
+    def _chunks(self, epoch: int, start: int) -> Iterator[Chunk]:
         # A small first chunk: the first record after a start or a restore does not wait
         # for the plan of a whole large chunk.
         head = min(start + _FIRST_CHUNK, self.plan.num_examples)
-        yield from islice(self.plan.iter_epoch(epoch, chunk_size=_FIRST_CHUNK, start=start), 1)
+        for first in islice(self.plan.iter_epoch(epoch, chunk_size=_FIRST_CHUNK, start=start), 1):
+            yield Chunk(epoch, (first,))
         # A rank's share of a chunk is what its reads handle at once: larger chunks for a
-        # few ranks; the plan's arrays for a chunk stay within a few tens of MB.
-        chunk_size = _CHUNK * min(self.world_size, _CHUNK_RANKS)
-        yield from self.plan.iter_epoch(epoch, chunk_size=chunk_size, start=head)
+        # few ranks, of pieces of _CHUNK positions (``Chunk``).
+        pieces = self.plan.iter_epoch(epoch, chunk_size=_CHUNK, start=head)
+        group = min(self.world_size, _CHUNK_RANKS)
+        while grouped := tuple(islice(pieces, group)):
+            yield Chunk(epoch, grouped)
 
     def _chunk_batches(
         self,
-        chunk: EpochOrder,
-        is_last: npt.NDArray[np.bool_],
+        chunk: Chunk,
+        is_last: Callable[[EpochOrder], npt.NDArray[np.bool_]],
         shards: dict[int, Shard],
         items: bool,
     ) -> Iterator[Batch]:
@@ -468,7 +472,7 @@ class Reader(ReaderState):
 
     def _read_runs(
         self,
-        chunk: EpochOrder,
+        chunk: Chunk,
         runs: Runs,
         first_run: int,
         stop_run: int,
@@ -483,7 +487,7 @@ class Reader(ReaderState):
 
     def _batch(
         self,
-        chunk: EpochOrder,
+        chunk: Chunk,
         runs: Runs,
         first_run: int,
         records: list[Any],

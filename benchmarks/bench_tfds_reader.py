@@ -25,7 +25,8 @@ shards and takes its batches' memory for the first time, is printed apart).  Two
 figures from the same rounds: two workers with the process held to one CPU
 (``os.sched_setaffinity``: what decoding in groups gains without a second core), and the
 machine's own ceiling, two threads of a kernel that holds no GIL (SHA-256 of 4 MiB) against
-one: on a shared machine the second core is not always free. It also prints, from more
+one: on a shared machine the second core is not always free; and the images' JPEG decode
+alone (into arrays used again) on two threads against one. It also prints, from more
 passes with one and two workers, each pass's CPU time (``time.process_time``, which load
 hardly moves) and the share ``p`` of it spent in the decode's calls that release the GIL (the
 Example kernel's scan and fill, the JPEG decoder; the reads' own GIL-free calls are not
@@ -186,6 +187,43 @@ def ceiling_ratio() -> float:
     return one / (time.perf_counter() - start)
 
 
+def jpeg_batches(plan: ReadPlan) -> list[list[bytes]]:
+    """The JPEGs of the plan's records, batch by batch."""
+    from readplan import example
+
+    return [
+        [example.decode(raw)["image"][0] for raw in batch.records]
+        for batch in Reader(plan).batches(BATCH)
+    ]
+
+
+def decode_alone_ratio(batches: list[list[bytes]]) -> float:
+    """The JPEGs decoded as ``decode="tfds"`` decodes them, batch by batch into arrays used
+    again, on two threads against one: what two decode workers can gain over these images
+    on this machine at most."""
+    import simplejpeg
+
+    outs = [np.empty((BATCH, 224, 224, 3), dtype=np.uint8) for _ in range(2)]
+
+    def work(mine: list[list[bytes]], out: np.ndarray) -> None:
+        for batch in mine:
+            for data, slot in zip(batch, out):
+                simplejpeg.decode_jpeg(
+                    data, colorspace="RGB", fastdct=True, fastupsample=False, buffer=slot
+                )
+
+    start = time.perf_counter()
+    work(batches, outs[0])
+    one = time.perf_counter() - start
+    threads = [threading.Thread(target=work, args=(batches[k::2], outs[k])) for k in range(2)]
+    start = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return one / (time.perf_counter() - start)
+
+
 class _Timed:
     """Calls of ``names`` on ``target`` add their thread CPU time to ``spent``."""
 
@@ -249,7 +287,8 @@ def workers_only(directory: Path, rounds: int) -> None:
         info = writer(folder) if not folder.exists() else DatasetInfo.load(folder)
         plans[name] = ReadPlan(info, "train")
     times: dict[tuple[str, str], list[float]] = {}
-    ceilings = []
+    ceilings, decode_alone = [], []
+    images = jpeg_batches(plans["224 x 224 JPEG"])
     for plan in plans.values():
         epoch_passes(plan, 1, 1)
         epoch_passes(plan, 2, 1)
@@ -258,6 +297,7 @@ def workers_only(directory: Path, rounds: int) -> None:
         source_pass(plan.info, index_dir / name.replace(" ", "_"), 1)
     for _ in range(rounds):
         ceilings.append(ceiling_ratio())
+        decode_alone.append(decode_alone_ratio(images))
         for name, plan in plans.items():
             for workers in (1, 2):
                 first, *later = epoch_passes(plan, workers)
@@ -271,6 +311,10 @@ def workers_only(directory: Path, rounds: int) -> None:
     median = {key: statistics.median(values) for key, values in times.items()}
     print(f"decode_workers, batches of {BATCH}, {CORE_NAME}, medians of {rounds} rounds")
     print(f"  ceiling (SHA-256, 2 threads / 1): {statistics.median(ceilings):.2f}x")
+    print(
+        "  the JPEGs' decode alone into arrays used again, 2 threads / 1: "
+        f"{statistics.median(decode_alone):.2f}x"
+    )
     for name, plan in plans.items():
         one, two, pinned = (median[name, k] for k in ("1", "2", "2 on 1 CPU"))
         first_one, first_two = median[name, "first 1"], median[name, "first 2"]

@@ -240,12 +240,17 @@ def test_small_records_are_decoded_in_groups_of_batches(tmp_path: Path, workers:
     rows = ({"label": k, "name": f"n{k}"} for k in range(40))
     features = FeaturesDict({"label": Tensor((), "int64"), "name": Text()})
     info = write_readplan_dataset(
-        tmp_path, name="small", version="1.0.0", features=features,
-        splits={"train": rows}, examples_per_shard=8,
+        tmp_path,
+        name="small",
+        version="1.0.0",
+        features=features,
+        splits={"train": rows},
+        examples_per_shard=8,
     )
     reader = Reader(ReadPlan(info, "train"), decode="tfds", decode_workers=workers)
-    assert reader._decode is not None and reader._decode.leaves is not None
+    assert reader._decode is not None
     leaves = reader._decode.leaves
+    assert leaves is not None
     calls: list[int] = []
 
     def counted(records: Any) -> Any:

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from readplan.errors import SplitError
 from readplan.metadata.dataset_info import DatasetInfo
+from readplan.planning import instructions as instructions_module
 from readplan.planning.instructions import (
     FileInstruction,
     InstructionTable,
@@ -395,6 +396,19 @@ def test_instruction_table_columns_describe_its_instructions(info: DatasetInfo, 
     again = InstructionTable.of(listed)
     assert list(again) == listed
     assert again.num_records.tolist() == table.num_records.tolist()
+
+
+def test_instruction_table_names_files_as_their_dataset_does_past_its_cache(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """File names are kept once formatted, a few at a time: names asked for again, and after
+    the cache started over, are still the dataset's shard paths."""
+    monkeypatch.setattr(instructions_module, "_NAMED", 3)
+    info = DatasetInfo("names", {"train": [2] * 7, "test": [1] * 2}, data_dir="/data")
+    table = instruction_table(info, "train+test")
+    expected = info.shard_paths("train") + info.shard_paths("test")
+    order = [0, 1, 0, 5, 6, 8, 2, 0, 7, 3, 3, 4, 8, 1]
+    assert [table.filename(k) for k in order] == [expected[k] for k in order]
 
 
 def test_instruction_table_needs_names_or_a_dataset() -> None:

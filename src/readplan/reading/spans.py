@@ -94,7 +94,9 @@ class FrameSpans:
             self._bounds = np.zeros(1024, dtype=np.int64)
             self._known = 0
         else:
-            self._bounds = np.append(offsets, np.int64(self._size))
+            self._bounds = np.empty(len(offsets) + 1, dtype=np.int64)
+            self._bounds[:-1] = offsets
+            self._bounds[-1] = self._size
             self._known = len(offsets)
         # Bytes the walk read and no read has consumed yet, from file offset ``_base``.
         self._data = b""

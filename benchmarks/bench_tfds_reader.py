@@ -19,11 +19,14 @@ two decode workers against one).
 ``--workers-only`` leaves TFDS out and times ``decode_workers`` 1 and 2 on these records and
 on 16 shards x 128 image records (a 224 x 224 JPEG each, decoded by ``decode="tfds"``), for the
 Reader and for ``data_source(..., decode="tfds")`` (16 ``__getitems__`` calls of 256 random
-keys), with
-two more figures from the same rounds: two workers with the process held to one CPU
+keys).  The Reader's figures are passes of a training job: each round one Reader per worker
+count reads four epochs, timed as a whole, per epoch (a Reader of one epoch, which also
+opens the shards and takes its batches' memory for the first time, is printed apart).  Two more
+figures from the same rounds: two workers with the process held to one CPU
 (``os.sched_setaffinity``: what decoding in groups gains without a second core), and the
 machine's own ceiling, two threads of a kernel that holds no GIL (SHA-256 of 4 MiB) against
-one: on a shared machine the second core is not always free. It also prints, from more
+one: on a shared machine the second core is not always free; and the images' JPEG decode
+alone (into arrays used again) on two threads against one. It also prints, from more
 passes with one and two workers, each pass's CPU time (``time.process_time``, which load
 hardly moves) and the share ``p`` of it spent in the decode's calls that release the GIL (the
 Example kernel's scan and fill, the JPEG decoder; the reads' own GIL-free calls are not
@@ -104,6 +107,20 @@ def write(directory: Path) -> DatasetInfo:
     )
 
 
+EPOCHS = 4
+
+
+def epoch_pass(plan: ReadPlan, workers: int) -> float:
+    """The wall time per epoch of one Reader reading :data:`EPOCHS` epochs in batches, a
+    training job's passes: the reads and decodes running ahead cross from one epoch into the
+    next, so only the whole run is timed."""
+    reader = Reader(plan, decode="tfds", decode_workers=workers, epochs=EPOCHS)
+    start = time.perf_counter()
+    count = sum(len(batch) for batch in reader.batches(BATCH))
+    assert count == EPOCHS * plan.num_examples
+    return (time.perf_counter() - start) / EPOCHS
+
+
 def readplan_pass(plan: ReadPlan, workers: int) -> float:
     start = time.perf_counter()
     count = sum(len(b) for b in Reader(plan, decode="tfds", decode_workers=workers).batches(BATCH))
@@ -137,11 +154,11 @@ def write_images(directory: Path) -> DatasetInfo:
 
 
 def pinned_pass(plan: ReadPlan, workers: int) -> float:
-    """A pass with the process held to one CPU (restored afterwards)."""
+    """:func:`epoch_pass` with the process held to one CPU (restored afterwards)."""
     cpus = os.sched_getaffinity(0)
     os.sched_setaffinity(0, {min(cpus)})
     try:
-        return readplan_pass(plan, workers)
+        return epoch_pass(plan, workers)
     finally:
         os.sched_setaffinity(0, cpus)
 
@@ -160,6 +177,43 @@ def ceiling_ratio() -> float:
     work(16)
     one = time.perf_counter() - start
     threads = [threading.Thread(target=work, args=(8,)) for _ in range(2)]
+    start = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return one / (time.perf_counter() - start)
+
+
+def jpeg_batches(plan: ReadPlan) -> list[list[bytes]]:
+    """The JPEGs of the plan's records, batch by batch."""
+    from readplan import example
+
+    return [
+        [example.decode(raw)["image"][0] for raw in batch.records]
+        for batch in Reader(plan).batches(BATCH)
+    ]
+
+
+def decode_alone_ratio(batches: list[list[bytes]]) -> float:
+    """The JPEGs decoded as ``decode="tfds"`` decodes them, batch by batch into arrays used
+    again, on two threads against one: what two decode workers can gain over these images
+    on this machine at most."""
+    import simplejpeg
+
+    outs = [np.empty((BATCH, 224, 224, 3), dtype=np.uint8) for _ in range(2)]
+
+    def work(mine: list[list[bytes]], out: np.ndarray) -> None:
+        for batch in mine:
+            for data, slot in zip(batch, out):
+                simplejpeg.decode_jpeg(
+                    data, colorspace="RGB", fastdct=True, fastupsample=False, buffer=slot
+                )
+
+    start = time.perf_counter()
+    work(batches, outs[0])
+    one = time.perf_counter() - start
+    threads = [threading.Thread(target=work, args=(batches[k::2], outs[k])) for k in range(2)]
     start = time.perf_counter()
     for thread in threads:
         thread.start()
@@ -231,7 +285,8 @@ def workers_only(directory: Path, rounds: int) -> None:
         info = writer(folder) if not folder.exists() else DatasetInfo.load(folder)
         plans[name] = ReadPlan(info, "train")
     times: dict[tuple[str, str], list[float]] = {}
-    ceilings = []
+    ceilings, decode_alone = [], []
+    images = jpeg_batches(plans["224 x 224 JPEG"])
     for plan in plans.values():
         readplan_pass(plan, 1)
         readplan_pass(plan, 2)
@@ -240,9 +295,13 @@ def workers_only(directory: Path, rounds: int) -> None:
         source_pass(plan.info, index_dir / name.replace(" ", "_"), 1)
     for _ in range(rounds):
         ceilings.append(ceiling_ratio())
+        decode_alone.append(decode_alone_ratio(images))
         for name, plan in plans.items():
-            times.setdefault((name, "1"), []).append(readplan_pass(plan, 1))
-            times.setdefault((name, "2"), []).append(readplan_pass(plan, 2))
+            for workers in (1, 2):
+                times.setdefault((name, f"first {workers}"), []).append(
+                    readplan_pass(plan, workers)
+                )
+                times.setdefault((name, str(workers)), []).append(epoch_pass(plan, workers))
             times.setdefault((name, "2 on 1 CPU"), []).append(pinned_pass(plan, 2))
             where = index_dir / name.replace(" ", "_")
             for workers in (1, 2):
@@ -251,12 +310,21 @@ def workers_only(directory: Path, rounds: int) -> None:
     median = {key: statistics.median(values) for key, values in times.items()}
     print(f"decode_workers, batches of {BATCH}, {CORE_NAME}, medians of {rounds} rounds")
     print(f"  ceiling (SHA-256, 2 threads / 1): {statistics.median(ceilings):.2f}x")
+    print(
+        "  the JPEGs' decode alone into arrays used again, 2 threads / 1: "
+        f"{statistics.median(decode_alone):.2f}x"
+    )
     for name, plan in plans.items():
         one, two, pinned = (median[name, k] for k in ("1", "2", "2 on 1 CPU"))
+        first_one, first_two = median[name, "first 1"], median[name, "first 2"]
         print(
-            f"  {name:<15} {plan.num_examples:>6} records: 1 worker {one * 1e3:7.1f} ms, "
-            f"2 workers {two * 1e3:7.1f} ms ({one / two:.2f}x), 2 workers on 1 CPU "
-            f"{pinned * 1e3:7.1f} ms ({one / pinned:.2f}x)"
+            f"  {name:<15} {plan.num_examples:>6} records, {EPOCHS} epochs: 1 worker "
+            f"{one * 1e3:7.1f} ms, 2 workers {two * 1e3:7.1f} ms ({one / two:.2f}x), 2 workers "
+            f"on 1 CPU {pinned * 1e3:7.1f} ms ({one / pinned:.2f}x)"
+        )
+        print(
+            f"    a Reader of one epoch: 1 worker {first_one * 1e3:.1f} ms, 2 workers "
+            f"{first_two * 1e3:.1f} ms ({first_one / first_two:.2f}x)"
         )
         source_one, source_two = median[name, "source 1"], median[name, "source 2"]
         print(

@@ -233,6 +233,39 @@ def test_workers_decode_image_batches_one_at_a_time(tmp_path: Path) -> None:
     assert labels == [batch.features["label"].tolist() for batch in alone]
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_small_records_are_decoded_in_groups_of_batches(tmp_path: Path, workers: int) -> None:
+    # Each leaf decode's Python costs more than the kernel's walk of a few small records:
+    # one thread, too, decodes a group of batches at once.
+    rows = ({"label": k, "name": f"n{k}"} for k in range(40))
+    features = FeaturesDict({"label": Tensor((), "int64"), "name": Text()})
+    info = write_readplan_dataset(
+        tmp_path,
+        name="small",
+        version="1.0.0",
+        features=features,
+        splits={"train": rows},
+        examples_per_shard=8,
+    )
+    reader = Reader(ReadPlan(info, "train"), decode="tfds", decode_workers=workers)
+    assert reader._decode is not None
+    leaves = reader._decode.leaves
+    assert leaves is not None
+    calls: list[int] = []
+
+    def counted(records: Any) -> Any:
+        calls.append(len(records))
+        return leaves(records)
+
+    object.__setattr__(reader._decode, "leaves", counted)
+    batches = list(reader.batches(4))
+    assert calls == [40]
+    assert [b.features["label"].tolist() for b in batches] == [
+        list(range(k, k + 4)) for k in range(0, 40, 4)
+    ]
+    assert batches[3].records[1]["name"] == b"n13"
+
+
 @pytest.mark.parametrize("workers", [0, -1, 65, 1.5, True, "2"])
 def test_decode_workers_must_be_a_small_positive_integer(tmp_path: Path, workers: object) -> None:
     plan = ReadPlan(write_dataset(tmp_path, [b""], 1), "train")

@@ -16,7 +16,8 @@ import pytest
 pytest.importorskip("PIL")
 simplejpeg = pytest.importorskip("simplejpeg")
 
-from readplan import example  # noqa: E402
+from readplan import Reader, ReadPlan, example, write_dataset  # noqa: E402
+from readplan._internal.buffer_pool import BufferPool  # noqa: E402
 from readplan.errors import FeatureError  # noqa: E402
 from readplan.metadata._jpeg_batch import decode_jpegs_into  # noqa: E402
 from readplan.metadata.features import FeaturesDict, Image, Tensor  # noqa: E402
@@ -25,6 +26,10 @@ from readplan.records.example._leaves import Computed, Table  # noqa: E402
 
 DATA = Path(__file__).parent / "data"
 BIG = 1 << 30
+
+
+def _into(datas: list[bytes], channels: int | None, shape: Any, cap: int) -> np.ndarray | None:
+    return decode_jpegs_into(datas, channels, shape, cap, BufferPool())
 
 
 @functools.cache
@@ -46,7 +51,7 @@ def test_jpegs_of_one_size_decode_into_one_array_as_tensorflow_decodes_each(
     case = _tf_cases()[name]
     data = base64.b64decode(case["bytes"])
     want = _tf_pixels(case["decoded"][f"{channels or 0}/uint8"])
-    table = decode_jpegs_into([data] * 3, channels, (None, None, channels), BIG)
+    table = _into([data] * 3, channels, (None, None, channels), BIG)
     assert table is not None
     assert table.shape == (3, *want.shape)
     assert table.dtype == np.uint8
@@ -57,7 +62,7 @@ def test_jpegs_of_one_size_decode_into_one_array_as_tensorflow_decodes_each(
 @pytest.mark.parametrize("name", ["jpeg cmyk", "jpeg cmyk 4:4:4"])
 def test_cmyk_jpegs_are_left_to_the_one_image_decoder(name: str) -> None:
     data = base64.b64decode(_tf_cases()[name]["bytes"])
-    assert decode_jpegs_into([data, data], 3, (None, None, 3), BIG) is None
+    assert _into([data, data], 3, (None, None, 3), BIG) is None
 
 
 def _jpeg(seed: int, height: int = 24, width: int = 32, gray: bool = False) -> bytes:
@@ -76,19 +81,19 @@ RGB = (None, None, 3)
 def test_what_the_batch_path_leaves_to_each_image() -> None:
     one, other, gray = _jpeg(1), _jpeg(2, height=16), _jpeg(3, gray=True)
     png = base64.b64decode(_tf_cases()["png ct2 d8"]["bytes"])
-    assert decode_jpegs_into([one, _jpeg(4)], 3, RGB, BIG) is not None
-    assert decode_jpegs_into([], 3, RGB, BIG) is None
-    assert decode_jpegs_into([one, other], 3, RGB, BIG) is None  # two sizes
-    assert decode_jpegs_into([one, gray], None, (None, None, None), BIG) is None  # two spaces
-    assert decode_jpegs_into([one, png], 3, RGB, BIG) is None  # not every image a JPEG
-    assert decode_jpegs_into([one, one[:40]], 3, RGB, BIG) is None  # a truncated JPEG
-    assert decode_jpegs_into([one], 3, (20, None, 3), BIG) is None  # not the declared height
-    assert decode_jpegs_into([one], 1, RGB, BIG) is None  # not the declared channels
-    assert decode_jpegs_into([one], 3, RGB, 24 * 32 * 3 - 1) is None  # above the byte cap
-    assert decode_jpegs_into([one], 3, RGB, 24 * 32 * 3) is not None
+    assert _into([one, _jpeg(4)], 3, RGB, BIG) is not None
+    assert _into([], 3, RGB, BIG) is None
+    assert _into([one, other], 3, RGB, BIG) is None  # two sizes
+    assert _into([one, gray], None, (None, None, None), BIG) is None  # two spaces
+    assert _into([one, png], 3, RGB, BIG) is None  # not every image a JPEG
+    assert _into([one, one[:40]], 3, RGB, BIG) is None  # a truncated JPEG
+    assert _into([one], 3, (20, None, 3), BIG) is None  # not the declared height
+    assert _into([one], 1, RGB, BIG) is None  # not the declared channels
+    assert _into([one], 3, RGB, 24 * 32 * 3 - 1) is None  # above the byte cap
+    assert _into([one], 3, RGB, 24 * 32 * 3) is not None
     # The batch's array is held to the cap too, whatever each image's size.
-    assert decode_jpegs_into([one, one, one], 3, RGB, 3 * 24 * 32 * 3 - 1) is None
-    assert decode_jpegs_into([one, one, one], 3, RGB, 3 * 24 * 32 * 3) is not None
+    assert _into([one, one, one], 3, RGB, 3 * 24 * 32 * 3 - 1) is None
+    assert _into([one, one, one], 3, RGB, 3 * 24 * 32 * 3) is not None
 
 
 FEATURES = FeaturesDict({"image": Image(encoding_format="jpeg"), "label": Tensor((), "int64")})
@@ -143,3 +148,52 @@ def test_a_damaged_jpeg_in_a_batch_is_the_one_record_error() -> None:
     assert isinstance(error, FeatureError)
     assert str(error) == str(alone.value)
     assert len(decoded) == 1
+
+
+def _jpeg_plan(directory: Path, count: int) -> ReadPlan:
+    rng = np.random.default_rng(5)
+    rows = (
+        {"image": rng.integers(0, 256, (16, 24, 3), dtype=np.uint8), "label": k}
+        for k in range(count)
+    )
+    info = write_dataset(
+        directory,
+        name="jpegs",
+        version="1.0.0",
+        features=FEATURES,
+        splits={"train": rows},
+        examples_per_shard=8,
+    )
+    return ReadPlan(info, "train")
+
+
+def _address(array: np.ndarray) -> int:
+    return int(array.__array_interface__["data"][0])
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_batches_kept_by_the_user_keep_their_own_pixels(tmp_path: Path, workers: int) -> None:
+    plan = _jpeg_plan(tmp_path, 40)
+    kept = list(Reader(plan, decode="tfds", decode_workers=workers).batches(4))
+    raw = list(Reader(plan).batches(4))
+    assert len({_address(batch.features["image"]) for batch in kept}) == len(kept) == 10
+    one = FEATURES.decoder()
+    for batch, stored in zip(kept, raw):
+        assert isinstance(batch.features["image"], np.ndarray)
+        want = np.stack([one(record)["image"] for record in stored.records])
+        assert np.array_equal(batch.features["image"], want)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_batches_let_go_of_give_their_memory_to_later_batches(tmp_path: Path, workers: int) -> None:
+    plan = _jpeg_plan(tmp_path, 40)
+    one = FEATURES.decoder()
+    raw = iter(list(Reader(plan).batches(4)))
+    addresses = []
+    for batch in Reader(plan, decode="tfds", decode_workers=workers).batches(4):
+        image = batch.features["image"]
+        addresses.append(_address(image))
+        assert np.array_equal(image, np.stack([one(r)["image"] for r in next(raw).records]))
+    # At most the batches in flight at once have memory of their own.
+    assert len(addresses) == 10
+    assert len(set(addresses)) <= 2 * workers + 2

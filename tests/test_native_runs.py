@@ -1,4 +1,4 @@
-"""The reader's compiled kernels (``take_runs``, ``place``, ``cut_frames``) against their
+"""The reader's compiled kernels (``take_runs``, ``cut_frames_into``) against their
 pure-Python twins (specs/native.md): the same results, the same side effects and the same
 errors on random, edge-case and damaged inputs.
 
@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from readplan.errors import CorruptRecordError
-from readplan.reading import run_streams, spans, windows
+from readplan.reading import run_streams, spans
 from tests.test_native_kernels import frame
 
 core = importlib.import_module("readplan.records._core")
@@ -31,7 +31,25 @@ def outcome(kernel: Callable[..., Any], *args: Any) -> tuple[str, Any]:
         return type(error).__name__, str(error)
 
 
-# ------------------------------------------------------------------------------ cut_frames
+# ------------------------------------------------------------------------- cut_frames_into
+def cut_in_order(kernel: Callable[..., bool]) -> Callable[..., list[Any] | None]:
+    """The kernel's cut of frames ``begins``/``ends`` into a fresh list, frame i at place i:
+    the payloads, or ``None`` when it reports damage (the list then untouched)."""
+
+    def cut(data: bytes, begins: np.ndarray, ends: np.ndarray, *checks: Any) -> list[Any] | None:
+        out: list[Any] = [None] * len(begins)
+        placed = kernel(out, np.arange(len(begins), dtype=np.int64), data, begins, ends, *checks)
+        if not placed:
+            assert out == [None] * len(begins)
+            return None
+        return out
+
+    return cut
+
+
+KERNELS = (cut_in_order(core.cut_frames_into), cut_in_order(spans.cut_frames_into_pure))
+
+
 @st.composite
 def framed_spans(draw: st.DrawFn) -> tuple[bytes, list[bytes], np.ndarray, np.ndarray]:
     """Frames with garbage between some of them: the bytes, the payloads, their spans."""
@@ -49,7 +67,7 @@ def framed_spans(draw: st.DrawFn) -> tuple[bytes, list[bytes], np.ndarray, np.nd
 @given(framed_spans(), st.booleans())
 def test_cut_frames_cuts_every_sound_frame(spanned: Any, headers: bool) -> None:
     data, payloads, begins, ends = spanned
-    for kernel in (core.cut_frames, spans.cut_frames_pure):
+    for kernel in KERNELS:
         assert kernel(data, begins, ends, headers, 2**31) == payloads
 
 
@@ -76,8 +94,8 @@ def test_cut_frames_agrees_with_its_twin_on_damaged_spans(
     damaged: Any, headers: bool, max_length: int
 ) -> None:
     data, begins, ends = damaged
-    native = outcome(core.cut_frames, data, begins, ends, headers, max_length)
-    assert native == outcome(spans.cut_frames_pure, data, begins, ends, headers, max_length)
+    native = outcome(KERNELS[0], data, begins, ends, headers, max_length)
+    assert native == outcome(KERNELS[1], data, begins, ends, headers, max_length)
 
 
 def test_cut_frames_refuses_every_damage_it_checks() -> None:
@@ -87,7 +105,7 @@ def test_cut_frames_refuses_every_damage_it_checks() -> None:
         "data CRC": good[:-1] + bytes([good[-1] ^ 1]),
         "length CRC": good[:8] + bytes([good[8] ^ 1]) + good[9:],
     }
-    for kernel in (core.cut_frames, spans.cut_frames_pure):
+    for kernel in KERNELS:
         for name, damaged in cases.items():
             spans_of = np.array([0], dtype=np.int64), np.array([len(damaged)], dtype=np.int64)
             assert kernel(damaged, *spans_of, True, 100) is None, name
@@ -104,30 +122,59 @@ def test_cut_frames_refuses_spans_outside_the_bytes() -> None:
     good = frame(b"x")
     for begins, ends in (([-1], [16]), ([0], [len(good) + 1]), ([5], [4]), ([0], [1, 2])):
         args = good, np.array(begins, dtype=np.int64), np.array(ends, dtype=np.int64), True, 9
-        native = outcome(core.cut_frames, *args)
+        native = outcome(KERNELS[0], *args)
         assert native[0] == "ValueError"
-        assert native == outcome(spans.cut_frames_pure, *args)
+        assert native == outcome(KERNELS[1], *args)
 
 
-# ----------------------------------------------------------------------------------- place
-@given(st.integers(0, 30).flatmap(lambda n: st.permutations(range(n))))
-def test_place_puts_each_value_where_its_order_says(order: list[int]) -> None:
-    values = [f"v{j}".encode() for j in range(len(order))]
-    expected: list[Any] = [None] * len(order)
-    for j, k in enumerate(order):
-        expected[k] = values[j]
-    places = np.array(order, dtype=np.int64)
-    assert core.place(values, places) == windows.place_pure(values, places) == expected
+@given(
+    st.lists(st.binary(max_size=40), max_size=12).flatmap(
+        lambda payloads: st.tuples(
+            st.just(payloads), st.permutations(range(len(payloads))), st.integers(0, 3)
+        )
+    )
+)
+def test_cut_frames_into_puts_each_payload_at_its_place(drawn: Any) -> None:
+    payloads, order, extra = drawn
+    data = b"".join(map(frame, payloads))
+    sizes = np.array([16 + len(p) for p in payloads], dtype=np.int64)
+    ends = np.cumsum(sizes)
+    begins = ends - sizes
+    places = np.array(order, dtype=np.int64) + extra
+    expected: list[Any] = ["kept"] * (len(payloads) + extra)
+    for payload, place in zip(payloads, places.tolist()):
+        expected[place] = payload
+    for kernel in (core.cut_frames_into, spans.cut_frames_into_pure):
+        out: list[Any] = ["kept"] * (len(payloads) + extra)
+        assert kernel(out, places, data, begins, ends, True, 2**31) is True
+        assert out == expected
 
 
-@given(st.lists(st.integers(-3, 12), max_size=10), st.integers(0, 10))
-def test_place_agrees_with_its_twin_on_any_order(order: list[int], size: int) -> None:
-    values = list(range(100, 100 + size))
-    places = np.array(order, dtype=np.int64)
-    native = outcome(core.place, values, places)
-    assert native == outcome(windows.place_pure, values, places)
-    if sorted(order) != list(range(size)):
-        assert native[0] == "ValueError"
+@given(
+    st.lists(st.integers(-3, 12), max_size=6),
+    st.integers(0, 6),
+    st.integers(0, 8),
+    st.booleans(),
+)
+def test_cut_frames_into_agrees_with_its_twin_on_any_places(
+    places: list[int], frames: int, size: int, damaged: bool
+) -> None:
+    payloads = [bytes([k]) * k for k in range(frames)]
+    data = bytearray(b"".join(map(frame, payloads)))
+    if damaged and data:
+        data[-1] ^= 1
+    sizes = np.array([16 + len(p) for p in payloads], dtype=np.int64)
+    ends = np.cumsum(sizes)
+    begins = ends - sizes
+    at = np.array(places, dtype=np.int64)
+    results = []
+    for kernel in (core.cut_frames_into, spans.cut_frames_into_pure):
+        out: list[Any] = list(range(size))
+        results.append((outcome(kernel, out, at, bytes(data), begins, ends, True, 99), out))
+    assert results[0] == results[1]
+    if len(places) != frames or any(not 0 <= p < size for p in places):
+        assert results[0][0][0] == "ValueError"
+        assert results[0][1] == list(range(size))  # refused before any frame
 
 
 # ------------------------------------------------------------------------------- take_runs

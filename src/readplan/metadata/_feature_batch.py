@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from readplan._internal.buffer_pool import BufferPool
 from readplan.errors import ExampleError, FeatureError
 from readplan.metadata._feature_decode import (
     Decoded,
@@ -127,6 +128,8 @@ def _jpeg_table_leaf(
     """Every record's one JPEG decoded into the batch's array, when they share a size (as
     ``decode_jpegs_into`` decides); otherwise each record's step."""
     key, channels = leaf.key, image.shape[-1]
+    # The decoder's batches take turns with a few arrays' memory (see BufferPool).
+    pool = BufferPool()
 
     def leaf_of(columns: _Columns, n: int, stored: _Stored) -> Leaf:
         column = columns.get(key)
@@ -134,7 +137,7 @@ def _jpeg_table_leaf(
             datas = column.values
             listed = datas.to_list() if isinstance(datas, BytesSpans) else datas
             assert isinstance(listed, list)  # a bytes column's values
-            table = decode_jpegs_into(listed, channels, image.shape, leaf.cap)
+            table = decode_jpegs_into(listed, channels, image.shape, leaf.cap, pool)
             if table is not None:
                 return Table(table, lambda: list(map(step, stored())))
         return Computed(list(map(step, stored())))

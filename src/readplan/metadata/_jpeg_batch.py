@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
 from readplan._internal.arrays import U8Array
+from readplan._internal.buffer_pool import BufferPool
 from readplan.metadata._feature_types import Shape
 from readplan.metadata._images import image_format, import_simplejpeg
 
@@ -24,12 +23,16 @@ _OWN_CHANNELS = {"Gray": 1, "YCbCr": 3, "RGB": 3}
 
 
 def decode_jpegs_into(
-    datas: Sequence[bytes], channels: int | None, shape: Shape, max_bytes: int
+    datas: Sequence[bytes],
+    channels: int | None,
+    shape: Shape,
+    max_bytes: int,
+    pool: BufferPool,
 ) -> U8Array | None:
-    """The JPEGs ``datas`` as one ``(n, height, width, channels)`` uint8 array, when every
-    one is a JPEG of one size and colour space that fits ``shape`` and decodes, and the array
-    fits ``max_bytes``; None otherwise (each image is then decoded alone, which says what is
-    wrong)."""
+    """The JPEGs ``datas`` as one ``(n, height, width, channels)`` uint8 array (its memory
+    from ``pool``), when every one is a JPEG of one size and colour space that
+    fits ``shape`` and decodes, and the array fits ``max_bytes``; None otherwise (each image
+    is then decoded alone, which says what is wrong)."""
     if not datas or not all(image_format(data) == "jpeg" for data in datas):
         return None
     simplejpeg = import_simplejpeg()
@@ -52,7 +55,8 @@ def decode_jpegs_into(
         # Headers are the file's word only: the batch's array is held to what one decoded
         # value may take, the most the one-image path allocates before a decode fails.
         return None
-    out = np.empty((len(datas), height, width, wanted), dtype=np.uint8)
+    dims = (len(datas), height, width, wanted)
+    out = pool.empty(dims)
     space = "GRAY" if wanted == 1 else "RGB"
     try:
         for data, slot in zip(datas, out):

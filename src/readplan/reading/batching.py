@@ -85,11 +85,7 @@ def collated_batches(
 
     cut = rebatch(produced, size, drop_remainder, undelivered=undelivered)
     try:
-        if workers == 1:
-            for _, batch in ordered(cut, finish, workers):
-                yield batch
-            return
-        # Workers decode groups of batches: see decode_groups for why.
+        # Batches are decoded in groups, in the reading thread too: see decode_groups.
         finish_group = group_finisher(decoder, finish, ragged, padding_values)
         groups = grouped(cut, single=decoder.media)
         for _, outcomes in ordered(groups, finish_group, workers):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol, SupportsIndex
+from typing import Any, Protocol, SupportsIndex
 
 from readplan._internal.arrays import IntArray
 from readplan.errors import CorruptTblError, DatasetInfoError
@@ -61,6 +61,10 @@ class SpanSource(Protocol):
     """Records of one open shard read by index, many at once (``spans.py``)."""
 
     def read(self, indices: IntArray, to_end: bool) -> list[bytes] | None: ...
+
+    def read_into(
+        self, out: list[Any], places: IntArray, indices: IntArray, to_end: bool
+    ) -> bool: ...
 
     def prefetch(self, indices: IntArray) -> bool: ...
 
@@ -127,6 +131,14 @@ class _TblSpans:
             return self.samples.gather(indices.tolist())
         except CorruptTblError:
             return None
+
+    def read_into(self, out: list[Any], places: IntArray, indices: IntArray, to_end: bool) -> bool:
+        samples = self.read(indices, to_end)
+        if samples is None:
+            return False
+        for place, sample in zip(places.tolist(), samples):
+            out[place] = sample
+        return True
 
     def prefetch(self, indices: IntArray) -> bool:
         """Samples are fetched when read (the file's index was fetched when it was opened)."""

@@ -1,4 +1,5 @@
-"""Collated batches decoded on worker threads in groups (``specs/reader.md`` §7).
+"""Collated batches decoded in groups, on worker threads or the reading thread
+(``specs/reader.md`` §7).
 
 A decode worker holds the GIL for every Python step of a batch's decode (arrays allocated,
 leaves checked, cast and shaped, per leaf and per batch) and releases it only inside the

@@ -343,25 +343,21 @@ class Shard:
             return False
         return True
 
-    def spans_into(self, out: list[Any], indices: IntArray) -> bool:
-        """Append the records at ``indices`` (increasing) to ``out``, read in spans.
+    def spans_into(self, out: list[Any], places: IntArray, indices: IntArray) -> bool:
+        """Put the records at ``indices`` (increasing), read in spans, at ``places`` of ``out``.
 
-        ``False``, with nothing appended, when they must be read run by run instead: the
-        file is salvaged, its container has no span reads, a check failed, or opening it
-        failed (the careful reads then report exactly what is wrong, and where).
+        ``False`` when they must be read run by run instead (``out`` then holds any of them,
+        or none): the file is salvaged, its container has no span reads, a check failed, or
+        opening it failed (the careful reads then report exactly what is wrong, and where).
         """
         if self._salvage is not None:
             return False
         to_end = int(indices[-1]) + 1 == self._end == self._planned
         try:
             spans = self._span_source()
-            got = None if spans is None else spans.read(indices, to_end)
+            return spans is not None and spans.read_into(out, places, indices, to_end)
         except (ReadplanError, OSError):
             return False
-        if got is None:
-            return False
-        out.extend(got)
-        return True
 
     def _span_source(self) -> SpanSource | None:
         if not self._spans_opened:

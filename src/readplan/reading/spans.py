@@ -16,6 +16,8 @@ length is trusted to find the next frame.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from readplan._internal.arrays import IntArray
@@ -27,7 +29,14 @@ from readplan.records.tfrecord._scan import INCOMPLETE, STOP_LIMIT, scan_frames
 from readplan.records.tfrecord._walk import gather_u32
 from readplan.storage import Handle, fetch_ahead, read_span, size_of
 
-__all__ = ["MAX_GAP", "FrameSpans", "cut_frames", "cut_frames_pure", "walks_over_payloads"]
+__all__ = [
+    "MAX_GAP",
+    "FrameSpans",
+    "cut_frames_into",
+    "cut_frames_into_pure",
+    "cut_frames_pure",
+    "walks_over_payloads",
+]
 
 
 MAX_GAP = 16
@@ -100,32 +109,34 @@ class FrameSpans:
 
         ``to_end``: the last of them is the last record of the file, so nothing may follow it.
         """
+        out: list[bytes] = [b""] * len(indices)
+        return out if self.read_into(out, np.arange(len(indices)), indices, to_end) else None
+
+    def read_into(self, out: list[Any], places: IntArray, indices: IntArray, to_end: bool) -> bool:
+        """:meth:`read`, the payload of record ``indices[i]`` put at ``out[places[i]]``;
+        ``False`` when one fails a check (``out`` then holds any of them, or none)."""
         first, last = int(indices[0]), int(indices[-1])
         self._read_ahead = False
         if last >= self._known and not self._walk(last + 1, first):
-            return None
+            return False
         if to_end and not (self._known == last + 1 and self._bounds[last + 1] == self._size):
-            return None
+            return False
         # Where each frame begins and ends, found once for the splits and the cuts.
         begins, ends = self._bounds[indices], self._bounds[indices + 1]
         gaps = self._gaps(indices, begins, ends)
         if not gaps.size:
-            payloads = self._span(begins, ends)
+            read = self._span(out, places, begins, ends)
         elif gaps.size == len(indices) - 1:
-            payloads = self._one_by_one(begins, ends)
+            read = self._one_by_one(out, places, begins, ends)
         else:
-            payloads = []
-            for part_begins, part_ends in zip(np.split(begins, gaps), np.split(ends, gaps)):
-                got = self._span(part_begins, part_ends)
-                if got is None:
-                    return None
-                payloads.extend(got)
+            parts = zip(np.split(places, gaps), np.split(begins, gaps), np.split(ends, gaps))
+            read = all(self._span(out, *part) for part in parts)
         # Keep only what the walk read ahead (reads go forward), once at least half of it
         # was read: copying the rest after every read would copy the buffer many times.
         cut = min(max(int(ends[-1]) - self._base, 0), len(self._data))
         if 2 * cut >= len(self._data):
             self._data, self._base = self._data[cut:], self._base + cut
-        return payloads
+        return read
 
     def prefetch(self, indices: IntArray) -> bool:
         """Start fetching in the background what :meth:`read` of ``indices`` will read from
@@ -167,37 +178,40 @@ class FrameSpans:
             apart |= begins[1:] - ends[:-1] > _MAX_SKIP
         return np.flatnonzero(apart) + 1
 
-    def _span(self, begins: IntArray, ends: IntArray) -> list[bytes] | None:
+    def _span(self, out: list[Any], places: IntArray, begins: IntArray, ends: IntArray) -> bool:
         """One positioned read from the first to the last of the frames from ``begins`` to
-        ``ends``, all frames checked."""
+        ``ends``, all frames checked, their payloads put at ``places`` of ``out``."""
         start, stop = int(begins[0]), int(ends[-1])
         data, origin = self._data, self._base
         if not origin <= start <= stop <= origin + len(data):
             data, origin = read_span(self._fd, stop - start, start), start
             if len(data) != stop - start:
-                return None
+                return False
         # Headers the walk verified in these very bytes need no second look.
         headers = data is not self._data or self._indexed
-        return cut_frames(data, begins - origin, ends - origin, headers, DEFAULT_MAX_RECORD_BYTES)
+        return cut_frames_into(
+            out, places, data, begins - origin, ends - origin, headers, DEFAULT_MAX_RECORD_BYTES
+        )
 
-    def _one_by_one(self, begins: IntArray, ends: IntArray) -> list[bytes] | None:
+    def _one_by_one(
+        self, out: list[Any], places: IntArray, begins: IntArray, ends: IntArray
+    ) -> bool:
         """One positioned read per record (large records, far apart), each frame checked."""
-        payloads = []
-        for start, stop in zip(begins.tolist(), ends.tolist()):
+        for place, start, stop in zip(places.tolist(), begins.tolist(), ends.tolist()):
             length = stop - start - 16
             if not 0 <= length <= DEFAULT_MAX_RECORD_BYTES:
-                return None
+                return False
             frame = read_span(self._fd, stop - start, start)
             if len(frame) != stop - start:
-                return None
+                return False
             stored_length, length_crc = HEADER.unpack_from(frame)
             if stored_length != length or mask(crc32c(frame[:8])) != length_crc:
-                return None
+                return False
             payload = frame[12:-4]
             if mask(crc32c(payload)) != int.from_bytes(frame[-4:], "little"):
-                return None
-            payloads.append(payload)
-        return payloads
+                return False
+            out[place] = payload
+        return True
 
     # -- the header walk (no sidecar) -----------------------------------------------------
 
@@ -289,8 +303,8 @@ def cut_frames_pure(
     """The payloads of the frames ``data[begins[i]:ends[i]]``, or ``None`` when one is
     damaged: it spans fewer than 16 bytes or a payload over ``max_length`` (>= 0), its data
     CRC fails, or, with ``headers``, its length field is not its span's or its length CRC
-    fails.  A span outside ``data`` is a ``ValueError``.  The twin of the compiled
-    ``cut_frames`` (``specs/native.md``)."""
+    fails.  A span outside ``data`` is a ``ValueError``.  The reference the compiled
+    ``cut_frames_into`` places the payloads of (``specs/native.md``)."""
     if len(begins) != len(ends):
         raise ValueError(f"cut_frames: {len(begins)} begins but {len(ends)} ends")
     outside = (begins < 0) | (ends < begins) | (ends > len(data))
@@ -314,15 +328,46 @@ def cut_frames_pure(
     return payloads
 
 
-def cut_frames(
-    data: bytes, begins: IntArray, ends: IntArray, headers: bool, max_length: int
-) -> list[bytes] | None:
-    """:func:`cut_frames_pure`, by the compiled core when there is one: one pass per frame,
-    the checks with the GIL released."""
+def cut_frames_into_pure(
+    out: list[Any],
+    places: IntArray,
+    data: bytes,
+    begins: IntArray,
+    ends: IntArray,
+    headers: bool,
+    max_length: int,
+) -> bool:
+    """:func:`cut_frames_pure`, its payloads put at ``out[places[i]]`` (in order) when every
+    frame is sound: ``True``; ``False``, ``out`` unchanged, when one is damaged.  Columns of
+    different lengths, or a place outside ``out``, are a ``ValueError`` before any frame is
+    looked at.  The twin of the compiled ``cut_frames_into`` (``specs/native.md``)."""
+    if len(begins) != len(ends):
+        raise ValueError(f"cut_frames: {len(begins)} begins but {len(ends)} ends")
+    if len(places) != len(begins):
+        raise ValueError(f"cut_frames_into: {len(begins)} frames but {len(places)} places")
+    outside = (places < 0) | (places >= len(out))
+    if outside.any():
+        i = int(outside.argmax())
+        raise ValueError(
+            f"cut_frames_into: places[{i}] = {int(places[i])} is outside a list of "
+            f"{len(out)} entries"
+        )
+    payloads = cut_frames_pure(data, begins, ends, headers, max_length)
+    if payloads is None:
+        return False
+    for place, payload in zip(places.tolist(), payloads):
+        out[place] = payload
+    return True
+
+
+def cut_frames_into(out: list[Any], places: IntArray, data: bytes, *frames: Any) -> bool:
+    """:func:`cut_frames_into_pure` (``frames``: its ``begins, ends, headers, max_length``),
+    by the compiled core when there is one: each payload is put in its place as it is made,
+    with no second pass over the records."""
     if CORE is None:
-        return cut_frames_pure(data, begins, ends, headers, max_length)
-    cut: list[bytes] | None = CORE.cut_frames(data, begins, ends, headers, max_length)
-    return cut
+        return cut_frames_into_pure(out, places, data, *frames)
+    placed: bool = CORE.cut_frames_into(out, places, data, *frames)
+    return placed
 
 
 def _sound_headers(data: bytes, begins: IntArray, ends: IntArray) -> bool:

@@ -13,9 +13,8 @@ import numpy.typing as npt
 from readplan._internal.arrays import IntArray
 from readplan.errors import ReadplanError
 from readplan.reading.runs import Runs, Shard
-from readplan.records.native import CORE
 
-__all__ = ["file_reads", "place", "place_pure", "read_spans"]
+__all__ = ["file_reads", "read_spans"]
 
 
 def read_spans(
@@ -34,50 +33,17 @@ def read_spans(
     once its records are read.
     """
     named, order, sorted_records, bounds = _by_file(runs, first_run, stop_run)
-    payloads: list[Any] = []
-    taken: list[IntArray] = []
+    # Each payload goes straight to its place in delivery order as it is cut.
+    records: list[Any] = [None] * len(order)
     for file_index, lo, hi in zip(named, bounds, bounds[1:]):
         try:
-            read = shard(file_index).spans_into(payloads, sorted_records[lo:hi])
+            read = shard(file_index).spans_into(records, order[lo:hi], sorted_records[lo:hi])
         except (ReadplanError, OSError):
             return None  # opening failed: the run-by-run reads report it where it belongs
         if not read:
             return None
         finished(file_index)
-        taken.append(order[lo:hi])
-    # Back from file order to delivery order without a Python step per record.
-    return place(payloads, np.concatenate(taken))
-
-
-def place_pure(values: list[Any], order: IntArray) -> list[Any]:
-    """The list ``out`` with ``out[order[j]] = values[j]``; ``order`` must hold each of
-    ``0 .. len(values) - 1`` once, else ``ValueError`` naming the first entry that is out of
-    range or repeats an earlier one.  The twin of the compiled ``place``."""
-    size = len(values)
-    if len(order) != size:
-        raise ValueError(f"place: {size} values but {len(order)} places")
-    bad = (order < 0) | (order >= size)
-    inside = np.flatnonzero(~bad)
-    firsts = inside[np.unique(order[inside], return_index=True)[1]]
-    repeated = ~bad
-    repeated[firsts] = False
-    if (bad | repeated).any():
-        j = int((bad | repeated).argmax())
-        raise ValueError(
-            f"place: order[{j}] = {int(order[j])} is not a free place in 0 .. {size - 1}"
-        )
-    placed = np.empty(size, dtype=object)
-    placed[order] = values
-    result: list[Any] = placed.tolist()
-    return result
-
-
-def place(values: list[Any], order: IntArray) -> list[Any]:
-    """:func:`place_pure`, by the compiled core when there is one (``specs/native.md``)."""
-    if CORE is None:
-        return place_pure(values, order)
-    placed: list[Any] = CORE.place(values, order)
-    return placed
+    return records
 
 
 def _by_file(

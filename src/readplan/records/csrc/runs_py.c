@@ -126,41 +126,6 @@ PyObject *py_take_runs(PyObject *self, PyObject *args) {
     return stopped(hi, 0, PyLong_FromLong(RUN_NOT_TAKEN));
 }
 
-/* place(values, order): the list out with out[order[j]] = values[j], where order holds each of
- * 0 .. n - 1 once (n = len(values)); else ValueError naming the first entry that does not. */
-PyObject *py_place(PyObject *self, PyObject *args) {
-    PyObject *values, *order_obj;
-    if (!PyArg_ParseTuple(args, "O!O:place", &PyList_Type, &values, &order_obj))
-        return NULL;
-    Py_buffer order;
-    if (borrow_int64(order_obj, &order, 0, "place: order") < 0)
-        return NULL;
-    Py_ssize_t n = PyList_Size(values);
-    PyObject *out = NULL;
-    if (items_of(&order) != n) {
-        PyErr_Format(PyExc_ValueError, "place: %zd values but %zd places", n, items_of(&order));
-    } else if ((out = PyList_New(n)) != NULL) {
-        /* The GIL is held throughout: the order array cannot change under the loop. */
-        const int64_t *at = order.buf;
-        for (Py_ssize_t j = 0; j < n; j++) {
-            int64_t k = at[j];
-            if (k < 0 || k >= n || PyList_GetItem(out, (Py_ssize_t)k) != NULL) {
-                PyErr_Clear();
-                PyErr_Format(PyExc_ValueError,
-                             "place: order[%zd] = %lld is not a free place in 0 .. %zd", j,
-                             (long long)k, n - 1);
-                Py_CLEAR(out);
-                break;
-            }
-            PyObject *value = PyList_GetItem(values, j);
-            Py_INCREF(value);
-            PyList_SetItem(out, (Py_ssize_t)k, value);
-        }
-    }
-    PyBuffer_Release(&order);
-    return out;
-}
-
 /* Bytes objects of the payloads of the n frames [b[i], e[i]) of data[0:size] and, in outs[],
  * where their bytes are: those shorter than COPY_CHECKED copied now, the others to be copied by
  * check_frames(); a list with None in place of each frame that does not lie in the data with a
@@ -187,68 +152,157 @@ static PyObject *payload_buffers(const char *data, const int64_t *b, const int64
     return out;
 }
 
-/* cut_frames(data, begins, ends, headers, max_length): the payloads of the frames
- * [begins[i], ends[i]) of data as bytes, once check_frames() finds every one sound; None when
- * one is damaged; ValueError for a span outside the data.  The bytes objects are made first (short
- * payloads copied into them at once) and checked by check_frames() with the GIL released, each
- * CRC computed over the copy (a long payload's while it is copied): what is delivered is what was
- * checked. */
-PyObject *py_cut_frames(PyObject *self, PyObject *args) {
-    PyObject *data_obj, *begins_obj, *ends_obj;
-    int headers;
-    unsigned long long max_length;
-    if (!PyArg_ParseTuple(args, "OOOpK:cut_frames", &data_obj, &begins_obj, &ends_obj, &headers,
-                          &max_length))
-        return NULL;
-    Py_buffer data, begins, ends;
-    if (borrow_bytes(data_obj, &data, "cut_frames: data") < 0)
-        return NULL;
-    if (borrow_int64(begins_obj, &begins, 0, "cut_frames: begins") < 0) {
-        PyBuffer_Release(&data);
-        return NULL;
+/* The payloads of the frames [begins[i], ends[i]) of data as a list of bytes, once check_frames()
+ * finds every one sound (CUT_SOUND); CUT_DAMAGED (*cut NULL) when one is damaged; CUT_ERROR with a
+ * ValueError for a span outside the data or columns of different lengths.  The bytes objects are
+ * made first (short payloads copied into them at once) and checked by check_frames() with the GIL
+ * released, each CRC computed over the copy (a long payload's while it is copied): what is
+ * delivered is what was checked. */
+#define CUT_ERROR (-1)
+#define CUT_DAMAGED 0
+#define CUT_SOUND 1
+static int cut_checked(const Py_buffer *data, const Py_buffer *begins, const Py_buffer *ends,
+                       int headers, unsigned long long max_length, PyObject **cut) {
+    *cut = NULL;
+    Py_ssize_t n = items_of(begins);
+    if (items_of(ends) != n) {
+        PyErr_Format(PyExc_ValueError, "cut_frames: %zd begins but %zd ends", n, items_of(ends));
+        return CUT_ERROR;
     }
-    if (borrow_int64(ends_obj, &ends, 0, "cut_frames: ends") < 0) {
-        PyBuffer_Release(&begins);
-        PyBuffer_Release(&data);
-        return NULL;
-    }
-    Py_ssize_t n = items_of(&begins);
-    PyObject *out = NULL;
-    int64_t *b = NULL;
-    if (items_of(&ends) != n) {
-        PyErr_Format(PyExc_ValueError, "cut_frames: %zd begins but %zd ends", n, items_of(&ends));
-    } else if ((b = PyMem_Malloc(2 * (size_t)(n > 0 ? n : 1) * sizeof *b +
-                                 (size_t)(n > 0 ? n : 1) * sizeof(unsigned char *))) == NULL) {
+    int64_t *b = PyMem_Malloc(2 * (size_t)(n > 0 ? n : 1) * sizeof *b +
+                              (size_t)(n > 0 ? n : 1) * sizeof(unsigned char *));
+    if (b == NULL) {
         PyErr_NoMemory();
-    } else {
-        /* The spans are checked and cut in a copy: another thread may write the caller's arrays
-         * while the GIL is released, and a span checked must be the span cut. */
-        int64_t *e = b + n;
-        unsigned char **outs = (unsigned char **)(e + (n > 0 ? n : 1));
-        memcpy(b, begins.buf, (size_t)n * sizeof *b);
-        memcpy(e, ends.buf, (size_t)n * sizeof *e);
-        out = payload_buffers(data.buf, b, e, n, (size_t)data.len, (uint64_t)max_length, outs);
+        return CUT_ERROR;
+    }
+    /* The spans are checked and cut in a copy: another thread may write the caller's arrays
+     * while the GIL is released, and a span checked must be the span cut. */
+    int64_t *e = b + n;
+    unsigned char **outs = (unsigned char **)(e + (n > 0 ? n : 1));
+    memcpy(b, begins->buf, (size_t)n * sizeof *b);
+    memcpy(e, ends->buf, (size_t)n * sizeof *e);
+    PyObject *out = payload_buffers(data->buf, b, e, n, (size_t)data->len, (uint64_t)max_length,
+                                    outs);
+    int status = CUT_ERROR;
+    if (out != NULL) {
         size_t bad = 0;
-        int found = FRAMES_SOUND;
-        if (out != NULL) {
-            Py_BEGIN_ALLOW_THREADS
-            found = check_frames(data.buf, (size_t)data.len, b, e, (size_t)n, headers,
-                                 (uint64_t)max_length, outs, &bad);
-            Py_END_ALLOW_THREADS
-        }
+        int found;
+        Py_BEGIN_ALLOW_THREADS
+        found = check_frames(data->buf, (size_t)data->len, b, e, (size_t)n, headers,
+                             (uint64_t)max_length, outs, &bad);
+        Py_END_ALLOW_THREADS
         if (found == FRAMES_OUTSIDE) {
             Py_CLEAR(out);
             PyErr_Format(PyExc_ValueError,
                          "cut_frames: frame %zd spans bytes [%lld, %lld) outside a buffer of %zd "
-                         "bytes", (Py_ssize_t)bad, (long long)b[bad], (long long)e[bad], data.len);
+                         "bytes", (Py_ssize_t)bad, (long long)b[bad], (long long)e[bad], data->len);
         } else if (found == FRAMES_DAMAGED) {
-            Py_DECREF(out);
-            out = Py_NewRef(Py_None);
+            Py_CLEAR(out);
+            status = CUT_DAMAGED;
+        } else {
+            status = CUT_SOUND;
         }
     }
     PyMem_Free(b);
-    PyBuffer_Release(&ends);
-    PyBuffer_Release(&begins);
-    PyBuffer_Release(&data);
-    return out;
+    *cut = out;
+    return status;
+}
+
+/* The three buffers of a cut: data, begins, ends; -1 (nothing held) with an error set. */
+static int borrow_frames(PyObject *data_obj, PyObject *begins_obj, PyObject *ends_obj,
+                         Py_buffer *data, Py_buffer *begins, Py_buffer *ends) {
+    if (borrow_bytes(data_obj, data, "cut_frames: data") < 0)
+        return -1;
+    if (borrow_int64(begins_obj, begins, 0, "cut_frames: begins") < 0) {
+        PyBuffer_Release(data);
+        return -1;
+    }
+    if (borrow_int64(ends_obj, ends, 0, "cut_frames: ends") < 0) {
+        PyBuffer_Release(begins);
+        PyBuffer_Release(data);
+        return -1;
+    }
+    return 0;
+}
+
+static void release_frames(Py_buffer *data, Py_buffer *begins, Py_buffer *ends) {
+    PyBuffer_Release(ends);
+    PyBuffer_Release(begins);
+    PyBuffer_Release(data);
+}
+
+/* The first entry of places[0:n] outside 0 .. size - 1, or -1 when there is none. */
+static Py_ssize_t first_outside(const int64_t *places, Py_ssize_t n, Py_ssize_t size) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (places[i] < 0 || places[i] >= size)
+            return i;
+    return -1;
+}
+
+/* The payloads of a cut moved to out[at[i]] when every frame is sound: True; False when one is
+ * damaged (out unchanged); NULL with an error set. */
+static PyObject *cut_placed(PyObject *out, const int64_t *at, const Py_buffer *data,
+                            const Py_buffer *begins, const Py_buffer *ends, int headers,
+                            unsigned long long max_length) {
+    PyObject *cut;
+    int status = cut_checked(data, begins, ends, headers, max_length, &cut);
+    if (status != CUT_SOUND)
+        return status == CUT_ERROR ? NULL : Py_NewRef(Py_False);
+    /* Freeing an entry replaced may run Python (an object's finalizer) that shrinks out:
+     * PyList_SetItem then refuses the place (IndexError), never writes outside the list. */
+    Py_ssize_t n = PyList_Size(cut);
+    for (Py_ssize_t i = 0; i < n && status == CUT_SOUND; i++) {
+        PyObject *payload = PyList_GetItem(cut, i);
+        Py_INCREF(payload);
+        if (PyList_SetItem(out, (Py_ssize_t)at[i], payload) < 0)
+            status = CUT_ERROR;
+    }
+    Py_DECREF(cut);
+    return status == CUT_ERROR ? NULL : Py_NewRef(Py_True);
+}
+
+/* cut_frames_into(out, places, data, begins, ends, headers, max_length): the payloads of
+ * cut_frames put at out[places[i]] (in order i = 0, 1, ...) when every frame is sound: True; False,
+ * out unchanged, when one is damaged.  The columns' lengths and the places are checked before any
+ * frame: ValueError naming the first place outside out. */
+PyObject *py_cut_frames_into(PyObject *self, PyObject *args) {
+    PyObject *out, *places_obj, *data_obj, *begins_obj, *ends_obj;
+    int headers;
+    unsigned long long max_length;
+    if (!PyArg_ParseTuple(args, "O!OOOOpK:cut_frames_into", &PyList_Type, &out, &places_obj,
+                          &data_obj, &begins_obj, &ends_obj, &headers, &max_length))
+        return NULL;
+    Py_buffer places;
+    if (borrow_int64(places_obj, &places, 0, "cut_frames_into: places") < 0)
+        return NULL;
+    Py_buffer data, begins, ends;
+    if (borrow_frames(data_obj, begins_obj, ends_obj, &data, &begins, &ends) < 0) {
+        PyBuffer_Release(&places);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Py_ssize_t n = items_of(&begins), size = PyList_Size(out);
+    int64_t *at = NULL;
+    if (items_of(&ends) != n) {
+        PyErr_Format(PyExc_ValueError, "cut_frames: %zd begins but %zd ends", n, items_of(&ends));
+    } else if (items_of(&places) != n) {
+        PyErr_Format(PyExc_ValueError, "cut_frames_into: %zd frames but %zd places", n,
+                     items_of(&places));
+    } else if ((at = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof *at)) == NULL) {
+        PyErr_NoMemory();
+    } else {
+        /* The places checked are the places used: a copy, as for the spans. */
+        memcpy(at, places.buf, (size_t)n * sizeof *at);
+        Py_ssize_t bad = first_outside(at, n, size);
+        if (bad >= 0)
+            PyErr_Format(PyExc_ValueError,
+                         "cut_frames_into: places[%zd] = %lld is outside a list of %zd entries",
+                         bad, (long long)at[bad], size);
+        else
+            result = cut_placed(out, at, &data, &begins, &ends, headers, max_length);
+    }
+    PyMem_Free(at);
+    release_frames(&data, &begins, &ends);
+    PyBuffer_Release(&places);
+    return result;
 }

@@ -1,4 +1,4 @@
-/* The reader's kernels over runs and spans (specs/native.md, "take_runs", "place", "cut_frames"). */
+/* The reader's kernels over runs and spans (specs/native.md, "take_runs", "cut_frames_into"). */
 #ifndef READPLAN_RUNS_PY_H
 #define READPLAN_RUNS_PY_H
 
@@ -11,15 +11,12 @@ PyObject *stream_of(PyObject *shards, PyObject *file);
 /* The error set, taken as its exception object (with its traceback), a new reference; the error
  * indicator is cleared.  A stream's error becomes a run's outcome so. */
 PyObject *fetched_error(void);
-PyObject *py_place(PyObject *self, PyObject *args);
-PyObject *py_cut_frames(PyObject *self, PyObject *args);
+PyObject *py_cut_frames_into(PyObject *self, PyObject *args);
 
 #define RUNS_METHODS                                                                               \
     {"take_runs", py_take_runs, METH_VARARGS,                                                      \
      "take_runs(out, shards, files, counts, closing, lo, hi, /) -> (k, got, outcome)"},        \
-        {"place", py_place, METH_VARARGS,                                                          \
-         "place(values, order, /) -> list: out[order[j]] = values[j]"},                            \
-        {"cut_frames", py_cut_frames, METH_VARARGS,                                                \
-         "cut_frames(data, begins, ends, headers, max_length, /) -> list of payloads or None"},
+        {"cut_frames_into", py_cut_frames_into, METH_VARARGS,                                      \
+         "cut_frames_into(out, places, data, begins, ends, headers, max_length, /) -> bool"},
 
 #endif

@@ -1,0 +1,109 @@
+"""A BufferPool hands memory out again only when nothing made from it is left
+(specs/features.md §3.10, the JPEG batch arrays)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from readplan._internal.buffer_pool import BufferPool
+
+
+def _address(array: np.ndarray) -> int:
+    return int(array.__array_interface__["data"][0])
+
+
+def test_the_memory_of_a_dropped_array_is_handed_out_again() -> None:
+    pool = BufferPool()
+    first = pool.empty((4, 6))
+    where = _address(first)
+    del first
+    again = pool.empty((2, 3, 4))
+    assert again.shape == (2, 3, 4)
+    assert again.dtype == np.uint8
+    assert _address(again) == where
+
+
+@pytest.mark.parametrize(
+    "hold",
+    [
+        lambda a: a,
+        lambda a: a[1:],
+        lambda a: a.reshape(-1)[::2],
+        memoryview,
+        lambda a: np.frombuffer(memoryview(a).cast("B"), dtype=np.uint8),
+        lambda a: [a.T],
+    ],
+    ids=["array", "view", "view of a view", "memoryview", "frombuffer", "in a list"],
+)
+def test_memory_still_held_is_never_handed_out(hold: Callable[[np.ndarray], Any]) -> None:
+    pool = BufferPool()
+    first = pool.empty((4, 6))
+    first[:] = 7
+    held = hold(first)
+    where = _address(first)
+    del first
+    other = pool.empty((4, 6))
+    other[:] = 1
+    assert _address(other) != where
+    del held  # now it is free again
+    assert _address(pool.empty((4, 6))) == where
+
+
+def test_only_a_buffer_of_the_same_size_is_taken() -> None:
+    pool = BufferPool()
+    where = _address(pool.empty((4, 6)))
+    assert _address(pool.empty((4, 5))) != where
+
+
+def test_the_pool_keeps_at_most_keep_buffers_and_max_bytes() -> None:
+    pool = BufferPool(keep=2, max_bytes=100)
+    held = [pool.empty((10,)) for _ in range(3)]
+    addresses = [_address(a) for a in held]
+    del held
+    # Only the first two were kept: two arrays take them, the third is new.
+    taken = [pool.empty((10,)) for _ in range(3)]
+    assert {_address(a) for a in taken[:2]} == set(addresses[:2])
+    big = BufferPool(keep=8, max_bytes=100)
+    big.empty((101,))
+    assert big._buffers == []  # over max_bytes: never kept
+
+
+def test_a_new_size_lets_go_of_free_buffers_of_other_sizes() -> None:
+    pool = BufferPool(keep=2, max_bytes=1000)
+    pool.empty((10,))
+    pool.empty((20,))
+    kept = pool.empty((30,))
+    assert [b.size for b in pool._buffers] == [30]
+    assert _address(kept) == _address(pool._buffers[0])
+
+
+def test_threads_never_share_a_live_array() -> None:
+    pool = BufferPool(keep=4)
+    errors: list[str] = []
+
+    def work(mark: int) -> None:
+        for _ in range(300):
+            array = pool.empty((64, 64))
+            array[:] = mark
+            time.sleep(0)  # let another thread take an array meanwhile
+            if not (array == mark).all():
+                errors.append(f"thread {mark}'s array was written by another")
+
+    threads = [threading.Thread(target=work, args=(m,)) for m in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+
+
+@pytest.mark.parametrize(("keep", "max_bytes"), [(0, 1), (1, 0)])
+def test_a_pool_needs_room_for_one_buffer(keep: int, max_bytes: int) -> None:
+    with pytest.raises(ValueError, match="BufferPool needs keep, max_bytes >= 1"):
+        BufferPool(keep, max_bytes)

@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from readplan.reading.runs import Runs
+from readplan.reading.chunks import Runs
 from readplan.reading.windows import _by_file
 
 

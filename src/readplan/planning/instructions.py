@@ -41,6 +41,8 @@ __all__ = [
 ]
 
 _EMPTY = np.zeros(0, dtype=np.int64)
+# At most this many file names are kept formatted (a plan may have millions of files).
+_NAMED = 1 << 12
 
 
 @dataclass(frozen=True)
@@ -226,6 +228,9 @@ class InstructionTable(Sequence[FileInstruction]):
         for column in (skip, take, examples_in_shard, split, shard_index, self.num_records):
             column.flags.writeable = False
         self._info, self._filenames = info, filenames
+        # Names formatted lately: a reader opens each file once, reader after reader (a
+        # plan may have millions of files, so only the latest are kept).
+        self._named: dict[int, str] = {}
 
     @classmethod
     def of(cls, instructions: Sequence[FileInstruction]) -> InstructionTable:
@@ -272,10 +277,16 @@ class InstructionTable(Sequence[FileInstruction]):
         """The file name of instruction ``index``."""
         if self._filenames is not None:
             return self._filenames[index]
-        assert self._info is not None  # the constructor holds one of the two
-        return self._info.shard_path(
-            self.split_names[int(self.split[index])], int(self.shard_index[index])
-        )
+        named = self._named.get(index)
+        if named is None:
+            assert self._info is not None  # the constructor holds one of the two
+            named = self._info.shard_path(
+                self.split_names[int(self.split[index])], int(self.shard_index[index])
+            )
+            if len(self._named) >= _NAMED:
+                self._named.clear()
+            self._named[index] = named
+        return named
 
     def __repr__(self) -> str:
         return f"InstructionTable({len(self)} files of {', '.join(self.split_names) or 'no split'})"

@@ -9,6 +9,9 @@ buffer's seed pair and size.  Nothing here reads a record.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
 
 from readplan._internal.arrays import IntArray
 from readplan._internal.validate import check_int
@@ -65,9 +68,16 @@ class EpochSchedule:
         record indices in place: a whole epoch's peak memory stays at the output arrays
         plus one temporary.
         """
-        file_index = self.files[inputs]
-        within += self.skips[file_index]
+        # np.take: the same gather as indexing, in fewer steps per record.
+        file_index = np.take(self.files, inputs)
+        if self._skipping:  # most plans skip nothing: no gather and add per record then
+            within += np.take(self.skips, file_index)
         return file_index, within
+
+    @cached_property
+    def _skipping(self) -> bool:
+        """Whether any file's planned records start after its first."""
+        return bool(self.skips.any())
 
 
 def check_epoch(epoch: object) -> int:

@@ -12,9 +12,10 @@ from typing import Any, TypeAlias
 
 from readplan._internal.arrays import IntArray
 from readplan.errors import ReadplanError
+from readplan.reading.chunks import Runs
 from readplan.reading.items import Item
 from readplan.reading.run_streams import RUN_ENDED, RUN_NOT_TAKEN, Outcome, read_run
-from readplan.reading.runs import Closes, Runs, Shard
+from readplan.reading.runs import Closes, Shard
 from readplan.records.native import CORE
 
 __all__ = [

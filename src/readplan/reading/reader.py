@@ -35,11 +35,12 @@ from readplan.reading.batching import (
     packed_batch,
     rebatch,
 )
+from readplan.reading.chunks import Chunk, Runs, last_read_marks
 from readplan.reading.collate import Ragged, check_collate_options
 from readplan.reading.containers import container_for
 from readplan.reading.item_runs import ItemPiece, ItemsEndedError, chunk_items
 from readplan.reading.items import Batch, Item
-from readplan.reading.located import located
+from readplan.reading.located import located_at
 from readplan.reading.options import (
     any_remote,
     check_batching,
@@ -55,7 +56,7 @@ from readplan.reading.ranks import (
 from readplan.reading.raw_records import RawReads, reader_decoder
 from readplan.reading.reader_state import ReaderState
 from readplan.reading.run_streams import read_runs
-from readplan.reading.runs import Closes, Runs, Shard, last_read_marks, without_lost
+from readplan.reading.runs import Closes, Shard, without_lost
 from readplan.reading.windows import file_reads, read_spans
 from readplan.reading.workers import check_decode_workers
 from readplan.records._damage import (
@@ -408,25 +409,28 @@ class Reader(ReaderState):
         shards: dict[int, Shard] = {}
         try:
             for chunk in self._chunks(epoch, start):
-                yield from per_chunk(chunk, is_last(chunk), shards)
+                yield from per_chunk(chunk, is_last, shards)
         finally:
             for shard in shards.values():
                 shard.close()
 
-    def _chunks(self, epoch: int, start: int) -> Iterator[EpochOrder]:
+    def _chunks(self, epoch: int, start: int) -> Iterator[Chunk]:
         # A small first chunk: the first record after a start or a restore does not wait
         # for the plan of a whole large chunk.
         head = min(start + _FIRST_CHUNK, self.plan.num_examples)
-        yield from islice(self.plan.iter_epoch(epoch, chunk_size=_FIRST_CHUNK, start=start), 1)
+        for first in islice(self.plan.iter_epoch(epoch, chunk_size=_FIRST_CHUNK, start=start), 1):
+            yield Chunk(epoch, (first,))
         # A rank's share of a chunk is what its reads handle at once: larger chunks for a
-        # few ranks; the plan's arrays for a chunk stay within a few tens of MB.
-        chunk_size = _CHUNK * min(self.world_size, _CHUNK_RANKS)
-        yield from self.plan.iter_epoch(epoch, chunk_size=chunk_size, start=head)
+        # few ranks, of pieces of _CHUNK positions (``Chunk``).
+        pieces = self.plan.iter_epoch(epoch, chunk_size=_CHUNK, start=head)
+        group = min(self.world_size, _CHUNK_RANKS)
+        while grouped := tuple(islice(pieces, group)):
+            yield Chunk(epoch, grouped)
 
     def _chunk_batches(
         self,
-        chunk: EpochOrder,
-        is_last: npt.NDArray[np.bool_],
+        chunk: Chunk,
+        is_last: Callable[[EpochOrder], npt.NDArray[np.bool_]],
         shards: dict[int, Shard],
         items: bool,
     ) -> Iterator[Batch]:
@@ -464,7 +468,10 @@ class Reader(ReaderState):
         return min(_ITEM_BATCH, max(_BATCH, _ITEM_BATCH_BYTES // self._record_bytes))
 
     def _chunk_items(
-        self, chunk: EpochOrder, is_last: npt.NDArray[np.bool_], shards: dict[int, Shard]
+        self,
+        chunk: Chunk,
+        is_last: Callable[[EpochOrder], npt.NDArray[np.bool_]],
+        shards: dict[int, Shard],
     ) -> Iterator[ItemPiece]:
         """A streaming raw reader's items of ``chunk`` (``item_runs.chunk_items``)."""
         runs = Runs.of(chunk, is_last, self.rank, self.world_size, self._item_batch())
@@ -477,7 +484,7 @@ class Reader(ReaderState):
         )
 
     def _fallback_items(
-        self, chunk: EpochOrder, runs: Runs, begin: int, *read: Any
+        self, chunk: Chunk, runs: Runs, begin: int, *read: Any
     ) -> Iterator[ItemPiece]:
         if begin == 0 and read[0] and not read[1]:  # once per chunk: how large records are
             self._measure(read[0])
@@ -514,7 +521,7 @@ class Reader(ReaderState):
 
     def _read_runs(
         self,
-        chunk: EpochOrder,
+        chunk: Chunk,
         runs: Runs,
         first_run: int,
         stop_run: int,
@@ -529,7 +536,7 @@ class Reader(ReaderState):
 
     def _batch(
         self,
-        chunk: EpochOrder,
+        chunk: Chunk,
         runs: Runs,
         begin: int,
         records: list[Any],
@@ -562,21 +569,11 @@ class Reader(ReaderState):
             )
         if failure is not None:
             # A read failure stops after the records taken.
-            raise self._located(failure, chunk.epoch, runs, end) from failure
+            raise located_at(failure, chunk.epoch, runs, end, self._path) from failure
 
     def _located_in(self, failure: Exception, batch: Batch, k: int) -> Exception:
         """The failure of record ``k`` of ``batch``, with its plan position."""
-        return self._located(failure, batch.epoch, batch, k)
-
-    def _located(self, failure: Exception, epoch: int, rows: Runs | Batch, at: int) -> Exception:
-        """The failure, with the plan position of record ``at`` of ``rows`` (runs or a batch)."""
-        position = int(rows.positions[at])
-        file_index = int(rows.file_index[at])
-        where = (
-            f"position {position} of epoch {epoch} (file {file_index}: "
-            f"{self._path(file_index)}, record {int(rows.record_index[at])})"
-        )
-        return located(failure, where)
+        return located_at(failure, batch.epoch, batch, k, self._path)
 
     def _open(self, file_index: int) -> Shard:
         check_files_reachable(self.plan, self.data_dir)

@@ -10,7 +10,8 @@ from collections.abc import Callable
 from typing import Any, TypeAlias
 
 from readplan.errors import ReadplanError
-from readplan.reading.runs import Closes, Runs, Shard
+from readplan.reading.chunks import Runs
+from readplan.reading.runs import Closes, Shard
 from readplan.records.native import CORE
 
 __all__ = [

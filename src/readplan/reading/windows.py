@@ -12,7 +12,8 @@ import numpy.typing as npt
 
 from readplan._internal.arrays import IntArray
 from readplan.errors import ReadplanError
-from readplan.reading.runs import Runs, Shard
+from readplan.reading.chunks import Runs
+from readplan.reading.runs import Shard
 
 __all__ = ["file_reads", "read_spans"]
 

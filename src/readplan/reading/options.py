@@ -3,7 +3,7 @@ saved states read back from disk."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from readplan._internal.validate import is_int
@@ -11,8 +11,10 @@ from readplan.errors import CheckpointError, ConfigError
 from readplan.plan import ReadPlan
 from readplan.state.codec import parse_json
 from readplan.state.limits import check_bounds, read_state_file
+from readplan.storage import is_remote
 
 __all__ = [
+    "any_remote",
     "check_batching",
     "check_epochs",
     "check_files_reachable",
@@ -115,3 +117,13 @@ def check_files_reachable(plan: ReadPlan, data_dir: str | None) -> None:
             field="data_dir",
             value=None,
         )
+
+
+def any_remote(plan: ReadPlan, data_dir: str | None, path_of: Callable[[int], str]) -> bool:
+    """Whether any file is a storage URL (``path_of(k)``: where file ``k`` is opened).  The
+    files share one directory (``data_dir``, or the dataset's when the names are its shard
+    names), so one of them tells; names from a sort function are each looked at."""
+    sorted_by_user = plan.config.experimental_interleave_sort_fn is not None
+    shared = data_dir is not None or not sorted_by_user
+    files = range(1 if shared else len(plan.instructions))
+    return any(is_remote(path_of(k)) for k in files)

@@ -38,9 +38,11 @@ from readplan.reading.batching import (
 from readplan.reading.chunks import Chunk, Runs, last_read_marks
 from readplan.reading.collate import Ragged, check_collate_options
 from readplan.reading.containers import container_for
+from readplan.reading.item_runs import ItemPiece, ItemsEndedError, chunk_items
 from readplan.reading.items import Batch, Item
-from readplan.reading.located import located
+from readplan.reading.located import located_at
 from readplan.reading.options import (
+    any_remote,
     check_batching,
     check_epochs,
     check_files_reachable,
@@ -64,13 +66,14 @@ from readplan.records._damage import (
 )
 from readplan.state.binding import ReaderBinding
 from readplan.state.checkpoint import Checkpoint
-from readplan.storage import basename, is_remote, join, to_str
+from readplan.storage import basename, join, to_str
 
 __all__ = ["Reader", "Start"]
 
 Start: TypeAlias = "Checkpoint | Mapping[str, Any] | str | os.PathLike[str]"
 """Where a reader starts: a state, a checkpoint, or the path of a saved state."""
 _B = TypeVar("_B", Batch, raw_batches.ImageBatch)
+_P = TypeVar("_P")
 
 
 # Positions of the plan taken per step, and records delivered per batch: large enough that
@@ -172,7 +175,7 @@ class Reader(ReaderState):
         self._ends = table.skip + table.num_records
         self._last_records = self._ends - 1
         self._sequential = world_size == 1 and plan.config.example_shuffle is None
-        remote = self._any_remote()
+        remote = any_remote(plan, self.data_dir, self._path)
         # Reads in spans open their files ahead themselves, with their sidecars and spans.
         self._spans_ahead = SpanFetcher(remote and not self._sequential, SPAN_AHEAD)
         warm = remote and not self._spans_ahead.enabled
@@ -180,7 +183,7 @@ class Reader(ReaderState):
         self._record_bytes = _WINDOW_BYTES  # unknown: the first window is one batch
         self._epoch = 0
         self._next = self._first_share(0)
-        self._current: tuple[Batch, Iterator[Item]] | None = None
+        self._current: ItemPiece | None = None
         self._active: Generator[Any, None, None] | None = None
         self._binding = ReaderBinding(self._path, storage_options)
         if start is not None:
@@ -301,16 +304,27 @@ class Reader(ReaderState):
         return batches
 
     def _item_lists(self, epoch: int, position: int) -> Generator[Iterator[Item], None, None]:
-        # Each batch's items are made by an iterator in C as they are taken (the memory of
-        # the item just freed is still in the cache); the state reads how far it got.
+        # Each piece's items are made in C as they are taken (the memory of the item just
+        # freed is still in the cache); the state reads how far it got from its length hint.
+        try:
+            for piece in self._item_pieces(epoch, position):
+                self._settle()
+                self._current = piece
+                yield piece[2]
+        except ItemsEndedError:
+            pass  # the error that ended the iteration reached the caller from its items
+        self._settle()
+
+    def _item_pieces(self, epoch: int, position: int) -> Iterator[ItemPiece]:
+        if self._decode is None and not self._raw and self._sequential and not self._warmer.enabled:
+            # A raw reader streaming local files: items straight from the streams.
+            for produced in self._epochs(epoch, position, self._chunk_items):
+                yield from produced
+            return
         # Decoding readers keep reads of _BATCH: a larger batch's decode runs slower per record.
         larger = self._decode is None
         for batch in self._decoded(self._read(epoch, position, items=larger)):
-            rest = batch.iter_items()
-            self._settle()
-            self._current = (batch, rest)
-            yield rest
-        self._settle()
+            yield batch.epoch, batch.positions, batch.iter_items()
 
     def image_batches(
         self,
@@ -372,21 +386,30 @@ class Reader(ReaderState):
     def _read(self, epoch: int, position: int, *, items: bool = False) -> Iterator[Batch]:
         """The batches of undecoded records the reads give, from ``position`` of ``epoch``
         (``items``: batches for item iteration, larger when the records are small)."""
+        for produced in self._epochs(epoch, position, partial(self._chunk_batches, items=items)):
+            # A TBL-RAW dataset's payloads become images and metadata for its decoder.
+            yield from self._raw.attached(produced, self._located_in) if self._raw else produced
+
+    def _epochs(
+        self, epoch: int, position: int, per_chunk: Callable[..., Iterator[_P]]
+    ) -> Iterator[Iterator[_P]]:
+        """Each epoch's ``per_chunk(chunk, is_last, shards)`` pieces, chunk after chunk, from
+        ``position`` of ``epoch``; the files opened are closed after each epoch."""
         if self.rank >= self.plan.num_examples:
             # More ranks than positions: this one has nothing in any epoch.
             return
         while self.epochs is None or epoch < self.epochs:
-            produced = self._epoch_batches(epoch, position, items)
-            # A TBL-RAW dataset's payloads become images and metadata for its decoder.
-            yield from self._raw.attached(produced, self._located_in) if self._raw else produced
+            yield self._epoch_pieces(epoch, position, per_chunk)
             epoch, position = epoch + 1, self._first_share(0)
 
-    def _epoch_batches(self, epoch: int, start: int, items: bool) -> Iterator[Batch]:
+    def _epoch_pieces(
+        self, epoch: int, start: int, per_chunk: Callable[..., Iterator[_P]]
+    ) -> Iterator[_P]:
         is_last = last_read_marks(self.plan, epoch, self._last_records)
         shards: dict[int, Shard] = {}
         try:
             for chunk in self._chunks(epoch, start):
-                yield from self._chunk_batches(chunk, is_last, shards, items)
+                yield from per_chunk(chunk, is_last, shards)
         finally:
             for shard in shards.values():
                 shard.close()
@@ -411,9 +434,7 @@ class Reader(ReaderState):
         shards: dict[int, Shard],
         items: bool,
     ) -> Iterator[Batch]:
-        batch = _BATCH
-        if items:  # the record size is unknown until records have been read: _BATCH then
-            batch = min(_ITEM_BATCH, max(_BATCH, _ITEM_BATCH_BYTES // self._record_bytes))
+        batch = self._item_batch() if items else _BATCH
         runs = Runs.of(chunk, is_last, self.rank, self.world_size, batch)
         if self._warmer.enabled:  # the runs' lists are made only where they are read
             self._warmer.start_chunk(runs.file, runs.first, shards)
@@ -438,9 +459,37 @@ class Reader(ReaderState):
             for first_run, stop_run in window:
                 begin, end = runs.deliveries(first_run, stop_run)
                 yield from self._batch(
-                    chunk, runs, first_run, records[begin - offset : end - offset], 0
+                    chunk, runs, begin, records[begin - offset : end - offset], 0
                 )
         closes.through(len(runs.start))
+
+    def _item_batch(self) -> int:
+        # The record size is unknown until records have been read: _BATCH then.
+        return min(_ITEM_BATCH, max(_BATCH, _ITEM_BATCH_BYTES // self._record_bytes))
+
+    def _chunk_items(
+        self,
+        chunk: Chunk,
+        is_last: Callable[[EpochOrder], npt.NDArray[np.bool_]],
+        shards: dict[int, Shard],
+    ) -> Iterator[ItemPiece]:
+        """A streaming raw reader's items of ``chunk`` (``item_runs.chunk_items``)."""
+        runs = Runs.of(chunk, is_last, self.rank, self.world_size, self._item_batch())
+        files = set(runs.file)
+        table = self.plan.tfds_id_prefix_table(np.fromiter(files, np.int64, len(files)))
+        names = {file_index: table[file_index] for file_index in files}
+        fallback = partial(self._fallback_items, chunk, runs)
+        yield from chunk_items(
+            runs, chunk.epoch, Closes(runs, shards), names, self._shard, fallback
+        )
+
+    def _fallback_items(
+        self, chunk: Chunk, runs: Runs, begin: int, *read: Any
+    ) -> Iterator[ItemPiece]:
+        if begin == 0 and read[0] and not read[1]:  # once per chunk: how large records are
+            self._measure(read[0])
+        for batch in self._batch(chunk, runs, begin, *read):
+            yield batch.epoch, batch.positions, batch.iter_items()
 
     def _read_spans(
         self, runs: Runs, window: list[tuple[int, int]], closes: Closes
@@ -483,19 +532,19 @@ class Reader(ReaderState):
         records, lost = read[0], read[1]
         if first_run == 0 and records and not lost:  # once per chunk: how large records are
             self._measure(records)
-        yield from self._batch(chunk, runs, first_run, *read)
+        yield from self._batch(chunk, runs, runs.start[first_run], *read)
 
     def _batch(
         self,
         chunk: Chunk,
         runs: Runs,
-        first_run: int,
+        begin: int,
         records: list[Any],
         lost: int,
         failure: Exception | None = None,
     ) -> Iterator[Batch]:
-        """The batch of ``records`` read from run ``first_run`` on; then ``failure``, located."""
-        begin = runs.start[first_run]
+        """The batch of ``records`` of deliveries ``begin ..`` of ``runs``; then ``failure``,
+        located."""
         end = begin + len(records)  # where a read failure happened
         if lost:
             records, taken = without_lost(
@@ -520,21 +569,11 @@ class Reader(ReaderState):
             )
         if failure is not None:
             # A read failure stops after the records taken.
-            raise self._located(failure, chunk.epoch, runs, end) from failure
+            raise located_at(failure, chunk.epoch, runs, end, self._path) from failure
 
     def _located_in(self, failure: Exception, batch: Batch, k: int) -> Exception:
         """The failure of record ``k`` of ``batch``, with its plan position."""
-        return self._located(failure, batch.epoch, batch, k)
-
-    def _located(self, failure: Exception, epoch: int, rows: Runs | Batch, at: int) -> Exception:
-        """The failure, with the plan position of record ``at`` of ``rows`` (runs or a batch)."""
-        position = int(rows.positions[at])
-        file_index = int(rows.file_index[at])
-        where = (
-            f"position {position} of epoch {epoch} (file {file_index}: "
-            f"{self._path(file_index)}, record {int(rows.record_index[at])})"
-        )
-        return located(failure, where)
+        return located_at(failure, batch.epoch, batch, k, self._path)
 
     def _open(self, file_index: int) -> Shard:
         check_files_reachable(self.plan, self.data_dir)
@@ -555,12 +594,3 @@ class Reader(ReaderState):
         """Where the reader opens file ``file_index`` (named on demand, never all at once)."""
         filename = self.plan.instructions.filename(file_index)
         return filename if self.data_dir is None else join(self.data_dir, basename(filename))
-
-    def _any_remote(self) -> bool:
-        """Whether any file is a storage URL.  The files share one directory (``data_dir``,
-        or the dataset's when the names are its shard names), so one of them tells; names
-        from a sort function are each looked at."""
-        sorted_by_user = self.plan.config.experimental_interleave_sort_fn is not None
-        shared = self.data_dir is not None or not sorted_by_user
-        files = range(1 if shared else len(self.plan.instructions))
-        return any(is_remote(self._path(k)) for k in files)

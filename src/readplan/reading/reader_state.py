@@ -13,10 +13,11 @@ import os
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from readplan._internal.arrays import IntArray
 from readplan._internal.closing import Closing
 from readplan.errors import CheckpointError, ConfigError
 from readplan.plan import ReadPlan
-from readplan.reading.items import Batch, Item
+from readplan.reading.items import Item
 from readplan.reading.options import read_state
 from readplan.reading.ranks import STATE_KEY, first_share, owner, reader_bindings, resumed_position
 from readplan.state.binding import ReaderBinding
@@ -29,7 +30,9 @@ __all__ = ["ReaderState"]
 
 class ReaderState(Closing):
     """The state of a reader of ``plan``: epoch ``_epoch`` from position ``_next`` on, or
-    past the last item taken of the batch ``_current`` is handing out."""
+    past the last item taken of the piece ``_current`` is handing out (``(epoch, positions,
+    items)``: ``items`` hands out the deliveries at ``positions`` and tells by its length
+    hint how many are left)."""
 
     plan: ReadPlan
     epochs: int | None
@@ -39,7 +42,7 @@ class ReaderState(Closing):
     _binding: ReaderBinding
     _epoch: int
     _next: int
-    _current: tuple[Batch, Iterator[Item]] | None
+    _current: tuple[int, IntArray, Iterator[Item]] | None
 
     # -- state ------------------------------------------------------------------------
 
@@ -112,10 +115,10 @@ class ReaderState(Closing):
     def _frontier(self) -> tuple[int, int]:
         current = self._current
         if current is not None:
-            batch, rest = current
-            done = len(batch) - operator.length_hint(rest)
+            epoch, positions, rest = current
+            done = len(positions) - operator.length_hint(rest)
             if done:
-                return batch.epoch, self._after(int(batch.positions[done - 1]))
+                return epoch, self._after(int(positions[done - 1]))
         return self._epoch, self._next
 
     def _after(self, position: int) -> int:

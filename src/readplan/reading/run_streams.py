@@ -18,6 +18,7 @@ __all__ = [
     "RUN_ENDED",
     "RUN_NOT_TAKEN",
     "Outcome",
+    "read_run",
     "read_runs",
     "take_runs",
     "take_runs_pure",
@@ -115,18 +116,19 @@ def read_runs(
                 )
                 if k == due:
                     continue
-            lost += _read_run(runs, k, shard(closes.shards, runs.file[k]), records, got, outcome)
+            lost += read_run(runs, k, shard(closes.shards, runs.file[k]), records, got, outcome)
             k += 1
     except (ReadplanError, OSError) as err:
         return records, lost, err
     return records, lost, None
 
 
-def _read_run(
+def read_run(
     runs: Runs, k: int, shard: Shard, records: list[Any], got: int, outcome: Outcome
 ) -> int:
     """Run ``k`` appended to ``records``, after ``got`` of its records that its stream
-    gave before ``outcome`` (:func:`take_runs`); returns how many are lost."""
+    gave before ``outcome`` (:func:`take_runs`; the ``got`` records are not appended
+    again); returns how many are lost."""
     first, count = runs.first[k], runs.count[k]
     if isinstance(outcome, Exception):
         return shard.recover(records, first, count, got, outcome)

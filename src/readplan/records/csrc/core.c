@@ -10,6 +10,7 @@
 #include "frames.h"
 #include "frames_py.h"
 #include "images.h"
+#include "item_runs_py.h"
 #include "items_py.h"
 #include "record_run_py.h"
 #include "runs_py.h"
@@ -485,6 +486,7 @@ static PyMethodDef methods[] = {
      "pack(data, starts, lengths, values, at, /) -> end: the spans copied into values from at"},
     EXAMPLE_METHODS
     ITEMS_METHODS
+    ITEM_RUNS_METHODS
     FRAMES_METHODS
     RECORD_RUN_METHODS
     RUNS_METHODS
@@ -506,7 +508,8 @@ PyMODINIT_FUNC PyInit__core(void) {
     crc32c_init();
     PyObject *m = PyModule_Create(&module);
     if (m != NULL && (PyModule_AddStringConstant(m, "CRC32C_ENGINE", crc32c_engine()) < 0 ||
-                      items_add_types(m) < 0 || record_run_init(m) < 0))
+                      items_add_types(m) < 0 || record_run_init(m) < 0 ||
+                      item_runs_init(m) < 0))
         Py_CLEAR(m);
     return m;
 }

@@ -10,6 +10,8 @@
 
 #include <string.h>
 
+#include "module_types.h"
+
 typedef struct {
     PyObject_HEAD
     PyObject *cls;      /* the item type, a tuple subclass */
@@ -57,9 +59,6 @@ static void item_iter_dealloc(ItemIter *self) {
 static PyObject *make_item(ItemIter *self, Py_ssize_t k) {
     const int64_t *c = self->columns;
     Py_ssize_t n = self->n;
-    PyObject *item = self->alloc((PyTypeObject *)self->cls, 6);
-    if (item == NULL)
-        return NULL;
     /* The file's int is shared by the records of its stretch: no new int per item. */
     PyObject *fields[6] = {PyTuple_GetItem(self->records, k), self->epoch,
                            PyLong_FromLongLong(c[k]), self->named[2 * k],
@@ -68,7 +67,12 @@ static PyObject *make_item(ItemIter *self, Py_ssize_t k) {
     Py_INCREF(fields[1]);
     Py_INCREF(fields[3]);
     Py_INCREF(fields[5]);
-    int bad = 0;
+    return new_item(self->alloc, self->cls, fields);
+}
+
+PyObject *new_item(allocfunc alloc, PyObject *cls, PyObject *fields[6]) {
+    PyObject *item = alloc((PyTypeObject *)cls, 6);
+    int bad = item == NULL;
     for (int f = 0; f < 6; f++) {
         if (fields[f] == NULL || bad) {
             bad = 1;
@@ -78,7 +82,7 @@ static PyObject *make_item(ItemIter *self, Py_ssize_t k) {
         }
     }
     if (bad) {
-        Py_DECREF(item);
+        Py_XDECREF(item);
         return NULL;
     }
     return item;
@@ -125,16 +129,7 @@ static PyType_Spec item_iter_spec = {
 };
 
 int items_add_types(PyObject *module) {
-    item_iter_type = (PyTypeObject *)PyType_FromSpec(&item_iter_spec);
-    if (item_iter_type == NULL)
-        return -1;
-    /* The module keeps its own reference; the static pointer keeps the one made here. */
-    Py_INCREF((PyObject *)item_iter_type);
-    if (PyModule_AddObject(module, "ItemIter", (PyObject *)item_iter_type) < 0) {
-        Py_DECREF((PyObject *)item_iter_type);
-        return -1;
-    }
-    return 0;
+    return add_type(module, &item_iter_spec, "ItemIter", &item_iter_type);
 }
 
 /* Each record's file index as an int and its prefix, names[file], made and looked up once per

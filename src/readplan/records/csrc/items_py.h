@@ -5,6 +5,10 @@
 #include "buffers.h"
 
 PyObject *py_iter_items(PyObject *module, PyObject *args);
+/* An instance of the tuple subclass cls (alloc: its tp_alloc) holding the six fields, whose
+ * references it takes (a NULL field: every reference dropped, NULL returned with the error that
+ * made it); NULL with an error set. */
+PyObject *new_item(allocfunc alloc, PyObject *cls, PyObject *fields[6]);
 /* Adds the iterator's type to the module; -1 with an error set. */
 int items_add_types(PyObject *module);
 

@@ -14,6 +14,7 @@
 #include "record_run_py.h"
 
 #include "frames.h"
+#include "module_types.h"
 
 #define RUNNING (-1)
 /* A window: at most WINDOW frames, and frames are added to it until it holds WINDOW_BYTES. */
@@ -142,15 +143,7 @@ static PyType_Spec run_spec = {
 };
 
 int record_run_init(PyObject *module) {
-    run_type = (PyTypeObject *)PyType_FromSpec(&run_spec);
-    if (run_type == NULL)
-        return -1;
-    Py_INCREF((PyObject *)run_type);
-    if (PyModule_AddObject(module, "RecordRun", (PyObject *)run_type) < 0) {
-        Py_DECREF((PyObject *)run_type);
-        return -1;
-    }
-    return 0;
+    return add_type(module, &run_spec, "RecordRun", &run_type);
 }
 
 PyObject *py_record_run(PyObject *self, PyObject *args) {

@@ -18,8 +18,20 @@
 
 static PyObject *stream_name;
 
-/* The stream of run k's shard, a new reference; NULL with no error set when there is none. */
-static PyObject *stream_of(PyObject *shards, PyObject *file) {
+PyObject *fetched_error(void) {
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyErr_NormalizeException(&type, &value, &traceback);
+    if (traceback != NULL)
+        PyException_SetTraceback(value, traceback);
+    Py_XDECREF(type);
+    Py_XDECREF(traceback);
+    return value;
+}
+
+PyObject *stream_of(PyObject *shards, PyObject *file) {
+    if (stream_name == NULL && (stream_name = PyUnicode_InternFromString("stream")) == NULL)
+        return NULL;
     PyObject *shard = PyDict_GetItemWithError(shards, file); /* borrowed */
     if (shard == NULL)
         return NULL;
@@ -53,8 +65,6 @@ PyObject *py_take_runs(PyObject *self, PyObject *args) {
     if (lo < 0 || lo > hi || hi > n)
         return PyErr_Format(PyExc_ValueError, "take_runs: runs %zd .. %zd are not within 0 .. %zd",
                             lo, hi, n);
-    if (stream_name == NULL && (stream_name = PyUnicode_InternFromString("stream")) == NULL)
-        return NULL;
     for (Py_ssize_t k = lo; k < hi; k++) {
         /* The lists are the caller's and the streams run Python, which may change them: each
          * entry is fetched (an IndexError when a list shrank) and held while it is used. */
@@ -102,14 +112,7 @@ PyObject *py_take_runs(PyObject *self, PyObject *args) {
                 }
                 if (!PyErr_ExceptionMatches(PyExc_Exception))
                     return NULL; /* KeyboardInterrupt, SystemExit: not the run's outcome */
-                PyObject *type, *value, *traceback;
-                PyErr_Fetch(&type, &value, &traceback);
-                PyErr_NormalizeException(&type, &value, &traceback);
-                if (traceback != NULL)
-                    PyException_SetTraceback(value, traceback);
-                Py_XDECREF(type);
-                Py_XDECREF(traceback);
-                return stopped(k, got, value);
+                return stopped(k, got, fetched_error());
             }
             int appended = PyList_Append(out, record);
             Py_DECREF(record);

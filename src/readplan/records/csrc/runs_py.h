@@ -5,6 +5,12 @@
 #include "buffers.h"
 
 PyObject *py_take_runs(PyObject *self, PyObject *args);
+/* The `stream` of shards[file], a new reference; NULL when there is none (no shard, or its stream
+ * is None: no error set) or with the error of its lookup set. */
+PyObject *stream_of(PyObject *shards, PyObject *file);
+/* The error set, taken as its exception object (with its traceback), a new reference; the error
+ * indicator is cleared.  A stream's error becomes a run's outcome so. */
+PyObject *fetched_error(void);
 PyObject *py_cut_frames_into(PyObject *self, PyObject *args);
 
 #define RUNS_METHODS                                                                               \

@@ -59,8 +59,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *input, size_t size) {
     size_t bad = SIZE_MAX;
     int found = check_frames(data, length, begins, ends, n, headers, cap, NULL, &bad);
     /* Checked on copies in rooms of exactly each payload's size (short payloads copied first,
-     * as cut_frames does; long ones copied by check_frames): the same verdict, and the copies
-     * are the payloads. */
+     * as cut_frames_into does; long ones copied by check_frames): the same verdict, and the
+     * copies are the payloads. */
     unsigned char **outs = calloc(n ? n : 1, sizeof *outs);
     for (size_t i = 0; i < n; i++) {
         if (begins[i] < 0 || ends[i] - begins[i] < 16 || (uint64_t)ends[i] > length)

@@ -63,7 +63,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *input, size_t size) {
      * copies are the payloads. */
     unsigned char **outs = calloc(n ? n : 1, sizeof *outs);
     for (size_t i = 0; i < n; i++) {
-        if (begins[i] < 0 || ends[i] - begins[i] < 16 || (uint64_t)ends[i] > length)
+        /* No room for a frame the kernel's caller gives none (outside data, over the cap):
+         * check_frames must never write there. */
+        if (begins[i] < 0 || ends[i] - begins[i] < 16 || (uint64_t)ends[i] > length ||
+            (uint64_t)(ends[i] - begins[i] - 16) > cap)
             continue;
         size_t payload = (size_t)(ends[i] - begins[i] - 16);
         outs[i] = malloc(payload ? payload : 1);

@@ -123,6 +123,8 @@ class RunItemsPure:
                     f"run_items: run {k} delivers {at} .. {at + count - 1}, outside the "
                     f"{len(self._positions)} positions"
                 )
+            if count and first + count - 1 > 2**63 - 1:
+                raise ValueError(f"run_items: run {k} reads records {first} .. past 2^63 - 1")
             shard = None if closing[k] else shards.get(files[k])
             stream = None if shard is None else shard.stream
             if stream is None:

@@ -343,6 +343,8 @@ def cut_frames_into_pure(
     frame is sound: ``True``; ``False``, ``out`` unchanged, when one is damaged.  Columns of
     different lengths, or a place outside ``out``, are a ``ValueError`` before any frame is
     looked at.  The twin of the compiled ``cut_frames_into`` (``specs/native.md``)."""
+    if max_length < 0:
+        raise ValueError(f"cut_frames_into: max_length must be >= 0, got {max_length}")
     if len(begins) != len(ends):
         raise ValueError(f"cut_frames: {len(begins)} begins but {len(ends)} ends")
     if len(places) != len(begins):

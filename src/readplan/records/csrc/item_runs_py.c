@@ -35,6 +35,7 @@ typedef struct {
     PyObject *stream, *file, *prefix; /* run k's, held while it is taken */
     iternextfunc next;
     PyObject *stopped; /* NULL while running; then (k, got, outcome) */
+    int busy;          /* inside next(): the Python it runs must not take a step too */
 } run_items;
 
 static PyTypeObject *run_items_type;
@@ -127,6 +128,7 @@ static void dealloc(run_items *self) {
 static PyObject *stop(run_items *self, Py_ssize_t k, Py_ssize_t got, PyObject *outcome) {
     drop_run(self);
     self->k = self->hi; /* nothing is taken after a stop */
+    Py_CLEAR(self->stopped); /* a stop recorded by a refused re-entry gives way, as in the twin */
     if (outcome != NULL)
         self->stopped = Py_BuildValue("(nnN)", k, got, outcome);
     if (self->stopped == NULL) /* stopped without an outcome: the error propagates */
@@ -178,6 +180,11 @@ static int begin_run(run_items *self, Py_ssize_t k) {
         PyErr_Format(PyExc_ValueError,
                      "run_items: run %zd delivers %lld .. %lld, outside the %zd positions", k,
                      (long long)at, (long long)(at + count - 1), self->n_positions);
+        return -1;
+    }
+    if (count > 0 && first > INT64_MAX - (count - 1)) { /* record++ would overflow */
+        PyErr_Format(PyExc_ValueError, "run_items: run %zd reads records %lld .. past 2^63 - 1",
+                     k, (long long)first);
         return -1;
     }
     if (share_ints(first + count) < 0)
@@ -241,7 +248,9 @@ static PyObject *make_item(run_items *self, PyObject *record) {
     return new_item(self->alloc, self->cls, fields);
 }
 
-static PyObject *next_item(run_items *self) {
+static PyObject *take_item(run_items *self) {
+    if (self->stopped != NULL)
+        return NULL;
     while (self->left == 0) {
         if (self->stopped != NULL)
             return NULL;
@@ -268,6 +277,23 @@ static PyObject *next_item(run_items *self) {
     self->record++;
     self->at++;
     self->taken++;
+    return item;
+}
+
+/* A stream, a lookup or a finalizer runs Python, which may call next() on this iterator (or
+ * another thread may, while a read released the GIL): that call is refused as a running
+ * generator refuses it, and stops the iterator as it stops the twin, without touching the run
+ * the outer call is taking. */
+static PyObject *next_item(run_items *self) {
+    if (self->busy) {
+        PyErr_SetString(PyExc_ValueError, "generator already executing");
+        if (self->stopped == NULL)
+            self->stopped = Py_BuildValue("(nnO)", self->k, self->got, Py_None);
+        return NULL;
+    }
+    self->busy = 1;
+    PyObject *item = take_item(self);
+    self->busy = 0;
     return item;
 }
 

@@ -266,11 +266,13 @@ static PyObject *cut_placed(PyObject *out, const int64_t *at, const Py_buffer *d
  * out unchanged, when one is damaged.  The columns' lengths and the places are checked before any
  * frame: ValueError naming the first place outside out. */
 PyObject *py_cut_frames_into(PyObject *self, PyObject *args) {
-    PyObject *out, *places_obj, *data_obj, *begins_obj, *ends_obj;
+    PyObject *out, *places_obj, *data_obj, *begins_obj, *ends_obj, *max_obj;
     int headers;
     unsigned long long max_length;
-    if (!PyArg_ParseTuple(args, "O!OOOOpK:cut_frames_into", &PyList_Type, &out, &places_obj,
-                          &data_obj, &begins_obj, &ends_obj, &headers, &max_length))
+    /* "K" would wrap: -1 the largest cap, 2^64 + 5 a cap of 5. */
+    if (!PyArg_ParseTuple(args, "O!OOOOpO:cut_frames_into", &PyList_Type, &out, &places_obj,
+                          &data_obj, &begins_obj, &ends_obj, &headers, &max_obj) ||
+        max_length_of(max_obj, &max_length, "cut_frames_into") < 0)
         return NULL;
     Py_buffer places;
     if (borrow_int64(places_obj, &places, 0, "cut_frames_into: places") < 0)

@@ -127,6 +127,23 @@ def test_ordered_raises_a_work_error_at_its_turn_and_a_source_error_last() -> No
     assert seen == [0, 1, 2, 3, 4]
 
 
+@pytest.mark.parametrize(("workers", "ahead"), [(2, 1), (2, 2), (3, 1)])
+def test_ordered_takes_ahead_items_per_worker_before_the_first_result(
+    workers: int, ahead: int
+) -> None:
+    taken: list[int] = []
+
+    def source() -> Iterator[int]:
+        for k in range(20):
+            taken.append(k)
+            yield k
+
+    results = ordered(source(), lambda k: k, workers, ahead)
+    assert next(results) == (0, 0)
+    assert len(taken) == workers * ahead
+    assert [k for k, _ in results] == list(range(1, 20))
+
+
 def collect(pairs: Iterator[tuple[int, int]], into: list[int]) -> None:
     for _, result in pairs:
         into.append(result)
@@ -231,6 +248,24 @@ def test_workers_decode_image_batches_one_at_a_time(tmp_path: Path) -> None:
     assert calls == [4, 4, 4]
     alone = Reader(plan, decode="tfds").batches(4)
     assert labels == [batch.features["label"].tolist() for batch in alone]
+
+
+def test_workers_keep_one_batch_of_images_in_flight_each(tmp_path: Path) -> None:
+    # Each batch of images more in flight is another large array of fresh memory.
+    from readplan.reading import batching
+
+    plan = _image_plan(tmp_path, 12)
+    aheads: list[int] = []
+
+    def recorded(items: Any, work: Any, workers: int, ahead: int = 2) -> Any:
+        aheads.append(ahead)
+        return ordered(items, work, workers, ahead)
+
+    with mock.patch.object(batching, "ordered", recorded):
+        images = list(Reader(plan, decode="tfds", decode_workers=2).batches(4))
+        small = list(Reader(plan, decode=True, decode_workers=2).batches(4))
+    assert aheads == [1, 2]
+    assert len(images) == len(small) == 3
 
 
 @pytest.mark.parametrize("workers", [1, 2])

@@ -196,4 +196,5 @@ def test_batches_let_go_of_give_their_memory_to_later_batches(tmp_path: Path, wo
         assert np.array_equal(image, np.stack([one(r)["image"] for r in next(raw).records]))
     # At most the batches in flight at once have memory of their own.
     assert len(addresses) == 10
-    assert len(set(addresses)) <= 2 * workers + 2
+    # (one batch ahead per worker, the one delivered and the one the loop still holds).
+    assert len(set(addresses)) <= workers + 2

@@ -113,6 +113,12 @@ def compile_leaf_decoder(
     return decode
 
 
+# The batches of every decoder in the process take turns with a few arrays' memory: a new
+# reader takes it over from the last, so that its batches, too, never write fresh memory
+# (see BufferPool).
+_IMAGE_ARRAYS = BufferPool()
+
+
 def _leaf_maker(leaf: _Leaf, step: Callable[[Mapping[str, Any]], Any], tables: bool) -> _LeafOf:
     if is_plain(leaf):
         return _plain_leaf(leaf, parser(leaf))
@@ -128,8 +134,6 @@ def _jpeg_table_leaf(
     """Every record's one JPEG decoded into the batch's array, when they share a size (as
     ``decode_jpegs_into`` decides); otherwise each record's step."""
     key, channels = leaf.key, image.shape[-1]
-    # The decoder's batches take turns with a few arrays' memory (see BufferPool).
-    pool = BufferPool()
 
     def leaf_of(columns: _Columns, n: int, stored: _Stored) -> Leaf:
         column = columns.get(key)
@@ -137,7 +141,7 @@ def _jpeg_table_leaf(
             datas = column.values
             listed = datas.to_list() if isinstance(datas, BytesSpans) else datas
             assert isinstance(listed, list)  # a bytes column's values
-            table = decode_jpegs_into(listed, channels, image.shape, leaf.cap, pool)
+            table = decode_jpegs_into(listed, channels, image.shape, leaf.cap, _IMAGE_ARRAYS)
             if table is not None:
                 return Table(table, lambda: list(map(step, stored())))
         return Computed(list(map(step, stored())))

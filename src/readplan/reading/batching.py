@@ -88,7 +88,10 @@ def collated_batches(
         # Batches are decoded in groups, in the reading thread too: see decode_groups.
         finish_group = group_finisher(decoder, finish, ragged, padding_values)
         groups = grouped(cut, single=decoder.media)
-        for _, outcomes in ordered(groups, finish_group, workers):
+        # A batch of images takes long to decode and its array is large: one in flight per
+        # worker keeps them busy, and each array more in flight is fresh memory.
+        ahead = 1 if decoder.media else 2
+        for _, outcomes in ordered(groups, finish_group, workers, ahead):
             for outcome in outcomes:
                 if isinstance(outcome, Exception):
                     raise outcome

@@ -45,16 +45,19 @@ def check_decode_workers(workers: object) -> int:
     return int(workers)
 
 
-def ordered(items: Iterator[_T], work: Callable[[_T], _R], workers: int) -> Iterator[tuple[_T, _R]]:
+def ordered(
+    items: Iterator[_T], work: Callable[[_T], _R], workers: int, ahead: int = _AHEAD
+) -> Iterator[tuple[_T, _R]]:
     """``(item, work(item))`` for each item, in order, ``work`` running on ``workers``
-    threads (``1``: in the caller's thread, nothing ahead)."""
+    threads with ``ahead`` items in flight per thread (``1`` worker: in the caller's thread,
+    nothing ahead)."""
     if workers == 1:
         return ((item, work(item)) for item in items)
-    return _on_pool(items, work, workers)
+    return _on_pool(items, work, workers, ahead)
 
 
 def _on_pool(
-    items: Iterator[_T], work: Callable[[_T], _R], workers: int
+    items: Iterator[_T], work: Callable[[_T], _R], workers: int, ahead: int
 ) -> Iterator[tuple[_T, _R]]:
     pending: deque[tuple[_T, Future[_R]]] = deque()
     failure: Exception | None = None
@@ -62,7 +65,7 @@ def _on_pool(
     pool = ThreadPoolExecutor(workers, thread_name_prefix="readplan-decode")
     try:
         while True:
-            while not exhausted and len(pending) < _AHEAD * workers:
+            while not exhausted and len(pending) < ahead * workers:
                 try:
                     item = next(items)
                 except StopIteration:

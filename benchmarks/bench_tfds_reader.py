@@ -44,6 +44,8 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -110,22 +112,15 @@ def write(directory: Path) -> DatasetInfo:
 EPOCHS = 4
 
 
-def epoch_pass(plan: ReadPlan, workers: int) -> float:
-    """The wall time per epoch of one Reader reading :data:`EPOCHS` epochs in batches, a
-    training job's passes: the reads and decodes running ahead cross from one epoch into the
-    next, so only the whole run is timed."""
-    reader = Reader(plan, decode="tfds", decode_workers=workers, epochs=EPOCHS)
+def readplan_pass(plan: ReadPlan, workers: int, epochs: int = 1) -> float:
+    """The wall time per epoch of one Reader reading ``epochs`` epochs in batches (several:
+    a training job's passes; the reads and decodes running ahead cross from one epoch into
+    the next, so only the whole run is timed)."""
+    reader = Reader(plan, decode="tfds", decode_workers=workers, epochs=epochs)
     start = time.perf_counter()
     count = sum(len(batch) for batch in reader.batches(BATCH))
-    assert count == EPOCHS * plan.num_examples
-    return (time.perf_counter() - start) / EPOCHS
-
-
-def readplan_pass(plan: ReadPlan, workers: int) -> float:
-    start = time.perf_counter()
-    count = sum(len(b) for b in Reader(plan, decode="tfds", decode_workers=workers).batches(BATCH))
-    assert count == plan.num_examples
-    return time.perf_counter() - start
+    assert count == epochs * plan.num_examples
+    return (time.perf_counter() - start) / epochs
 
 
 IMAGE_SHARDS = 16
@@ -154,11 +149,12 @@ def write_images(directory: Path) -> DatasetInfo:
 
 
 def pinned_pass(plan: ReadPlan, workers: int) -> float:
-    """:func:`epoch_pass` with the process held to one CPU (restored afterwards)."""
+    """:func:`readplan_pass` of :data:`EPOCHS` with the process held to one CPU (restored
+    afterwards)."""
     cpus = os.sched_getaffinity(0)
     os.sched_setaffinity(0, {min(cpus)})
     try:
-        return epoch_pass(plan, workers)
+        return readplan_pass(plan, workers, EPOCHS)
     finally:
         os.sched_setaffinity(0, cpus)
 
@@ -173,16 +169,22 @@ def ceiling_ratio() -> float:
         for _ in range(count):
             hashlib.sha256(_BLOCK).digest()
 
+    return two_threads_ratio(lambda: work(16), (lambda: work(8), lambda: work(8)))
+
+
+def two_threads_ratio(one: Callable[[], None], halves: tuple[Callable[[], None], ...]) -> float:
+    """The wall time of ``one`` over that of ``halves`` (its work cut in two) on two
+    threads."""
     start = time.perf_counter()
-    work(16)
-    one = time.perf_counter() - start
-    threads = [threading.Thread(target=work, args=(8,)) for _ in range(2)]
+    one()
+    alone = time.perf_counter() - start
+    threads = [threading.Thread(target=half) for half in halves]
     start = time.perf_counter()
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    return one / (time.perf_counter() - start)
+    return alone / (time.perf_counter() - start)
 
 
 def jpeg_batches(plan: ReadPlan) -> list[list[bytes]]:
@@ -210,16 +212,8 @@ def decode_alone_ratio(batches: list[list[bytes]]) -> float:
                     data, colorspace="RGB", fastdct=True, fastupsample=False, buffer=slot
                 )
 
-    start = time.perf_counter()
-    work(batches, outs[0])
-    one = time.perf_counter() - start
-    threads = [threading.Thread(target=work, args=(batches[k::2], outs[k])) for k in range(2)]
-    start = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return one / (time.perf_counter() - start)
+    halves = tuple(partial(work, batches[k::2], outs[k]) for k in range(2))
+    return two_threads_ratio(partial(work, batches, outs[0]), halves)
 
 
 class _Timed:
@@ -301,7 +295,9 @@ def workers_only(directory: Path, rounds: int) -> None:
                 times.setdefault((name, f"first {workers}"), []).append(
                     readplan_pass(plan, workers)
                 )
-                times.setdefault((name, str(workers)), []).append(epoch_pass(plan, workers))
+                times.setdefault((name, str(workers)), []).append(
+                    readplan_pass(plan, workers, EPOCHS)
+                )
             times.setdefault((name, "2 on 1 CPU"), []).append(pinned_pass(plan, 2))
             where = index_dir / name.replace(" ", "_")
             for workers in (1, 2):

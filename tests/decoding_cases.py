@@ -1,18 +1,20 @@
 """Datasets of given records and their one-record decodes, for the decoding readers' tests.
 
-``write_dataset`` writes records as a TFDS layout; ``one_at_a_time`` applies a one-record
-decoder until it fails (the reference every batched decoding is compared with);
-``decodable_skips`` gives the decoders under which drawn TFDS features decode without an
-image extra.
+``write_dataset`` writes records as a TFDS layout, ``features_plan`` rows of given TFDS
+features; ``leaf_calls`` counts a decoding reader's leaf decodes; ``one_at_a_time`` applies
+a one-record decoder until it fails (the reference every batched decoding is compared
+with); ``decodable_skips`` gives the decoders under which drawn TFDS features decode
+without an image extra.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from readplan import DatasetInfo, tfrecord
+from readplan import DatasetInfo, Reader, ReadPlan, tfrecord
+from readplan import write_dataset as write_rows
 from readplan.errors import ExampleError, FeatureError
 from readplan.metadata.features import FeaturesDict
 from tests.strategies import image_skips
@@ -28,6 +30,35 @@ def write_dataset(directory: Path, records: list[bytes], shards: int, **info: An
     for k in range(shards):
         tfrecord.write(made.shard_path("train", k), records[cut[k] : cut[k + 1]])
     return made
+
+
+def features_plan(directory: Path, features: FeaturesDict, rows: Iterable[Any]) -> ReadPlan:
+    """The plan of split ``train`` of ``rows`` written with ``features``, 8 per shard."""
+    info = write_rows(
+        directory,
+        name="made",
+        version="1.0.0",
+        features=features,
+        splits={"train": rows},
+        examples_per_shard=8,
+    )
+    return ReadPlan(info, "train")
+
+
+def leaf_calls(reader: Reader) -> list[int]:
+    """The record count of each leaf decode ``reader`` (a ``decode="tfds"`` reader) makes
+    from now on, in order."""
+    assert reader._decode is not None
+    leaves = reader._decode.leaves
+    assert leaves is not None
+    calls: list[int] = []
+
+    def counted(records: Any) -> Any:
+        calls.append(len(records))
+        return leaves(records)
+
+    object.__setattr__(reader._decode, "leaves", counted)
+    return calls
 
 
 def one_at_a_time(one: Callable[[Any], Any], raw: list[Any]) -> tuple[list[Any], Any]:

@@ -14,19 +14,20 @@ import pytest
 from readplan._internal.buffer_pool import BufferPool
 
 
-def _address(array: np.ndarray) -> int:
+def address_of(array: np.ndarray) -> int:
+    """Where ``array``'s memory begins."""
     return int(array.__array_interface__["data"][0])
 
 
 def test_the_memory_of_a_dropped_array_is_handed_out_again() -> None:
     pool = BufferPool()
     first = pool.empty((4, 6))
-    where = _address(first)
+    where = address_of(first)
     del first
     again = pool.empty((2, 3, 4))
     assert again.shape == (2, 3, 4)
     assert again.dtype == np.uint8
-    assert _address(again) == where
+    assert address_of(again) == where
 
 
 @pytest.mark.parametrize(
@@ -46,29 +47,29 @@ def test_memory_still_held_is_never_handed_out(hold: Callable[[np.ndarray], Any]
     first = pool.empty((4, 6))
     first[:] = 7
     held = hold(first)
-    where = _address(first)
+    where = address_of(first)
     del first
     other = pool.empty((4, 6))
     other[:] = 1
-    assert _address(other) != where
+    assert address_of(other) != where
     del held  # now it is free again
-    assert _address(pool.empty((4, 6))) == where
+    assert address_of(pool.empty((4, 6))) == where
 
 
 def test_only_a_buffer_of_the_same_size_is_taken() -> None:
     pool = BufferPool()
-    where = _address(pool.empty((4, 6)))
-    assert _address(pool.empty((4, 5))) != where
+    where = address_of(pool.empty((4, 6)))
+    assert address_of(pool.empty((4, 5))) != where
 
 
 def test_the_pool_keeps_at_most_keep_buffers_and_max_bytes() -> None:
     pool = BufferPool(keep=2, max_bytes=100)
     held = [pool.empty((10,)) for _ in range(3)]
-    addresses = [_address(a) for a in held]
+    addresses = [address_of(a) for a in held]
     del held
     # Only the first two were kept: two arrays take them, the third is new.
     taken = [pool.empty((10,)) for _ in range(3)]
-    assert {_address(a) for a in taken[:2]} == set(addresses[:2])
+    assert {address_of(a) for a in taken[:2]} == set(addresses[:2])
     big = BufferPool(keep=8, max_bytes=100)
     big.empty((101,))
     assert big._buffers == []  # over max_bytes: never kept
@@ -80,7 +81,7 @@ def test_a_new_size_lets_go_of_free_buffers_of_other_sizes() -> None:
     pool.empty((20,))
     kept = pool.empty((30,))
     assert [b.size for b in pool._buffers] == [30]
-    assert _address(kept) == _address(pool._buffers[0])
+    assert address_of(kept) == address_of(pool._buffers[0])
 
 
 def test_threads_never_share_a_live_array() -> None:

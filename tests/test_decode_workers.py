@@ -33,9 +33,14 @@ from readplan.reading import workers
 from readplan.reading.data_source import data_source
 from readplan.reading.decoding import decodes_media
 from readplan.reading.workers import SPLIT_RECORDS, decoded_in_parts, ordered
-from readplan.writing import write_dataset as write_readplan_dataset
 from tests.assertions import assert_same_nested
-from tests.decoding_cases import FAILURES, one_at_a_time, write_dataset
+from tests.decoding_cases import (
+    FAILURES,
+    features_plan,
+    leaf_calls,
+    one_at_a_time,
+    write_dataset,
+)
 from tests.strategies import any_batches
 
 
@@ -217,15 +222,7 @@ def test_decoders_of_images_or_audio_files_decode_media(
 def _image_plan(directory: Path, count: int) -> ReadPlan:
     rows = ({"image": np.full((8, 8, 3), k, dtype=np.uint8), "label": k} for k in range(count))
     features = FeaturesDict({"image": Image(encoding_format="png"), "label": Tensor((), "int64")})
-    info = write_readplan_dataset(
-        directory,
-        name="images",
-        version="1.0.0",
-        features=features,
-        splits={"train": rows},
-        examples_per_shard=8,
-    )
-    return ReadPlan(info, "train")
+    return features_plan(directory, features, rows)
 
 
 def test_workers_decode_image_batches_one_at_a_time(tmp_path: Path) -> None:
@@ -235,15 +232,7 @@ def test_workers_decode_image_batches_one_at_a_time(tmp_path: Path) -> None:
     reader = Reader(plan, decode="tfds", decode_workers=2)
     assert reader._decode is not None
     assert reader._decode.media
-    leaves = reader._decode.leaves
-    assert leaves is not None
-    calls: list[int] = []
-
-    def counted(records: Any) -> Any:
-        calls.append(len(records))
-        return leaves(records)
-
-    object.__setattr__(reader._decode, "leaves", counted)
+    calls = leaf_calls(reader)
     labels = [batch.features["label"].tolist() for batch in reader.batches(4)]
     assert calls == [4, 4, 4]
     alone = Reader(plan, decode="tfds").batches(4)
@@ -274,25 +263,8 @@ def test_small_records_are_decoded_in_groups_of_batches(tmp_path: Path, workers:
     # one thread, too, decodes a group of batches at once.
     rows = ({"label": k, "name": f"n{k}"} for k in range(40))
     features = FeaturesDict({"label": Tensor((), "int64"), "name": Text()})
-    info = write_readplan_dataset(
-        tmp_path,
-        name="small",
-        version="1.0.0",
-        features=features,
-        splits={"train": rows},
-        examples_per_shard=8,
-    )
-    reader = Reader(ReadPlan(info, "train"), decode="tfds", decode_workers=workers)
-    assert reader._decode is not None
-    leaves = reader._decode.leaves
-    assert leaves is not None
-    calls: list[int] = []
-
-    def counted(records: Any) -> Any:
-        calls.append(len(records))
-        return leaves(records)
-
-    object.__setattr__(reader._decode, "leaves", counted)
+    reader = Reader(features_plan(tmp_path, features, rows), decode="tfds", decode_workers=workers)
+    calls = leaf_calls(reader)
     batches = list(reader.batches(4))
     assert calls == [40]
     assert [b.features["label"].tolist() for b in batches] == [

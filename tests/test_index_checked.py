@@ -96,13 +96,19 @@ def test_a_sidecar_just_written_is_read_at_every_open(tmp_path: Path, reads: lis
     assert reads == [index_path_for(path)] * 2
 
 
+def _last_byte_flipped(index: Path) -> bytearray:
+    """The bytes of ``index`` with one bit of its last byte (the offsets' CRC) flipped."""
+    damaged = bytearray(index.read_bytes())
+    damaged[-1] ^= 1
+    return damaged
+
+
 @pytest.mark.usefixtures("settled")
 def test_a_replaced_sidecar_is_checked_again(tmp_path: Path, reads: list[str]) -> None:
     path = indexed_file(tmp_path)
     assert opened(path) == (True, RECORDS)
     index = Path(index_path_for(path))
-    damaged = bytearray(index.read_bytes())
-    damaged[-1] ^= 1
+    damaged = _last_byte_flipped(index)
     replacement = tmp_path / "new.index"
     replacement.write_bytes(bytes(damaged))
     os.replace(replacement, index)
@@ -115,8 +121,7 @@ def test_a_sidecar_rewritten_in_place_is_checked_again(tmp_path: Path, reads: li
     path = indexed_file(tmp_path)
     assert opened(path) == (True, RECORDS)
     index = Path(index_path_for(path))
-    damaged = bytearray(index.read_bytes())
-    damaged[-1] ^= 1
+    damaged = _last_byte_flipped(index)
     with open(index, "r+b") as handle:  # same inode, same size
         handle.write(bytes(damaged))
     later(index)

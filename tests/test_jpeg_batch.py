@@ -16,13 +16,15 @@ import pytest
 pytest.importorskip("PIL")
 simplejpeg = pytest.importorskip("simplejpeg")
 
-from readplan import Reader, ReadPlan, example, write_dataset  # noqa: E402
+from readplan import Reader, ReadPlan, example  # noqa: E402
 from readplan._internal.buffer_pool import BufferPool  # noqa: E402
 from readplan.errors import FeatureError  # noqa: E402
 from readplan.metadata._jpeg_batch import decode_jpegs_into  # noqa: E402
 from readplan.metadata.features import FeaturesDict, Image, Tensor  # noqa: E402
 from readplan.reading.decoding import tfds_decoder  # noqa: E402
 from readplan.records.example._leaves import Computed, Table  # noqa: E402
+from tests.decoding_cases import features_plan  # noqa: E402
+from tests.test_buffer_pool import address_of  # noqa: E402
 
 DATA = Path(__file__).parent / "data"
 BIG = 1 << 30
@@ -156,19 +158,7 @@ def _jpeg_plan(directory: Path, count: int) -> ReadPlan:
         {"image": rng.integers(0, 256, (16, 24, 3), dtype=np.uint8), "label": k}
         for k in range(count)
     )
-    info = write_dataset(
-        directory,
-        name="jpegs",
-        version="1.0.0",
-        features=FEATURES,
-        splits={"train": rows},
-        examples_per_shard=8,
-    )
-    return ReadPlan(info, "train")
-
-
-def _address(array: np.ndarray) -> int:
-    return int(array.__array_interface__["data"][0])
+    return features_plan(directory, FEATURES, rows)
 
 
 @pytest.mark.parametrize("workers", [1, 2])
@@ -176,7 +166,7 @@ def test_batches_kept_by_the_user_keep_their_own_pixels(tmp_path: Path, workers:
     plan = _jpeg_plan(tmp_path, 40)
     kept = list(Reader(plan, decode="tfds", decode_workers=workers).batches(4))
     raw = list(Reader(plan).batches(4))
-    assert len({_address(batch.features["image"]) for batch in kept}) == len(kept) == 10
+    assert len({address_of(batch.features["image"]) for batch in kept}) == len(kept) == 10
     one = FEATURES.decoder()
     for batch, stored in zip(kept, raw):
         assert isinstance(batch.features["image"], np.ndarray)
@@ -192,7 +182,7 @@ def test_batches_let_go_of_give_their_memory_to_later_batches(tmp_path: Path, wo
     addresses = []
     for batch in Reader(plan, decode="tfds", decode_workers=workers).batches(4):
         image = batch.features["image"]
-        addresses.append(_address(image))
+        addresses.append(address_of(image))
         assert np.array_equal(image, np.stack([one(r)["image"] for r in next(raw).records]))
     # At most the batches in flight at once have memory of their own.
     assert len(addresses) == 10

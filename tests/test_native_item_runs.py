@@ -22,7 +22,7 @@ from readplan.errors import CorruptRecordError
 from readplan.reading import item_runs
 from readplan.reading.items import Item
 from readplan.reading.run_streams import RUN_ENDED, RUN_NOT_TAKEN
-from tests.test_native_runs import FakeShard
+from tests.test_native_runs import FakeShard, drawn_shards
 
 core = importlib.import_module("readplan.records._core")
 
@@ -42,17 +42,8 @@ class Interrupt(BaseException):
 @st.composite
 def run_tables(draw: st.DrawFn) -> dict[str, Any]:
     files = draw(st.lists(st.integers(0, 4), max_size=12))
-    shards = {}
-    for f in set(files) | set(draw(st.lists(st.integers(0, 4), max_size=3))):
-        if draw(st.integers(0, 5)) == 0:
-            continue  # not open yet
-        error = draw(
-            st.sampled_from(
-                [None, None, CorruptRecordError("damage"), OSError(5, "io"), Interrupt()]
-            )
-        )
-        records = [b"%d-%d" % (f, k) for k in range(draw(st.integers(0, 30)))]
-        shards[f] = (records, error, draw(st.integers(0, 6)) > 0)
+    errors = [None, None, CorruptRecordError("damage"), OSError(5, "io"), Interrupt()]
+    shards = drawn_shards(draw, files, errors, lambda f, k: b"%d-%d" % (f, k))
     n = len(files)
     counts = draw(st.lists(st.integers(0, 6), min_size=n, max_size=n))
     firsts = draw(st.lists(st.integers(0, 70_000), min_size=n, max_size=n))

@@ -191,16 +191,26 @@ class FakeShard:
             raise self.error
 
 
-@st.composite
-def run_tables(draw: st.DrawFn) -> dict[str, Any]:
-    files = draw(st.lists(st.integers(0, 4), max_size=12))
+def drawn_shards(
+    draw: st.DrawFn, files: list[int], errors: list[Any], record: Callable[[int, int], Any]
+) -> dict[int, tuple[list[Any], Any, bool]]:
+    """Fake shards' specs for the files of ``files`` and a few more, some not open: records
+    ``record(f, k)``, then one of ``errors`` (None: the stream ends), and whether it streams."""
     shards = {}
     for f in set(files) | set(draw(st.lists(st.integers(0, 4), max_size=3))):
         if draw(st.integers(0, 5)) == 0:
             continue  # not open yet
-        error = draw(st.sampled_from([None, None, CorruptRecordError("damage"), OSError(5, "io")]))
-        records = [f * 1000 + k for k in range(draw(st.integers(0, 30)))]
+        error = draw(st.sampled_from(errors))
+        records = [record(f, k) for k in range(draw(st.integers(0, 30)))]
         shards[f] = (records, error, draw(st.integers(0, 6)) > 0)
+    return shards
+
+
+@st.composite
+def run_tables(draw: st.DrawFn) -> dict[str, Any]:
+    files = draw(st.lists(st.integers(0, 4), max_size=12))
+    errors = [None, None, CorruptRecordError("damage"), OSError(5, "io")]
+    shards = drawn_shards(draw, files, errors, lambda f, k: f * 1000 + k)
     n = len(files)
     counts = draw(st.lists(st.integers(0, 6) | st.just(-1), min_size=n, max_size=n))
     closing = draw(st.lists(st.integers(0, 5).map(lambda v: v == 0), min_size=n, max_size=n))

@@ -20,7 +20,7 @@ from readplan.reading.collate import Ragged
 from readplan.reading.decode_groups import group_finisher, grouped
 from readplan.reading.decoding import RecordDecoder
 from readplan.reading.items import Batch
-from readplan.reading.workers import ordered
+from readplan.reading.workers import AHEAD, ordered
 from readplan.records.tfrecord._packed import packed_batches
 
 __all__ = [
@@ -90,7 +90,7 @@ def collated_batches(
         groups = grouped(cut, single=decoder.media)
         # A batch of images takes long to decode and its array is large: one in flight per
         # worker keeps them busy, and each array more in flight is fresh memory.
-        ahead = 1 if decoder.media else 2
+        ahead = 1 if decoder.media else AHEAD
         for _, outcomes in ordered(groups, finish_group, workers, ahead):
             for outcome in outcomes:
                 if isinstance(outcome, Exception):

@@ -18,6 +18,7 @@ from readplan._internal.validate import is_int
 from readplan.errors import ConfigError
 
 __all__ = [
+    "AHEAD",
     "MAX_DECODE_WORKERS",
     "SPLIT_RECORDS",
     "check_decode_workers",
@@ -26,8 +27,8 @@ __all__ = [
 ]
 
 MAX_DECODE_WORKERS = 64
-# Items in flight per thread: enough to keep every thread busy while results are taken.
-_AHEAD = 2
+AHEAD = 2
+"""Items in flight per thread: enough to keep every thread busy while results are taken."""
 
 _T = TypeVar("_T")
 _R = TypeVar("_R")
@@ -46,7 +47,7 @@ def check_decode_workers(workers: object) -> int:
 
 
 def ordered(
-    items: Iterator[_T], work: Callable[[_T], _R], workers: int, ahead: int = _AHEAD
+    items: Iterator[_T], work: Callable[[_T], _R], workers: int, ahead: int = AHEAD
 ) -> Iterator[tuple[_T, _R]]:
     """``(item, work(item))`` for each item, in order, ``work`` running on ``workers``
     threads with ``ahead`` items in flight per thread (``1`` worker: in the caller's thread,

@@ -209,6 +209,50 @@ def test_pack_copies_the_spans_it_checked_while_another_thread_writes_them() -> 
     )
 
 
+def test_cut_cuts_the_spans_it_checked_while_another_thread_copies_over_them() -> None:
+    """cut holds the GIL, but a numpy copy in another thread runs without it: the spans a
+    cut checked must be the spans it cuts (it read them again, a read far outside the data)."""
+    run_race(
+        """
+        n = 1 << 20
+        starts, lengths = np.zeros(n, dtype=np.int64), np.ones(n, dtype=np.int64)
+        good, wild = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+        wild[-1] = 1 << 44
+        stop = False
+        def writer():
+            while not stop:
+                np.copyto(starts, wild)  # without the GIL
+                np.copyto(starts, good)
+        thread = threading.Thread(target=writer)
+        thread.start()
+        try:
+            for _ in range(60):
+                try:
+                    assert core.cut(bytes(16), starts, lengths) == [bytes(1)] * n
+                except ValueError:
+                    pass
+        finally:
+            stop = True
+            thread.join()
+        """
+    )
+
+
+def test_pack_into_the_buffer_it_packs_from_moves_the_bytes_as_its_twin() -> None:
+    """values may be the data itself: the spans are moved, not copied as if apart (a
+    memcpy over overlapping bytes, which the sanitized build reports)."""
+    starts = np.array([8, 0, 30], dtype=np.int64)
+    lengths = np.array([20, 12, 20], dtype=np.int64)
+    expected, at = bytearray(range(64)), 4
+    for start, length in zip(starts.tolist(), lengths.tolist()):
+        expected[at : at + length] = bytes(expected[start : start + length])
+        at += length
+    for kernel in (core.pack, _scan.pack_pure):
+        data = bytearray(range(64))
+        assert kernel(data, starts, lengths, data, 4) == 4 + 52
+        assert data == expected
+
+
 def test_example_fill_writes_where_the_plan_it_checked_says_while_another_thread_writes_it() -> (
     None
 ):

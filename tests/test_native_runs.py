@@ -307,3 +307,33 @@ def shrinking(*lists: list[Any]) -> Iterator[int]:
         for values in lists:
             del values[:]
         yield value
+
+
+def test_take_runs_looks_a_run_up_by_its_file_as_it_is_after_closing_was_read() -> None:
+    """Reading ``closing[k]`` runs Python (its ``__bool__``) that may replace ``files[k]``:
+    both cores then look up the file the list holds after that read, and the object replaced
+    is never touched again (the compiled core held it borrowed, a use after free)."""
+
+    class Key:
+        def __hash__(self) -> int:
+            return 1
+
+    for kernel in (core.take_runs, run_streams.take_runs_pure):
+        files: list[Any] = [Key()]
+
+        class Closing:
+            def __init__(self, files: list[Any]) -> None:
+                self.files = files
+
+            def __bool__(self) -> bool:
+                self.files[0] = 5  # drops the only reference to the Key
+                return False
+
+        shards = {5: FakeShard([b"r"], None, True)}
+        out: list[Any] = []
+        assert kernel(out, shards, files, [1], [Closing(files)], 0, 1) == (
+            1,
+            0,
+            run_streams.RUN_NOT_TAKEN,
+        )
+        assert out == [b"r"]

@@ -180,43 +180,53 @@ static PyObject *py_scan_records(PyObject *self, PyObject *args) {
     return result;
 }
 
-/* The spans [starts[i] + skip, + lengths[i]) of the first n frames, checked against the data. */
+/* The spans [st[i], st[i] + ln[i]) of the data, checked against it.  st and ln are a copy of the
+ * caller's arrays, made before the check: another thread may write those arrays meanwhile
+ * (numpy copies without the GIL), and a span checked must be the span used. */
 typedef struct {
-    Py_buffer data, starts, lengths;
+    Py_buffer data;
+    int64_t *st, *ln;
     Py_ssize_t n;
 } spans;
 
 static void release_spans(spans *s) {
-    PyBuffer_Release(&s->lengths);
-    PyBuffer_Release(&s->starts);
+    PyMem_Free(s->st);
     PyBuffer_Release(&s->data);
 }
 
-static int borrow_spans(spans *s, PyObject *data, PyObject *starts, PyObject *lengths,
+static int borrow_spans(spans *s, PyObject *data, PyObject *starts_obj, PyObject *lengths_obj,
                         const char *name) {
     if (borrow_bytes(data, &s->data, name) < 0)
         return -1;
-    if (borrow_int64(starts, &s->starts, 0, name) < 0) {
+    Py_buffer starts, lengths;
+    if (borrow_int64(starts_obj, &starts, 0, name) < 0) {
         PyBuffer_Release(&s->data);
         return -1;
     }
-    if (borrow_int64(lengths, &s->lengths, 0, name) < 0) {
-        PyBuffer_Release(&s->starts);
+    if (borrow_int64(lengths_obj, &lengths, 0, name) < 0) {
+        PyBuffer_Release(&starts);
         PyBuffer_Release(&s->data);
         return -1;
     }
-    s->n = items_of(&s->starts);
-    if (items_of(&s->lengths) != s->n) {
+    s->n = items_of(&starts);
+    s->st = NULL;
+    int status = -1;
+    if (items_of(&lengths) != s->n) {
         PyErr_Format(PyExc_ValueError, "%s: %zd starts but %zd lengths", name, s->n,
-                     items_of(&s->lengths));
-        release_spans(s);
-        return -1;
+                     items_of(&lengths));
+    } else if ((s->st = PyMem_Malloc(2 * (size_t)(s->n > 0 ? s->n : 1) * sizeof *s->st)) == NULL) {
+        PyErr_NoMemory();
+    } else {
+        s->ln = s->st + s->n;
+        memcpy(s->st, starts.buf, (size_t)s->n * sizeof *s->st);
+        memcpy(s->ln, lengths.buf, (size_t)s->n * sizeof *s->ln);
+        status = check_spans(s->st, s->ln, s->n, s->data.len, name);
     }
-    if (check_spans(s->starts.buf, s->lengths.buf, s->n, s->data.len, name) < 0) {
+    PyBuffer_Release(&lengths);
+    PyBuffer_Release(&starts);
+    if (status < 0)
         release_spans(s);
-        return -1;
-    }
-    return 0;
+    return status;
 }
 
 static PyObject *py_cut(PyObject *self, PyObject *args) {
@@ -228,9 +238,8 @@ static PyObject *py_cut(PyObject *self, PyObject *args) {
         return NULL;
     PyObject *out = PyList_New(s.n);
     const char *base = s.data.buf;
-    const int64_t *st = s.starts.buf, *ln = s.lengths.buf;
     for (Py_ssize_t i = 0; out != NULL && i < s.n; i++) {
-        PyObject *piece = PyBytes_FromStringAndSize(base + st[i], (Py_ssize_t)ln[i]);
+        PyObject *piece = PyBytes_FromStringAndSize(base + s.st[i], (Py_ssize_t)s.ln[i]);
         if (piece == NULL || PyList_SetItem(out, i, piece) < 0)
             Py_CLEAR(out);
     }
@@ -252,31 +261,19 @@ static PyObject *py_pack(PyObject *self, PyObject *args) {
         release_spans(&s);
         return NULL;
     }
-    /* The spans are checked and used in a copy: another thread may write the caller's arrays
-     * while the GIL is released, and a span checked must be the span copied. */
-    int64_t *st = PyMem_Malloc(2 * (size_t)(s.n > 0 ? s.n : 1) * sizeof *st), *ln = st + s.n;
-    if (st == NULL) {
-        PyBuffer_Release(&values);
-        release_spans(&s);
-        return PyErr_NoMemory();
-    }
-    memcpy(st, s.starts.buf, (size_t)s.n * sizeof *st);
-    memcpy(ln, s.lengths.buf, (size_t)s.n * sizeof *ln);
-    int bad = check_spans(st, ln, s.n, s.data.len, "pack") < 0;
+    const int64_t *ln = s.ln;
     /* Each length is within the data, but their sum can pass PY_SSIZE_T_MAX (a huge mapping
      * with many spans): it is checked against the room left as it grows. */
     Py_ssize_t total = 0, room = at < 0 || at > values.len ? -1 : values.len - at;
     int over = 0;
-    for (Py_ssize_t i = 0; !bad && i < s.n && !over; i++) {
+    for (Py_ssize_t i = 0; i < s.n && !over; i++) {
         if ((Py_ssize_t)ln[i] > PY_SSIZE_T_MAX - total)
             over = 1;
         else
             total += (Py_ssize_t)ln[i];
     }
     PyObject *result = NULL;
-    if (bad) {
-        /* the spans changed since borrow_spans() checked them: check_spans() said how */
-    } else if (over) {
+    if (over) {
         PyErr_Format(PyExc_ValueError,
                      "pack: more than %zd bytes at %zd do not fit a buffer of %zd", total, at,
                      values.len);
@@ -288,13 +285,13 @@ static PyObject *py_pack(PyObject *self, PyObject *args) {
         const char *base = s.data.buf;
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t i = 0; i < s.n; i++) {
-            memcpy(out, base + st[i], (size_t)ln[i]);
+            /* values may be the data itself, or overlap it: memmove, as the twin's copy. */
+            memmove(out, base + s.st[i], (size_t)ln[i]);
             out += ln[i];
         }
         Py_END_ALLOW_THREADS
         result = PyLong_FromSsize_t(at + total);
     }
-    PyMem_Free(st);
     PyBuffer_Release(&values);
     release_spans(&s);
     return result;
@@ -420,8 +417,8 @@ static PyObject *py_make_items(PyObject *self, PyObject *args) {
                           &records, &PyList_Type, &prefixes, &epoch, &positions_obj, &files_obj,
                           &indices_obj))
         return NULL;
-    if (!PyType_IsSubtype((PyTypeObject *)cls, &PyTuple_Type))
-        return PyErr_Format(PyExc_TypeError, "make_items: cls must be a tuple subclass");
+    if (check_item_type(cls, "make_items") < 0)
+        return NULL;
     allocfunc alloc = (allocfunc)PyType_GetSlot((PyTypeObject *)cls, Py_tp_alloc);
     Py_buffer arrays[3];
     PyObject *objs[3] = {positions_obj, files_obj, indices_obj};

@@ -80,17 +80,21 @@ static int open_buffer(source *s, PyObject *records, PyObject *offsets, const ch
     if (alloc_source(s, n) < 0)
         return -1;
     const int64_t *bound = s->offsets.buf;
+    /* Each bound read once: the bounds checked are the bounds used, whoever writes the
+     * caller's array meanwhile. */
+    int64_t begin = n > 0 ? bound[0] : 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (bound[i] < 0 || bound[i + 1] < bound[i] || bound[i + 1] > (int64_t)s->data.len)
+        int64_t end = bound[i + 1];
+        if (begin < 0 || end < begin || end > (int64_t)s->data.len)
             return PyErr_Format(PyExc_ValueError,
                                 "%s: record %zd spans bytes [%lld, %lld) outside a buffer of "
                                 "%zd bytes",
-                                name, i, (long long)bound[i], (long long)bound[i + 1],
-                                s->data.len),
+                                name, i, (long long)begin, (long long)end, s->data.len),
                    -1;
-        s->data_of[i] = (const uint8_t *)s->data.buf + bound[i];
-        s->size[i] = (size_t)(bound[i + 1] - bound[i]);
-        s->base[i] = bound[i];
+        s->data_of[i] = (const uint8_t *)s->data.buf + begin;
+        s->size[i] = (size_t)(end - begin);
+        s->base[i] = begin;
+        begin = end;
     }
     return 0;
 }
@@ -312,15 +316,17 @@ PyObject *py_example_bytes(PyObject *self, PyObject *args) {
     const int64_t *st = starts.buf, *ln = lengths.buf;
     size_t hint = 0;
     for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
-        Py_ssize_t k = record_of(&s.r, st[i], ln[i], &hint);
+        /* Read once: the span checked is the span cut, whoever writes the arrays meanwhile. */
+        int64_t start = st[i], length = ln[i];
+        Py_ssize_t k = record_of(&s.r, start, length, &hint);
         PyObject *piece = NULL;
         if (k < 0)
             PyErr_Format(PyExc_ValueError,
                          "example_bytes: span %zd [%lld, + %lld) is not inside one record", i,
-                         (long long)st[i], (long long)ln[i]);
+                         (long long)start, (long long)length);
         else
             piece = PyBytes_FromStringAndSize(
-                (const char *)s.r.data[k] + (st[i] - s.r.base[k]), (Py_ssize_t)ln[i]);
+                (const char *)s.r.data[k] + (start - s.r.base[k]), (Py_ssize_t)length);
         if (piece == NULL || PyList_SetItem(out, i, piece) < 0)
             Py_CLEAR(out);
     }

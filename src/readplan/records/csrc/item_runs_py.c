@@ -386,8 +386,8 @@ PyObject *py_run_items(PyObject *module, PyObject *args) {
                           &lists[2], &PyList_Type, &lists[3], &PyList_Type, &lists[4], &positions,
                           &lo, &hi, &epoch, &names))
         return NULL;
-    if (!PyType_IsSubtype((PyTypeObject *)cls, &PyTuple_Type))
-        return PyErr_Format(PyExc_TypeError, "run_items: cls must be a tuple subclass");
+    if (check_item_type(cls, "run_items") < 0)
+        return NULL;
     Py_ssize_t n = PyList_Size(lists[0]);
     for (int j = 1; j < 5; j++)
         if (PyList_Size(lists[j]) != n)

@@ -22,9 +22,14 @@ typedef struct {
     int64_t *columns;   /* positions, files, indices: 3 x n, a copy of the caller's arrays */
     allocfunc alloc;
     Py_ssize_t n, next;
+    int busy; /* inside next(): a finalizer that runs meanwhile must not take a step too */
 } ItemIter;
 
 static PyTypeObject *item_iter_type;
+/* A class defined in Python on tuple: its instances' dealloc, which frees exactly the fields the
+ * instance holds; and the last item class check_item_type() accepted (a strong reference). */
+static destructor python_tuple_dealloc;
+static PyObject *accepted_item_type;
 
 static int item_iter_traverse(ItemIter *self, visitproc visit, void *arg) {
     Py_VISIT(self->cls);
@@ -89,9 +94,16 @@ PyObject *new_item(allocfunc alloc, PyObject *cls, PyObject *fields[6]) {
 }
 
 static PyObject *item_iter_next(ItemIter *self) {
-    if (self->next >= self->n)
+    if (self->busy) {
+        PyErr_SetString(PyExc_ValueError, "generator already executing");
+        return NULL;
+    }
+    /* A cleared iterator (the collector breaking a cycle) has nothing left to make. */
+    if (self->records == NULL || self->next >= self->n)
         return NULL; /* no error set: StopIteration */
+    self->busy = 1;
     PyObject *item = make_item(self, self->next);
+    self->busy = 0;
     if (item != NULL)
         self->next++;
     return item;
@@ -128,7 +140,61 @@ static PyType_Spec item_iter_spec = {
     item_iter_slots,
 };
 
+int check_item_type(PyObject *cls, const char *who) {
+    if (cls == accepted_item_type)
+        return 0;
+    PyTypeObject *type = (PyTypeObject *)cls;
+    PyObject *base = PyObject_GetAttrString(cls, "__base__");
+    if (base == NULL)
+        return -1;
+    PyObject *sizes[2] = {PyObject_GetAttrString(cls, "__basicsize__"),
+                          PyObject_GetAttrString(cls, "__itemsize__")};
+    PyObject *tuple_sizes[2] = {PyObject_GetAttrString((PyObject *)&PyTuple_Type, "__basicsize__"),
+                                PyObject_GetAttrString((PyObject *)&PyTuple_Type, "__itemsize__")};
+    int same_sizes = 1;
+    for (int j = 0; j < 2; j++) {
+        int equal = sizes[j] == NULL || tuple_sizes[j] == NULL
+                        ? -1
+                        : PyObject_RichCompareBool(sizes[j], tuple_sizes[j], Py_EQ);
+        if (equal < 0)
+            same_sizes = -1;
+        else if (same_sizes == 1)
+            same_sizes = equal;
+        Py_XDECREF(sizes[j]);
+        Py_XDECREF(tuple_sizes[j]);
+    }
+    int fits = same_sizes == 1 && base == (PyObject *)&PyTuple_Type &&
+               (PyType_GetFlags(type) & Py_TPFLAGS_HEAPTYPE) &&
+               (destructor)PyType_GetSlot(type, Py_tp_dealloc) == python_tuple_dealloc;
+    Py_DECREF(base);
+    if (same_sizes < 0)
+        return -1;
+    if (!fits) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s: cls must be a class defined in Python directly on tuple with "
+                     "__slots__ = () (as readplan's Item), got %R", who, cls);
+        return -1;
+    }
+    PyObject *previous = accepted_item_type;
+    accepted_item_type = Py_NewRef(cls);
+    Py_XDECREF(previous);
+    return 0;
+}
+
+/* The dealloc of a class defined in Python on tuple, from one made here. */
+static int find_python_tuple_dealloc(void) {
+    PyObject *probe = PyObject_CallFunction((PyObject *)&PyType_Type, "s(O){s:()}", "ItemProbe",
+                                            (PyObject *)&PyTuple_Type, "__slots__");
+    if (probe == NULL)
+        return -1;
+    python_tuple_dealloc = (destructor)PyType_GetSlot((PyTypeObject *)probe, Py_tp_dealloc);
+    Py_DECREF(probe);
+    return python_tuple_dealloc == NULL ? -1 : 0;
+}
+
 int items_add_types(PyObject *module) {
+    if (find_python_tuple_dealloc() < 0)
+        return -1;
     return add_type(module, &item_iter_spec, "ItemIter", &item_iter_type);
 }
 
@@ -190,8 +256,8 @@ PyObject *py_iter_items(PyObject *module, PyObject *args) {
     if (!PyArg_ParseTuple(args, "O!O!OOOOO:iter_items", &PyType_Type, &cls, &PyList_Type, &records,
                           &names, &epoch, &arrays[0], &arrays[1], &arrays[2]))
         return NULL;
-    if (!PyType_IsSubtype((PyTypeObject *)cls, &PyTuple_Type))
-        return PyErr_Format(PyExc_TypeError, "iter_items: cls must be a tuple subclass");
+    if (check_item_type(cls, "iter_items") < 0)
+        return NULL;
     allocfunc alloc = (allocfunc)PyType_GetSlot(item_iter_type, Py_tp_alloc);
     ItemIter *self = (ItemIter *)alloc(item_iter_type, 0);
     if (self == NULL)

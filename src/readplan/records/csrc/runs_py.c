@@ -70,8 +70,7 @@ PyObject *py_take_runs(PyObject *self, PyObject *args) {
          * entry is fetched (an IndexError when a list shrank) and held while it is used. */
         PyObject *closing_k = PyList_GetItem(closing, k);
         PyObject *count_k = PyList_GetItem(counts, k);
-        PyObject *file = PyList_GetItem(files, k);
-        if (closing_k == NULL || count_k == NULL || file == NULL)
+        if (closing_k == NULL || count_k == NULL)
             return NULL;
         Py_ssize_t count = PyLong_AsSsize_t(count_k);
         if (count == -1 && PyErr_Occurred())
@@ -86,6 +85,11 @@ PyObject *py_take_runs(PyObject *self, PyObject *args) {
             return NULL;
         if (last)
             return stopped(k, 0, PyLong_FromLong(RUN_NOT_TAKEN));
+        /* Fetched after the test, which may have run Python that changed the list (as the
+         * twin reads it), and held while its lookup runs Python again. */
+        PyObject *file = PyList_GetItem(files, k);
+        if (file == NULL)
+            return NULL;
         Py_INCREF(file);
         PyObject *stream = stream_of(shards, file);
         Py_DECREF(file);

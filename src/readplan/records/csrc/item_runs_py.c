@@ -291,6 +291,9 @@ static PyObject *next_item(run_items *self) {
             self->stopped = Py_BuildValue("(nnO)", self->k, self->got, Py_None);
         return NULL;
     }
+    /* A cleared iterator (the collector breaking a cycle) has nothing left to take. */
+    if (self->cls == NULL)
+        return NULL;
     self->busy = 1;
     PyObject *item = take_item(self);
     self->busy = 0;

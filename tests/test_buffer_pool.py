@@ -72,7 +72,7 @@ def test_the_pool_keeps_at_most_keep_buffers_and_max_bytes() -> None:
     assert {address_of(a) for a in taken[:2]} == set(addresses[:2])
     big = BufferPool(keep=8, max_bytes=100)
     big.empty((101,))
-    assert big._buffers == []  # over max_bytes: never kept
+    assert big.kept_sizes == []  # over max_bytes: never kept
 
 
 def test_a_new_size_lets_go_of_free_buffers_of_other_sizes() -> None:
@@ -80,8 +80,10 @@ def test_a_new_size_lets_go_of_free_buffers_of_other_sizes() -> None:
     pool.empty((10,))
     pool.empty((20,))
     kept = pool.empty((30,))
-    assert [b.size for b in pool._buffers] == [30]
-    assert address_of(kept) == address_of(pool._buffers[0])
+    assert pool.kept_sizes == [30]
+    where = address_of(kept)
+    del kept
+    assert address_of(pool.empty((30,))) == where
 
 
 def test_threads_never_share_a_live_array() -> None:
@@ -108,3 +110,32 @@ def test_threads_never_share_a_live_array() -> None:
 def test_a_pool_needs_room_for_one_buffer(keep: int, max_bytes: int) -> None:
     with pytest.raises(ValueError, match="BufferPool needs keep, max_bytes >= 1"):
         BufferPool(keep, max_bytes)
+
+
+def test_the_free_buffer_handed_out_last_goes_first() -> None:
+    """Memory written lately is the one still in the caches: of the free buffers, the one
+    handed out last is handed out again."""
+    pool = BufferPool(keep=8)
+    arrays = [pool.empty((16,)) for _ in range(3)]
+    addresses = [address_of(a) for a in arrays]
+    del arrays[1]  # the middle one is free, the others still held
+    again = pool.empty((16,))
+    assert address_of(again) == addresses[1]
+    arrays.clear()  # the first and the last are free: the last was handed out later
+    assert address_of(pool.empty((16,))) == addresses[2]
+    assert address_of(again) == addresses[1]
+
+
+def test_a_pool_of_many_buffers_of_one_size_hands_each_out_again_once_dropped() -> None:
+    """The image pool's way: hundreds of buffers of one size, a batch of arrays held, then
+    dropped, then as many again: every one of them from the memory the first batch had."""
+    pool = BufferPool(keep=300, max_bytes=1 << 30)
+    first = [pool.empty((8, 8, 3)) for _ in range(256)]
+    addresses = {address_of(a) for a in first}
+    first.clear()
+    second = [pool.empty((8, 8, 3)) for _ in range(256)]
+    assert {address_of(a) for a in second} == addresses
+    # While they are held, new arrays get memory of their own, up to keep kept.
+    third = [pool.empty((8, 8, 3)) for _ in range(100)]
+    assert not {address_of(a) for a in third} & addresses
+    assert len(pool.kept_sizes) == 300

@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from readplan._internal.arrays import U8Array
+from readplan._internal.buffer_pool import BufferPool
 from readplan.errors import FeatureError, MissingExtraError
 from readplan.metadata._bmp_gif import decode_bmp, decode_gif
 from readplan.metadata._feature_types import Shape
@@ -197,11 +198,28 @@ _FOUR = ("CMYK", "YCCK")
 
 # --- JPEG -----------------------------------------------------------------------------------
 
+# JPEGs decoded one at a time (a data source's records, items) into memory that is handed out
+# again once nothing holds it: a fresh array of an image's size costs a page fault per page
+# the first time it is written (on a virtual machine that gives freed memory back to its host,
+# a third of a 224 x 224 decode), and decode workers take those faults one at a time.  Each
+# record's image is its own buffer (a view of it), so holding one image holds nothing more.
+# Smaller images come from the allocator's free lists, already mapped.
+_POOLED_FROM = 64 << 10
+_DECODED_JPEGS = BufferPool(keep=1024, max_bytes=64 << 20)
+
+
+def _pooled(shape: tuple[int, int, int]) -> U8Array | None:
+    """Memory for a decoded image of ``shape`` from the pool, when it is large enough to be
+    worth it (else None: the decoder allocates its own)."""
+    if shape[0] * shape[1] * shape[2] < _POOLED_FROM:
+        return None
+    return _DECODED_JPEGS.empty(shape)
+
 
 def _jpeg(data: bytes, channels: int | None, where: str) -> U8Array:
     simplejpeg = _import("simplejpeg", "simplejpeg", "JPEG")
     try:
-        _, _, colorspace, _ = simplejpeg.decode_jpeg_header(data)
+        height, width, colorspace, _ = simplejpeg.decode_jpeg_header(data)
     except ValueError as err:
         raise _refuse(where, f"the JPEG header does not decode ({err})") from err
     four = colorspace in ("CMYK", "YCCK")
@@ -215,6 +233,7 @@ def _jpeg(data: bytes, channels: int | None, where: str) -> U8Array:
             f"TensorFlow does not decode a {colorspace} JPEG to {channels} channels (a JPEG "
             "gives 1 or 3, a CMYK/YCCK JPEG 3)",
         )
+    out = None if four else _pooled((height, width, channels))
     try:
         # libjpeg's fast integer IDCT with fancy upsampling: what TensorFlow uses.
         pixels: U8Array = simplejpeg.decode_jpeg(
@@ -222,6 +241,7 @@ def _jpeg(data: bytes, channels: int | None, where: str) -> U8Array:
             colorspace="CMYK" if four else "GRAY" if channels == 1 else "RGB",
             fastdct=True,
             fastupsample=False,
+            buffer=out,
         )
     except ValueError as err:
         raise _refuse(where, f"the JPEG does not decode ({err})") from err

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -12,11 +11,7 @@ import numpy as np
 import pytest
 
 from readplan._internal.buffer_pool import BufferPool
-
-
-def address_of(array: np.ndarray) -> int:
-    """Where ``array``'s memory begins."""
-    return int(array.__array_interface__["data"][0])
+from tests.array_memory import address_of, errors_of_threads
 
 
 def test_the_memory_of_a_dropped_array_is_handed_out_again() -> None:
@@ -88,9 +83,8 @@ def test_a_new_size_lets_go_of_free_buffers_of_other_sizes() -> None:
 
 def test_threads_never_share_a_live_array() -> None:
     pool = BufferPool(keep=4)
-    errors: list[str] = []
 
-    def work(mark: int) -> None:
+    def work(mark: int, errors: list[str]) -> None:
         for _ in range(300):
             array = pool.empty((64, 64))
             array[:] = mark
@@ -98,12 +92,7 @@ def test_threads_never_share_a_live_array() -> None:
             if not (array == mark).all():
                 errors.append(f"thread {mark}'s array was written by another")
 
-    threads = [threading.Thread(target=work, args=(m,)) for m in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == []
+    assert errors_of_threads(work, 4) == []
 
 
 @pytest.mark.parametrize(("keep", "max_bytes"), [(0, 1), (1, 0)])

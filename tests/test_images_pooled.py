@@ -4,18 +4,13 @@ and the memory of one dropped is what the next image of its size takes."""
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import pytest
 
 simplejpeg = pytest.importorskip("simplejpeg")
 
 from readplan.metadata._images import decode_image  # noqa: E402
-
-
-def address_of(array: np.ndarray) -> int:
-    return int(array.__array_interface__["data"][0])
+from tests.array_memory import address_of, errors_of_threads  # noqa: E402
 
 
 def jpeg(seed: int, height: int = 200, width: int = 240) -> bytes:
@@ -67,9 +62,8 @@ def test_what_is_made_from_an_image_keeps_its_memory_from_the_next(hold: object)
 def test_threads_decoding_side_by_side_never_share_an_image() -> None:
     datas = [jpeg(seed) for seed in range(4)]
     wants = [alone(data) for data in datas]
-    errors: list[str] = []
 
-    def work(k: int) -> None:
+    def work(k: int, errors: list[str]) -> None:
         held = []
         for _ in range(40):
             held.append(decoded(datas[k]))
@@ -78,9 +72,4 @@ def test_threads_decoding_side_by_side_never_share_an_image() -> None:
             if not all(np.array_equal(image, wants[k]) for image in held):
                 errors.append(f"thread {k}'s image was written by another")
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == []
+    assert errors_of_threads(work, 4) == []

@@ -23,8 +23,8 @@ from readplan.metadata._jpeg_batch import decode_jpegs_into  # noqa: E402
 from readplan.metadata.features import FeaturesDict, Image, Tensor  # noqa: E402
 from readplan.reading.decoding import tfds_decoder  # noqa: E402
 from readplan.records.example._leaves import Computed, Table  # noqa: E402
+from tests.array_memory import address_of  # noqa: E402
 from tests.decoding_cases import features_plan  # noqa: E402
-from tests.test_buffer_pool import address_of  # noqa: E402
 
 DATA = Path(__file__).parent / "data"
 BIG = 1 << 30

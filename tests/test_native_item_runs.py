@@ -35,6 +35,15 @@ def native(*args: Any) -> Iterator[Item]:
 KERNELS: tuple[Callable[..., Iterator[Item]], ...] = (native, item_runs.RunItemsPure)
 
 
+def dict_subclass() -> dict[int, Any]:
+    """Shards in a dict subclass, whose lookups the compiled core would not make."""
+
+    class Shards(dict):  # type: ignore[type-arg]
+        pass
+
+    return Shards({0: FakeShard([b"a"], None, True)})
+
+
 class Interrupt(BaseException):
     """Not an ``Exception``: it propagates from the items instead of stopping a run."""
 
@@ -193,6 +202,9 @@ def test_an_error_that_propagates_stops_the_items() -> None:
 def test_run_items_refuses_tables_that_do_not_fit() -> None:
     positions = np.arange(3, dtype=np.int64)
     for kernel in KERNELS:
+        for shards in (dict_subclass(), None):
+            with pytest.raises(TypeError, match="run_items: shards must be a dict"):
+                kernel(shards, [0], [0], [1], [False], [0], positions, 0, 1, 0, {0: "f"})
         with pytest.raises(ValueError, match="one entry per run"):
             kernel({}, [0], [0], [1, 2], [False], [0], positions, 0, 1, 0, {})
         with pytest.raises(ValueError, match="not within"):

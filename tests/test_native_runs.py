@@ -337,3 +337,20 @@ def test_take_runs_looks_a_run_up_by_its_file_as_it_is_after_closing_was_read() 
             run_streams.RUN_NOT_TAKEN,
         )
         assert out == [b"r"]
+
+
+class _ShardsDict(dict):  # type: ignore[type-arg]
+    def get(self, key: Any, default: Any = None) -> Any:
+        return FakeShard([b"from get"], None, True)
+
+
+@pytest.mark.parametrize("shards", [_ShardsDict(), {0: None}.items(), None])
+def test_both_cores_take_only_a_dict_of_shards(shards: Any) -> None:
+    """A subclass's lookups would differ between the cores (the compiled one reads the dict
+    itself): both refuse anything but a dict, with the same words."""
+    messages = set()
+    for kernel in (core.take_runs, run_streams.take_runs_pure):
+        with pytest.raises(TypeError, match="take_runs: shards must be a dict") as caught:
+            kernel([], shards, [0], [1], [False], 0, 1)
+        messages.add(str(caught.value))
+    assert len(messages) == 1

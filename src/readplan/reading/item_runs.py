@@ -14,7 +14,13 @@ from readplan._internal.arrays import IntArray
 from readplan.errors import ReadplanError
 from readplan.reading.chunks import Runs
 from readplan.reading.items import Item
-from readplan.reading.run_streams import RUN_ENDED, RUN_NOT_TAKEN, Outcome, read_run
+from readplan.reading.run_streams import (
+    RUN_ENDED,
+    RUN_NOT_TAKEN,
+    Outcome,
+    check_shards_dict,
+    read_run,
+)
 from readplan.reading.runs import Closes, Shard
 from readplan.records.native import CORE
 
@@ -56,6 +62,7 @@ class RunItemsPure:
         epoch: int,
         names: Mapping[int, str],
     ) -> None:
+        check_shards_dict("run_items", shards)
         if not len(files) == len(firsts) == len(counts) == len(closing) == len(starts):
             raise ValueError(
                 "run_items: files, firsts, counts, closing and starts must hold one entry per run"

@@ -18,6 +18,7 @@ __all__ = [
     "RUN_ENDED",
     "RUN_NOT_TAKEN",
     "Outcome",
+    "check_shards_dict",
     "read_run",
     "read_runs",
     "take_runs",
@@ -47,6 +48,7 @@ def take_runs_pure(
     has no shard or stream, or whose stream ends or raises; ``(k, got, outcome)`` names that
     run (``hi`` when all were taken), how many of its records were appended, and why it
     stopped.  The twin of the compiled ``take_runs``."""
+    check_shards_dict("take_runs", shards)
     if not len(files) == len(counts) == len(closing):
         raise ValueError("take_runs: files, counts and closing must hold one entry per run")
     if not 0 <= lo <= hi <= len(files):
@@ -68,6 +70,16 @@ def take_runs_pure(
                 return k, got, error
             out.append(record)
     return hi, 0, RUN_NOT_TAKEN
+
+
+def check_shards_dict(who: str, shards: object) -> None:
+    """Both cores look shards up in a dict as a dict: a subclass's methods would make them
+    differ, so only a dict is taken."""
+    if type(shards) is not dict:
+        raise TypeError(
+            f"{who}: shards must be a dict (the shards are looked up in it as a dict, not "
+            f"through a subclass's methods), got {type(shards)!r}"
+        )
 
 
 def take_runs(

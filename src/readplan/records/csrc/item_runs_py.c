@@ -384,13 +384,15 @@ static int hold_positions(run_items *self, PyObject *array) {
 PyObject *py_run_items(PyObject *module, PyObject *args) {
     PyObject *cls, *shards, *lists[5], *positions, *epoch, *names;
     Py_ssize_t lo, hi;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!O!OnnOO:run_items", &PyType_Type, &cls, &PyDict_Type,
+    if (!PyArg_ParseTuple(args, "O!OO!O!O!O!O!OnnOO:run_items", &PyType_Type, &cls,
                           &shards, &PyList_Type, &lists[0], &PyList_Type, &lists[1], &PyList_Type,
                           &lists[2], &PyList_Type, &lists[3], &PyList_Type, &lists[4], &positions,
                           &lo, &hi, &epoch, &names))
         return NULL;
     if (check_item_type(cls, "run_items") < 0)
         return NULL;
+    if (!PyDict_CheckExact(shards))
+        return shards_not_a_dict("run_items", shards);
     Py_ssize_t n = PyList_Size(lists[0]);
     for (int j = 1; j < 5; j++)
         if (PyList_Size(lists[j]) != n)

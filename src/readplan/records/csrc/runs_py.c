@@ -51,13 +51,22 @@ static PyObject *stopped(Py_ssize_t k, Py_ssize_t got, PyObject *outcome) {
     return Py_BuildValue("(nnN)", k, got, outcome);
 }
 
+PyObject *shards_not_a_dict(const char *who, PyObject *shards) {
+    return PyErr_Format(PyExc_TypeError,
+                        "%s: shards must be a dict (the shards are looked up in it as a dict, "
+                        "not through a subclass's methods), got %R",
+                        who, (PyObject *)Py_TYPE(shards));
+}
+
 PyObject *py_take_runs(PyObject *self, PyObject *args) {
     PyObject *out, *shards, *files, *counts, *closing;
     Py_ssize_t lo, hi;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!O!nn:take_runs", &PyList_Type, &out, &PyDict_Type, &shards,
+    if (!PyArg_ParseTuple(args, "O!OO!O!O!nn:take_runs", &PyList_Type, &out, &shards,
                           &PyList_Type, &files, &PyList_Type, &counts, &PyList_Type, &closing, &lo,
                           &hi))
         return NULL;
+    if (!PyDict_CheckExact(shards))
+        return shards_not_a_dict("take_runs", shards);
     Py_ssize_t n = PyList_Size(files);
     if (PyList_Size(counts) != n || PyList_Size(closing) != n)
         return PyErr_Format(PyExc_ValueError,

@@ -5,6 +5,8 @@
 #include "buffers.h"
 
 PyObject *py_take_runs(PyObject *self, PyObject *args);
+/* The TypeError of a kernel (`who`) given shards that are not exactly a dict: NULL. */
+PyObject *shards_not_a_dict(const char *who, PyObject *shards);
 /* The `stream` of shards[file], a new reference; NULL when there is none (no shard, or its stream
  * is None: no error set) or with the error of its lookup set. */
 PyObject *stream_of(PyObject *shards, PyObject *file);

@@ -4,10 +4,11 @@ A fresh array of tens of megabytes costs a page fault per page (or per huge page
 first time it is written, and on a virtual machine whose freed memory goes back to the host
 those faults are slow, uneven and taken one at a time by the threads of a process: decoding a
 batch of images into fresh memory on two threads was barely faster than on one.  A
-:class:`BufferPool` keeps a few buffers and gives one out again only when its reference count
-shows that the pool alone holds it: every array, view, ``memoryview`` or buffer export made
-from an array the pool gave out holds a reference to the buffer, so memory someone can still
-read is never reused (``specs/features.md`` §3.10).
+:class:`BufferPool` keeps buffers (a few batch arrays, or many images decoded one at a time)
+and gives one out again only when its reference count shows that the pool alone holds it:
+every array, view, ``memoryview`` or buffer export made from an array the pool gave out holds
+a reference to the buffer, so memory someone can still read is never reused
+(``specs/features.md`` §3.10 and §4).
 """
 
 from __future__ import annotations

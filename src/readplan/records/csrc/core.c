@@ -261,7 +261,7 @@ static PyObject *py_pack(PyObject *self, PyObject *args) {
         release_spans(&s);
         return NULL;
     }
-    const int64_t *ln = s.ln;
+    const int64_t *st = s.st, *ln = s.ln;
     /* Each length is within the data, but their sum can pass PY_SSIZE_T_MAX (a huge mapping
      * with many spans): it is checked against the room left as it grows. */
     Py_ssize_t total = 0, room = at < 0 || at > values.len ? -1 : values.len - at;
@@ -286,7 +286,7 @@ static PyObject *py_pack(PyObject *self, PyObject *args) {
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t i = 0; i < s.n; i++) {
             /* values may be the data itself, or overlap it: memmove, as the twin's copy. */
-            memmove(out, base + s.st[i], (size_t)ln[i]);
+            memmove(out, base + st[i], (size_t)ln[i]);
             out += ln[i];
         }
         Py_END_ALLOW_THREADS

@@ -140,34 +140,32 @@ static PyType_Spec item_iter_spec = {
     item_iter_slots,
 };
 
+/* Whether cls's attribute `name` equals tuple's: 1 or 0, -1 with an error set. */
+static int same_as_tuple(PyObject *cls, const char *name) {
+    PyObject *mine = PyObject_GetAttrString(cls, name);
+    PyObject *tuples = PyObject_GetAttrString((PyObject *)&PyTuple_Type, name);
+    int equal = mine == NULL || tuples == NULL ? -1 : PyObject_RichCompareBool(mine, tuples, Py_EQ);
+    Py_XDECREF(mine);
+    Py_XDECREF(tuples);
+    return equal;
+}
+
 int check_item_type(PyObject *cls, const char *who) {
     if (cls == accepted_item_type)
         return 0;
     PyTypeObject *type = (PyTypeObject *)cls;
-    PyObject *base = PyObject_GetAttrString(cls, "__base__");
-    if (base == NULL)
-        return -1;
-    PyObject *sizes[2] = {PyObject_GetAttrString(cls, "__basicsize__"),
-                          PyObject_GetAttrString(cls, "__itemsize__")};
-    PyObject *tuple_sizes[2] = {PyObject_GetAttrString((PyObject *)&PyTuple_Type, "__basicsize__"),
-                                PyObject_GetAttrString((PyObject *)&PyTuple_Type, "__itemsize__")};
-    int same_sizes = 1;
-    for (int j = 0; j < 2; j++) {
-        int equal = sizes[j] == NULL || tuple_sizes[j] == NULL
-                        ? -1
-                        : PyObject_RichCompareBool(sizes[j], tuple_sizes[j], Py_EQ);
-        if (equal < 0)
-            same_sizes = -1;
-        else if (same_sizes == 1)
-            same_sizes = equal;
-        Py_XDECREF(sizes[j]);
-        Py_XDECREF(tuple_sizes[j]);
-    }
-    int fits = same_sizes == 1 && base == (PyObject *)&PyTuple_Type &&
-               (PyType_GetFlags(type) & Py_TPFLAGS_HEAPTYPE) &&
+    int fits = (PyType_GetFlags(type) & Py_TPFLAGS_HEAPTYPE) &&
                (destructor)PyType_GetSlot(type, Py_tp_dealloc) == python_tuple_dealloc;
-    Py_DECREF(base);
-    if (same_sizes < 0)
+    if (fits) {
+        PyObject *base = PyObject_GetAttrString(cls, "__base__");
+        if (base == NULL)
+            return -1;
+        fits = base == (PyObject *)&PyTuple_Type;
+        Py_DECREF(base);
+    }
+    for (int j = 0; fits == 1 && j < 2; j++)
+        fits = same_as_tuple(cls, j == 0 ? "__basicsize__" : "__itemsize__");
+    if (fits < 0)
         return -1;
     if (!fits) {
         PyErr_Format(PyExc_TypeError,

@@ -17,7 +17,7 @@ mkdir -p build findings
 for target in "${targets[@]}"; do
   kernels=$(ls $src/*.c | grep -v -e '/core.c$' -e '/buffers.c$' -e '_py.c$')
   "$cc" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    -I"$src" "$target.c" $kernels -o "build/$target"
+    -I"$src" "$target.c" $kernels -lm -o "build/$target"
   corpus="corpus/$target"
   mkdir -p "$corpus"
   [ -n "$(ls -A "$corpus")" ] || cp ../tests/data/tfrecord/*.tfrecord "$corpus/"

@@ -10,12 +10,13 @@ import numpy as np
 import pytest
 
 from readplan.reading import item_runs
-from readplan.reading.items import Item
 
 core = importlib.import_module("readplan.records._core")
 
 
-@pytest.mark.parametrize("kernel", [lambda *a: core.run_items(Item, *a), item_runs.RunItemsPure])
+@pytest.mark.parametrize(
+    "kernel", [lambda *a: core.run_items(core.Item, *a), item_runs.RunItemsPure]
+)
 def test_record_indices_past_int64_are_refused_not_wrapped(kernel: object) -> None:
     shards = {0: SimpleNamespace(stream=iter([b"a", b"b"]))}
     positions = np.arange(2, dtype=np.int64)

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from readplan.reading import item_runs
-from readplan.reading.items import Item
+from tests.item_rows import row
 
 core = importlib.import_module("readplan.records._core")
 
@@ -50,12 +50,12 @@ def test_a_reentered_run_items_refuses_and_stays_in_its_positions() -> None:
         stream.items = items
         got = list(islice(items, 4))
         assert stream.inner == ["entered", "ValueError"], kernel
-        assert len(got) <= 1, (kernel, [tuple(item) for item in got])
+        assert len(got) <= 1, (kernel, [row(item) for item in got])
         assert all(item.position == 0 for item in got), kernel
 
 
 def partial_native(*args: Any) -> Any:
-    return core.run_items(Item, *args)
+    return core.run_items(core.Item, *args)
 
 
 THREADED = r"""
@@ -83,7 +83,7 @@ for name in ("native", "pure"):
     release.clear()
     args = ({0: SimpleNamespace(stream=stream())}, [0], [0], [1], [False], [0],
             np.arange(1, dtype=np.int64), 0, 1, 0, {0: "f"})
-    items = core.run_items(Item, *args) if name == "native" else item_runs.RunItemsPure(*args)
+    items = core.run_items(core.Item, *args) if name == "native" else item_runs.RunItemsPure(*args)
     taken = []
     worker = threading.Thread(target=lambda: taken.append(next(items)))
     worker.start()

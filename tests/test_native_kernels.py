@@ -20,9 +20,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from readplan.reading.items import Item, new_items_pure
+from readplan.reading.items import ItemPure, new_items_pure
 from readplan.records import native
 from readplan.records.tfrecord import _scan
+from tests.item_rows import row
 
 core = importlib.import_module("readplan.records._core")
 
@@ -342,10 +343,17 @@ def test_items_are_made_alike_by_both_cores(
     column = st.lists(st.integers(0, 2**62), min_size=n, max_size=n)
     positions, files, indices = (np.array(data.draw(column), dtype=np.int64) for _ in range(3))
     prefixes = [f"ds-train.tfrecord-{f:05d}-of-99999" for f in files.tolist()]
-    made = core.make_items(Item, records, prefixes, epoch, positions, files, indices)
+    made = core.make_items(core.Item, records, prefixes, epoch, positions, files, indices)
     twin = new_items_pure(records, prefixes, epoch, positions, files, indices)
-    assert made == twin
-    assert all(type(item) is Item for item in made)
+    assert [row(item) for item in made] == [row(item) for item in twin]
+    assert [row(item) for item in made] == [
+        (r, epoch, p, f, i, name)
+        for r, p, f, i, name in zip(
+            records, positions.tolist(), files.tolist(), indices.tolist(), prefixes, strict=True
+        )
+    ]
+    assert all(type(item) is core.Item for item in made)
+    assert all(type(item) is ItemPure for item in twin)
     assert [item.tfds_id for item in made] == [
         f"{p}__{i}" for p, i in zip(prefixes, indices.tolist())
     ]
@@ -353,6 +361,6 @@ def test_items_are_made_alike_by_both_cores(
 
 def test_items_refuse_columns_of_other_lengths() -> None:
     one, two = np.zeros(1, dtype=np.int64), np.zeros(2, dtype=np.int64)
-    for kernel in (lambda *a: core.make_items(Item, *a), new_items_pure):
+    for kernel in (lambda *a: core.make_items(core.Item, *a), new_items_pure):
         with pytest.raises(ValueError, match="one entry per record"):
             kernel([b"a"], ["p"], 0, one, two, one)

@@ -126,7 +126,12 @@ def test_items_and_batches_equal_the_source_decoded_and_resized(
     expected = list(Reader(source, decode="tfds", **kw))
     assert len(got) == len(expected) > 0
     for a, b in zip(got, expected, strict=True):
-        assert (a.epoch, a.position, a.file_index, a.record_index) == b[1:5]
+        assert (a.epoch, a.position, a.file_index, a.record_index) == (
+            b.epoch,
+            b.position,
+            b.file_index,
+            b.record_index,
+        )
         assert_same(a.record, resized(b.record))
     collating = Reader(raw, decode="tfds", decode_workers=workers, **kw)
     batches = list(collating.batches(5, drop_remainder=True))

@@ -13,7 +13,7 @@ from typing import Any, TypeAlias
 from readplan._internal.arrays import IntArray
 from readplan.errors import ReadplanError
 from readplan.reading.chunks import Runs
-from readplan.reading.items import Item
+from readplan.reading.items import Item, int64_of, made_item
 from readplan.reading.run_streams import (
     RUN_ENDED,
     RUN_NOT_TAKEN,
@@ -62,6 +62,7 @@ class RunItemsPure:
         epoch: int,
         names: Mapping[int, str],
     ) -> None:
+        int64_of(epoch, "run_items: epoch")
         check_shards_dict("run_items", shards)
         if not len(files) == len(firsts) == len(counts) == len(closing) == len(starts):
             raise ValueError(
@@ -139,12 +140,19 @@ class RunItemsPure:
                 return None
             if not hasattr(type(stream), "__next__"):
                 raise TypeError(f"run_items: the stream of run {k} is not an iterator")
-            prefix = self._names[files[k]]
+            file = files[k]
+            prefix = self._names[file]
+            int64_of(file, "run_items: a run's file")
+            if not isinstance(prefix, str):
+                raise TypeError(
+                    f"run_items: names[{file}] must be a str (the file's tfds_id prefix), "
+                    f"got {prefix!r}"
+                )
         except BaseException:
             self._stop(k, 0, None)
             raise
         self._got = 0
-        return self._items(stream, count, first, at, files[k], prefix)
+        return self._items(stream, count, first, at, file, prefix)
 
     def _items(
         self, stream: Iterator[Any], count: int, first: int, at: int, file: int, prefix: str
@@ -159,8 +167,7 @@ class RunItemsPure:
             except Exception as error:  # the run's outcome: the caller words or skips it
                 self._stop(k, got, error)
                 return
-            row = (record, epoch, int(positions[at + got]), file, first + got, prefix)
-            yield tuple.__new__(Item, row)
+            yield made_item(record, prefix, epoch, int(positions[at + got]), file, first + got)
 
 
 def _counted(counts: list[int], k: int) -> int:

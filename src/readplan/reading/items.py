@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from itertools import repeat
-from operator import itemgetter
-from typing import Any, TypeAlias
+from itertools import repeat, starmap
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from readplan._internal.arrays import IntArray
 from readplan._internal.validate import is_int
@@ -20,10 +20,13 @@ from readplan.records.native import CORE
 __all__ = [
     "Batch",
     "Item",
+    "ItemPure",
     "LazyRecords",
     "Record",
+    "int64_of",
     "iter_items",
     "iter_items_pure",
+    "made_item",
     "new_items",
     "new_items_pure",
 ]
@@ -32,19 +35,26 @@ Record: TypeAlias = bytes | dict[str, Any]
 """What a reader delivers per record: the raw bytes, or the decoded/parsed features."""
 
 
-class Item(tuple):  # type: ignore[type-arg]
-    """One delivered record and where it sits in the plan.
+class ItemPure:
+    """One delivered record and where it sits in the plan (``specs/reader.md``, "Deliveries").
 
     ``record`` is the raw bytes, or the decoded features when the reader decodes;
     ``tfds_id`` is TFDS's id of the record; ``position`` is the record's position in epoch
     ``epoch`` of the plan's global order; ``file_index`` indexes ``plan.instructions``;
-    ``record_index`` is the index in the file.
+    ``record_index`` is the index in the file.  Immutable; items compare equal when every
+    field does, and hash alike then.
 
-    An immutable tuple underneath, so that a reader makes millions of them per second:
-    items compare equal when every field does.
+    The twin of the compiled core's ``Item`` (``specs/native.md``, "Item"): ``readplan.Item``
+    is that type when the core is built, and this class otherwise.
     """
 
-    __slots__ = ()
+    __slots__ = ("_epoch", "_file_index", "_position", "_prefix", "_record", "_record_index")
+    _record: Record
+    _epoch: int
+    _position: int
+    _file_index: int
+    _record_index: int
+    _prefix: str
 
     def __new__(
         cls,
@@ -54,16 +64,16 @@ class Item(tuple):  # type: ignore[type-arg]
         position: int,
         file_index: int,
         record_index: int,
-    ) -> Item:
+    ) -> ItemPure:
         for name, value in (
             ("epoch", epoch),
             ("position", position),
             ("file_index", file_index),
             ("record_index", record_index),
         ):
-            if not is_int(value) or value < 0:
+            if not is_int(value) or not 0 <= value < 2**63:
                 raise ConfigError(
-                    f"Item.{name} must be a non-negative int, got {value!r}",
+                    f"Item.{name} must be a non-negative int below 2**63, got {value!r}",
                     field=name,
                     value=value,
                 )
@@ -75,29 +85,99 @@ class Item(tuple):  # type: ignore[type-arg]
                 field="tfds_id",
                 value=tfds_id,
             )
-        prefix = tfds_id[: -len(suffix)]
-        return tuple.__new__(cls, (record, epoch, position, file_index, record_index, prefix))
+        return made_item(
+            record, str(tfds_id[: -len(suffix)]), epoch, position, file_index, record_index
+        )
 
-    # The reader builds items from tuples in C (new_items); tfds_id is formatted on demand.
-    record: Record = property(itemgetter(0))  # type: ignore[assignment]
-    epoch: int = property(itemgetter(1))  # type: ignore[assignment]
-    position: int = property(itemgetter(2))  # type: ignore[assignment]
-    file_index: int = property(itemgetter(3))  # type: ignore[assignment]
-    record_index: int = property(itemgetter(4))  # type: ignore[assignment]
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        raise TypeError("type 'readplan.reading.items.Item' is not an acceptable base type")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Item is immutable: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"Item is immutable: cannot delete {name!r}")
+
+    record: Record = property(attrgetter("_record"))  # type: ignore[assignment]
+    epoch: int = property(attrgetter("_epoch"))  # type: ignore[assignment]
+    position: int = property(attrgetter("_position"))  # type: ignore[assignment]
+    file_index: int = property(attrgetter("_file_index"))  # type: ignore[assignment]
+    record_index: int = property(attrgetter("_record_index"))  # type: ignore[assignment]
 
     @property
     def tfds_id(self) -> str:
         """TFDS's ``tfds_id`` of the record, ``{file}__{index}``."""
-        return f"{self[5]}__{self[4]}"
+        return f"{self._prefix}__{self._record_index}"
 
-    def __getnewargs__(self) -> tuple[Any, ...]:
-        return (self[0], self.tfds_id, self[1], self[2], self[3], self[4])
+    def _key(self) -> tuple[Any, ...]:
+        return (
+            self._record,
+            self._epoch,
+            self._position,
+            self._file_index,
+            self._record_index,
+            self._prefix,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not ItemPure:
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled as readplan.reading.items.Item, whichever core loads it.
+        return (Item, (self._record, self.tfds_id, *self._key()[1:5]))
 
     def __repr__(self) -> str:
         return (
-            f"Item(record={self[0]!r:.60}, tfds_id={self.tfds_id!r}, epoch={self[1]}, "
-            f"position={self[2]}, file_index={self[3]}, record_index={self[4]})"
+            f"Item(record={self._record!r:.60}, tfds_id={self.tfds_id!r}, epoch={self._epoch}, "
+            f"position={self._position}, file_index={self._file_index}, "
+            f"record_index={self._record_index})"
         )
+
+
+ItemPure.__name__ = ItemPure.__qualname__ = "Item"
+# The fields in the order made_item() sets them.
+_FIELDS = ("_record", "_epoch", "_position", "_file_index", "_record_index", "_prefix")
+_SETTERS = tuple(getattr(ItemPure, slot).__set__ for slot in _FIELDS)
+
+
+def made_item(
+    record: Record, prefix: str, epoch: int, position: int, file_index: int, record_index: int
+) -> ItemPure:
+    """An :class:`ItemPure` of fields known to be valid (the kernels' twins make these)."""
+    item = object.__new__(ItemPure)
+    for setter, value in zip(
+        _SETTERS, (record, epoch, position, file_index, record_index, prefix), strict=True
+    ):
+        setter(item, value)
+    return item
+
+
+# The compiled type when there is a core (specs/native.md, "Item").
+if TYPE_CHECKING:
+    Item = ItemPure
+else:
+    Item = ItemPure if CORE is None else CORE.Item
+
+
+def int64_of(value: object, who: str) -> int:
+    """``value`` when it is an int (not a bool) in 0 .. 2**63 - 1, as the kernels put into
+    items; a ``ValueError`` naming ``who`` otherwise (the compiled kernels' check)."""
+    if not is_int(value) or not 0 <= value < 2**63:
+        raise ValueError(f"{who} must be a non-negative int below 2**63, got {value!r}")
+    return value
+
+
+def _prefixes_checked(prefixes: list[Any], files: list[int], who: str) -> None:
+    for prefix, file in zip(prefixes, files, strict=True):
+        if not isinstance(prefix, str):
+            raise TypeError(
+                f"{who}: names[{file}] must be a str (the file's tfds_id prefix), got {prefix!r}"
+            )
 
 
 def new_items_pure(
@@ -110,15 +190,13 @@ def new_items_pure(
 ) -> list[Item]:
     """One :class:`Item` per record, from a batch's columns (``prefixes[k]`` is record
     ``k``'s file's ``tfds_id`` prefix); the twin of the compiled ``make_items``."""
+    int64_of(epoch, "make_items: epoch")
     if not len(records) == len(prefixes) == len(positions) == len(files) == len(indices):
         raise ValueError("make_items: every column must hold one entry per record")
-    # The reader's values are valid by construction: its items skip the checks of __new__
-    # and are made from tuples without a Python step per item (map calls tuple.__new__
-    # itself: a partial around it costs a quarter more per item).
-    rows = zip(
-        records, repeat(epoch), positions.tolist(), files.tolist(), indices.tolist(), prefixes
-    )
-    return list(map(tuple.__new__, repeat(Item), rows))
+    listed_files = files.tolist()
+    _prefixes_checked(prefixes, listed_files, "make_items")
+    rows = zip(records, prefixes, repeat(epoch), positions.tolist(), listed_files, indices.tolist())
+    return list(starmap(made_item, rows))
 
 
 def new_items(
@@ -149,10 +227,17 @@ def iter_items_pure(
     ``tfds_id`` prefix; a file it does not name raises its lookup's error here); its
     ``__length_hint__`` is the number of items not yet handed out.  The twin of the
     compiled ``iter_items``, which makes each item when it is asked for."""
+    int64_of(epoch, "iter_items: epoch")
     if not len(records) == len(positions) == len(files) == len(indices):
         raise ValueError("iter_items: every column must hold one entry per record")
-    prefixes = list(map(names.__getitem__, files.tolist()))
-    return iter(new_items_pure(records, prefixes, epoch, positions, files, indices))
+    listed_files = files.tolist()
+    prefixes = []
+    for file in listed_files:
+        prefix = names[file]
+        _prefixes_checked([prefix], [file], "iter_items")
+        prefixes.append(prefix)
+    rows = zip(records, prefixes, repeat(epoch), positions.tolist(), listed_files, indices.tolist())
+    return iter(list(starmap(made_item, rows)))
 
 
 # The compiled iterator when there is a core (specs/native.md, "iter_items").

@@ -11,6 +11,7 @@
 #include "frames_py.h"
 #include "images.h"
 #include "item_runs_py.h"
+#include "item_type.h"
 #include "items_py.h"
 #include "record_run_py.h"
 #include "runs_py.h"
@@ -409,17 +410,39 @@ static PyObject *py_half_of(PyObject *self, PyObject *args) {
 }
 
 
-/* make_items(cls, records, prefixes, epoch, positions, files, indices): a list of `cls` (a tuple
- * subclass) instances (record, epoch, position, file, index, prefix), one per record. */
+/* The n items of make_items(), the columns checked: a new list, or NULL with an error set. */
+static PyObject *made_items(PyObject *records, PyObject *prefixes, int64_t epoch,
+                            const int64_t *positions, const int64_t *files,
+                            const int64_t *indices) {
+    Py_ssize_t n = PyList_Size(records);
+    PyObject *out = PyList_New(n);
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+        PyObject *prefix = PyList_GetItem(prefixes, i);
+        if (!PyUnicode_Check(prefix)) {
+            item_prefix_error("make_items", files[i], prefix);
+            Py_CLEAR(out);
+            break;
+        }
+        PyObject *item = item_new(Py_NewRef(PyList_GetItem(records, i)), prefix, epoch,
+                                  positions[i], files[i], indices[i]);
+        if (item == NULL || PyList_SetItem(out, i, item) < 0)
+            Py_CLEAR(out);
+    }
+    return out;
+}
+
+/* make_items(cls, records, prefixes, epoch, positions, files, indices): a list of Item
+ * (item_type.h), one per record. */
 static PyObject *py_make_items(PyObject *self, PyObject *args) {
     PyObject *cls, *records, *prefixes, *epoch, *positions_obj, *files_obj, *indices_obj;
     if (!PyArg_ParseTuple(args, "O!O!O!OOOO:make_items", &PyType_Type, &cls, &PyList_Type,
                           &records, &PyList_Type, &prefixes, &epoch, &positions_obj, &files_obj,
                           &indices_obj))
         return NULL;
-    if (check_item_type(cls, "make_items") < 0)
+    int64_t epoch_value;
+    if (item_check_type(cls, "make_items") < 0 ||
+        item_int64_of(epoch, "make_items: epoch", &epoch_value) < 0)
         return NULL;
-    allocfunc alloc = (allocfunc)PyType_GetSlot((PyTypeObject *)cls, Py_tp_alloc);
     Py_buffer arrays[3];
     PyObject *objs[3] = {positions_obj, files_obj, indices_obj};
     int held = 0;
@@ -432,32 +455,8 @@ static PyObject *py_make_items(PyObject *self, PyObject *args) {
                       items_of(&arrays[1]) != n || items_of(&arrays[2]) != n)) {
         PyErr_SetString(PyExc_ValueError, "make_items: every column must hold one entry per record");
     } else if (held == 3) {
-        const int64_t *pos = arrays[0].buf, *file = arrays[1].buf, *index = arrays[2].buf;
-        out = PyList_New(n);
-        for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
-            PyObject *item = alloc((PyTypeObject *)cls, 6);
-            PyObject *fields[6] = {PyList_GetItem(records, i), epoch, NULL, NULL, NULL,
-                                   PyList_GetItem(prefixes, i)};
-            Py_XINCREF(fields[0]);
-            Py_INCREF(fields[1]);
-            Py_XINCREF(fields[5]);
-            fields[2] = PyLong_FromLongLong(pos[i]);
-            fields[3] = PyLong_FromLongLong(file[i]);
-            fields[4] = PyLong_FromLongLong(index[i]);
-            int bad = item == NULL;
-            for (int k = 0; k < 6; k++) {
-                if (fields[k] == NULL || bad) {
-                    bad = 1;
-                    Py_XDECREF(fields[k]);
-                } else if (PyTuple_SetItem(item, k, fields[k]) < 0) {
-                    bad = 1;
-                }
-            }
-            if (bad || PyList_SetItem(out, i, item) < 0) {
-                Py_XDECREF(item);
-                Py_CLEAR(out);
-            }
-        }
+        out = made_items(records, prefixes, epoch_value, arrays[0].buf, arrays[1].buf,
+                         arrays[2].buf);
     }
     while (held-- > 0)
         PyBuffer_Release(&arrays[held]);
@@ -505,7 +504,7 @@ PyMODINIT_FUNC PyInit__core(void) {
     crc32c_init();
     PyObject *m = PyModule_Create(&module);
     if (m != NULL && (PyModule_AddStringConstant(m, "CRC32C_ENGINE", crc32c_engine()) < 0 ||
-                      items_add_types(m) < 0 || record_run_init(m) < 0 ||
+                      items_add_types(m) < 0 || item_type_add(m) < 0 || record_run_init(m) < 0 ||
                       item_runs_init(m) < 0))
         Py_CLEAR(m);
     return m;

@@ -4,7 +4,7 @@
  * Run k delivers counts[k] records of file files[k], records firsts[k] .. of its shard's `stream`,
  * at the deliveries starts[k] .. (positions[d] is delivery d's position).  next() takes the next
  * record of the current run from its stream and makes its item at once, (record, epoch, position,
- * file, record index, names[file]) as an instance of the tuple subclass cls: no list of records,
+ * file, record index, names[file]) as an Item (item_type.h): no list of records,
  * no columns and no batch in between, and each record is copied out of the stream's buffer while
  * that buffer and the memory of the item just freed are still in the cache.  The iterator stops
  * at the first run it cannot take whole, as take_runs() does (runs_py.c): a run marked in
@@ -13,7 +13,7 @@
  * every step makes or moves Python objects. */
 #include "item_runs_py.h"
 
-#include "items_py.h"
+#include "item_type.h"
 #include "module_types.h"
 #include "runs_py.h"
 
@@ -23,11 +23,11 @@
 
 typedef struct {
     PyObject_HEAD
-    PyObject *cls, *shards, *files, *firsts, *counts, *closing, *starts, *epoch, *names;
+    PyObject *cls, *shards, *files, *firsts, *counts, *closing, *starts, *names;
+    int64_t epoch, file_index; /* the items' epoch; the current run's file */
     Py_buffer view; /* the caller's positions, held */
     const int64_t *positions;
     Py_ssize_t n_positions;
-    allocfunc alloc;
     Py_ssize_t k, hi;     /* the current run; the run the iterator stops at, at most */
     Py_ssize_t left, got; /* records of run k still to take; taken so far */
     int64_t record, at;   /* record index and delivery of the next record of run k */
@@ -40,37 +40,6 @@ typedef struct {
 
 static PyTypeObject *run_items_type;
 
-/* The ints 0 .. n_shared - 1, made once and shared by every item of such a record index: no int
- * made and freed per item.  Grown as records further into files are reached, up to SHARED_INTS
- * (about 2 MiB of ints); items of records beyond get ints of their own. */
-#define SHARED_INTS (1 << 16)
-static PyObject **shared_ints;
-static Py_ssize_t n_shared;
-
-/* Shares the ints up to `end` (SHARED_INTS at most); -1 with an error set. */
-static int share_ints(int64_t end) {
-    if (end <= n_shared || n_shared == SHARED_INTS)
-        return 0;
-    Py_ssize_t size = 2 * n_shared > end ? 2 * n_shared : (Py_ssize_t)end;
-    size = size < 1024 ? 1024 : size > SHARED_INTS ? SHARED_INTS : size;
-    PyObject **grown = PyMem_Realloc(shared_ints, (size_t)size * sizeof *grown);
-    if (grown == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    shared_ints = grown;
-    for (; n_shared < size; n_shared++)
-        if ((shared_ints[n_shared] = PyLong_FromSsize_t(n_shared)) == NULL)
-            return -1;
-    return 0;
-}
-
-static PyObject *index_int(int64_t i) {
-    if (i >= 0 && i < n_shared)
-        return Py_NewRef(shared_ints[i]);
-    return PyLong_FromLongLong(i);
-}
-
 static int traverse(run_items *self, visitproc visit, void *arg) {
     Py_VISIT(self->cls);
     Py_VISIT(self->shards);
@@ -79,7 +48,6 @@ static int traverse(run_items *self, visitproc visit, void *arg) {
     Py_VISIT(self->counts);
     Py_VISIT(self->closing);
     Py_VISIT(self->starts);
-    Py_VISIT(self->epoch);
     Py_VISIT(self->names);
     Py_VISIT(self->stream);
     Py_VISIT(self->file);
@@ -105,7 +73,6 @@ static int clear(run_items *self) {
     Py_CLEAR(self->counts);
     Py_CLEAR(self->closing);
     Py_CLEAR(self->starts);
-    Py_CLEAR(self->epoch);
     Py_CLEAR(self->names);
     Py_CLEAR(self->stopped);
     PyBuffer_Release(&self->view); /* once: it forgets the buffer */
@@ -187,8 +154,6 @@ static int begin_run(run_items *self, Py_ssize_t k) {
                      k, (long long)first);
         return -1;
     }
-    if (share_ints(first + count) < 0)
-        return -1;
     PyObject *closing = entry(self->closing, k);
     if (closing == NULL)
         return -1;
@@ -209,6 +174,14 @@ static int begin_run(run_items *self, Py_ssize_t k) {
     }
     iternextfunc next = (iternextfunc)PyType_GetSlot(Py_TYPE(stream), Py_tp_iternext);
     PyObject *prefix = next == NULL ? NULL : PyObject_GetItem(self->names, file);
+    int64_t file_index = 0;
+    int named = prefix != NULL && item_int64_of(file, "run_items: a run's file", &file_index) == 0;
+    if (named && !PyUnicode_Check(prefix)) {
+        item_prefix_error("run_items", file_index, prefix);
+        named = 0;
+    }
+    if (!named)
+        Py_CLEAR(prefix);
     if (prefix == NULL) {
         if (next == NULL)
             PyErr_Format(PyExc_TypeError, "run_items: the stream of run %zd is not an iterator", k);
@@ -220,6 +193,7 @@ static int begin_run(run_items *self, Py_ssize_t k) {
     self->stream = stream;
     self->next = next;
     self->file = file;
+    self->file_index = file_index;
     self->prefix = prefix;
     self->left = (Py_ssize_t)count;
     self->got = 0;
@@ -242,10 +216,8 @@ static PyObject *stream_stopped(run_items *self) {
 
 /* The item of `record` (a reference it takes), the next record of run k. */
 static PyObject *make_item(run_items *self, PyObject *record) {
-    PyObject *fields[6] = {record, Py_NewRef(self->epoch),
-                           PyLong_FromLongLong(self->positions[self->at]), Py_NewRef(self->file),
-                           index_int(self->record), Py_NewRef(self->prefix)};
-    return new_item(self->alloc, self->cls, fields);
+    return item_new(record, self->prefix, self->epoch, self->positions[self->at], self->file_index,
+                    self->record);
 }
 
 static PyObject *take_item(run_items *self) {
@@ -389,7 +361,9 @@ PyObject *py_run_items(PyObject *module, PyObject *args) {
                           &lists[2], &PyList_Type, &lists[3], &PyList_Type, &lists[4], &positions,
                           &lo, &hi, &epoch, &names))
         return NULL;
-    if (check_item_type(cls, "run_items") < 0)
+    int64_t epoch_value;
+    if (item_check_type(cls, "run_items") < 0 ||
+        item_int64_of(epoch, "run_items: epoch", &epoch_value) < 0)
         return NULL;
     if (!PyDict_CheckExact(shards))
         return shards_not_a_dict("run_items", shards);
@@ -412,9 +386,8 @@ PyObject *py_run_items(PyObject *module, PyObject *args) {
                           &self->starts};
     for (int j = 0; j < 5; j++)
         *held[j] = Py_NewRef(lists[j]);
-    self->epoch = Py_NewRef(epoch);
+    self->epoch = epoch_value;
     self->names = Py_NewRef(names);
-    self->alloc = (allocfunc)PyType_GetSlot((PyTypeObject *)cls, Py_tp_alloc);
     self->k = lo;
     self->hi = hi;
     if (hold_positions(self, positions) < 0 || count_deliveries(self, lo, hi) < 0) {

@@ -2,39 +2,31 @@
  * readplan.reading.items.iter_items_pure, a list iterator over the same items made up front).
  *
  * iter_items(cls, records, names, epoch, positions, files, indices) checks the columns and names
- * each record's file when it is made; next() then makes the tuple-subclass instance
- * (record, epoch, position, file, index, prefix) of the next record.  An item made when it is
+ * each record's file when it is made; next() then makes the Item (item_type.h) of the next
+ * record.  An item made when it is
  * asked for takes the memory the previous one freed, still in the cache, where a list of all
  * of a batch's items is made in memory that has gone cold by the time its last item is freed. */
 #include "items_py.h"
 
 #include <string.h>
 
+#include "item_type.h"
 #include "module_types.h"
 
 typedef struct {
     PyObject_HEAD
-    PyObject *cls;      /* the item type, a tuple subclass */
-    PyObject *records;  /* a tuple: the records, held as they were when the iterator was made */
-    PyObject *epoch;
-    PyObject *held;     /* a tuple: each stretch's file index (an int) and prefix */
-    PyObject **named;   /* 2 x n: record k's file index and prefix, borrowed from `held` */
-    int64_t *columns;   /* positions, files, indices: 3 x n, a copy of the caller's arrays */
-    allocfunc alloc;
+    PyObject *records;   /* a tuple: the records, held as they were when the iterator was made */
+    PyObject *held;      /* a tuple: each stretch's prefix */
+    PyObject **prefixes; /* n: record k's prefix, borrowed from `held` */
+    int64_t *columns;    /* positions, files, indices: 3 x n, a copy of the caller's arrays */
+    int64_t epoch;
     Py_ssize_t n, next;
     int busy; /* inside next(): a finalizer that runs meanwhile must not take a step too */
 } ItemIter;
 
 static PyTypeObject *item_iter_type;
-/* A class defined in Python on tuple: its instances' dealloc, which frees exactly the fields the
- * instance holds; and the last item class check_item_type() accepted (a strong reference). */
-static destructor python_tuple_dealloc;
-static PyObject *accepted_item_type;
-
 static int item_iter_traverse(ItemIter *self, visitproc visit, void *arg) {
-    Py_VISIT(self->cls);
     Py_VISIT(self->records);
-    Py_VISIT(self->epoch);
     Py_VISIT(self->held);
     /* A heap type's instances visit their type. */
     Py_VISIT(Py_TYPE((PyObject *)self));
@@ -42,9 +34,7 @@ static int item_iter_traverse(ItemIter *self, visitproc visit, void *arg) {
 }
 
 static int item_iter_clear(ItemIter *self) {
-    Py_CLEAR(self->cls);
     Py_CLEAR(self->records);
-    Py_CLEAR(self->epoch);
     Py_CLEAR(self->held);
     return 0;
 }
@@ -53,7 +43,7 @@ static void item_iter_dealloc(ItemIter *self) {
     PyTypeObject *type = Py_TYPE((PyObject *)self);
     PyObject_GC_UnTrack(self);
     item_iter_clear(self);
-    PyMem_Free(self->named);
+    PyMem_Free(self->prefixes);
     PyMem_Free(self->columns);
     freefunc free_slot = (freefunc)PyType_GetSlot(type, Py_tp_free);
     free_slot(self);
@@ -64,33 +54,8 @@ static void item_iter_dealloc(ItemIter *self) {
 static PyObject *make_item(ItemIter *self, Py_ssize_t k) {
     const int64_t *c = self->columns;
     Py_ssize_t n = self->n;
-    /* The file's int is shared by the records of its stretch: no new int per item. */
-    PyObject *fields[6] = {PyTuple_GetItem(self->records, k), self->epoch,
-                           PyLong_FromLongLong(c[k]), self->named[2 * k],
-                           PyLong_FromLongLong(c[2 * n + k]), self->named[2 * k + 1]};
-    Py_XINCREF(fields[0]);
-    Py_INCREF(fields[1]);
-    Py_INCREF(fields[3]);
-    Py_INCREF(fields[5]);
-    return new_item(self->alloc, self->cls, fields);
-}
-
-PyObject *new_item(allocfunc alloc, PyObject *cls, PyObject *fields[6]) {
-    PyObject *item = alloc((PyTypeObject *)cls, 6);
-    int bad = item == NULL;
-    for (int f = 0; f < 6; f++) {
-        if (fields[f] == NULL || bad) {
-            bad = 1;
-            Py_XDECREF(fields[f]);
-        } else if (PyTuple_SetItem(item, f, fields[f]) < 0) {
-            bad = 1; /* SetItem took the field's reference */
-        }
-    }
-    if (bad) {
-        Py_XDECREF(item);
-        return NULL;
-    }
-    return item;
+    return item_new(Py_XNewRef(PyTuple_GetItem(self->records, k)), self->prefixes[k],
+                    self->epoch, c[k], c[n + k], c[2 * n + k]);
 }
 
 static PyObject *item_iter_next(ItemIter *self) {
@@ -140,64 +105,12 @@ static PyType_Spec item_iter_spec = {
     item_iter_slots,
 };
 
-/* Whether cls's attribute `name` equals tuple's: 1 or 0, -1 with an error set. */
-static int same_as_tuple(PyObject *cls, const char *name) {
-    PyObject *mine = PyObject_GetAttrString(cls, name);
-    PyObject *tuples = PyObject_GetAttrString((PyObject *)&PyTuple_Type, name);
-    int equal = mine == NULL || tuples == NULL ? -1 : PyObject_RichCompareBool(mine, tuples, Py_EQ);
-    Py_XDECREF(mine);
-    Py_XDECREF(tuples);
-    return equal;
-}
-
-int check_item_type(PyObject *cls, const char *who) {
-    if (cls == accepted_item_type)
-        return 0;
-    PyTypeObject *type = (PyTypeObject *)cls;
-    int fits = (PyType_GetFlags(type) & Py_TPFLAGS_HEAPTYPE) &&
-               (destructor)PyType_GetSlot(type, Py_tp_dealloc) == python_tuple_dealloc;
-    if (fits) {
-        PyObject *base = PyObject_GetAttrString(cls, "__base__");
-        if (base == NULL)
-            return -1;
-        fits = base == (PyObject *)&PyTuple_Type;
-        Py_DECREF(base);
-    }
-    for (int j = 0; fits == 1 && j < 2; j++)
-        fits = same_as_tuple(cls, j == 0 ? "__basicsize__" : "__itemsize__");
-    if (fits < 0)
-        return -1;
-    if (!fits) {
-        PyErr_Format(PyExc_TypeError,
-                     "%s: cls must be a class defined in Python directly on tuple with "
-                     "__slots__ = () (as readplan's Item), got %R", who, cls);
-        return -1;
-    }
-    PyObject *previous = accepted_item_type;
-    accepted_item_type = Py_NewRef(cls);
-    Py_XDECREF(previous);
-    return 0;
-}
-
-/* The dealloc of a class defined in Python on tuple, from one made here. */
-static int find_python_tuple_dealloc(void) {
-    PyObject *probe = PyObject_CallFunction((PyObject *)&PyType_Type, "s(O){s:()}", "ItemProbe",
-                                            (PyObject *)&PyTuple_Type, "__slots__");
-    if (probe == NULL)
-        return -1;
-    python_tuple_dealloc = (destructor)PyType_GetSlot((PyTypeObject *)probe, Py_tp_dealloc);
-    Py_DECREF(probe);
-    return python_tuple_dealloc == NULL ? -1 : 0;
-}
-
 int items_add_types(PyObject *module) {
-    if (find_python_tuple_dealloc() < 0)
-        return -1;
     return add_type(module, &item_iter_spec, "ItemIter", &item_iter_type);
 }
 
-/* Each record's file index as an int and its prefix, names[file], made and looked up once per
- * stretch of records of one file and held in self->held.  -1 with the lookup's error. */
+/* Each record's prefix, names[file] (a str), looked up once per stretch of records of one file
+ * and held in self->held.  -1 with the lookup's error, or a TypeError for a prefix not a str. */
 static int name_files(ItemIter *self, PyObject *names) {
     Py_ssize_t n = self->n;
     const int64_t *files = self->columns + n;
@@ -211,16 +124,18 @@ static int name_files(ItemIter *self, PyObject *names) {
             if (key == NULL)
                 goto fail;
             prefix = PyObject_GetItem(names, key);
-            int appended = prefix == NULL ? -1 : PyList_Append(held, key);
-            Py_DECREF(key); /* `held` keeps them */
-            if (appended < 0 || PyList_Append(held, prefix) < 0) {
+            Py_DECREF(key);
+            if (prefix != NULL && !PyUnicode_Check(prefix)) {
+                item_prefix_error("iter_items", files[k], prefix);
+                Py_CLEAR(prefix);
+            }
+            if (prefix == NULL || PyList_Append(held, prefix) < 0) { /* `held` keeps it */
                 Py_XDECREF(prefix);
                 goto fail;
             }
             Py_DECREF(prefix);
         }
-        self->named[2 * k] = key;
-        self->named[2 * k + 1] = prefix;
+        self->prefixes[k] = prefix;
     }
     self->held = PyList_AsTuple(held);
     Py_DECREF(held);
@@ -254,7 +169,9 @@ PyObject *py_iter_items(PyObject *module, PyObject *args) {
     if (!PyArg_ParseTuple(args, "O!O!OOOOO:iter_items", &PyType_Type, &cls, &PyList_Type, &records,
                           &names, &epoch, &arrays[0], &arrays[1], &arrays[2]))
         return NULL;
-    if (check_item_type(cls, "iter_items") < 0)
+    int64_t epoch_value;
+    if (item_check_type(cls, "iter_items") < 0 ||
+        item_int64_of(epoch, "iter_items: epoch", &epoch_value) < 0)
         return NULL;
     allocfunc alloc = (allocfunc)PyType_GetSlot(item_iter_type, Py_tp_alloc);
     ItemIter *self = (ItemIter *)alloc(item_iter_type, 0);
@@ -262,13 +179,11 @@ PyObject *py_iter_items(PyObject *module, PyObject *args) {
         return NULL;
     /* alloc zeroed the fields: a failure below deallocates what was set. */
     self->n = PyList_Size(records);
-    self->cls = Py_NewRef(cls);
-    self->epoch = Py_NewRef(epoch);
-    self->alloc = (allocfunc)PyType_GetSlot((PyTypeObject *)cls, Py_tp_alloc);
+    self->epoch = epoch_value;
     size_t slots = (size_t)(self->n > 0 ? self->n : 1);
     self->columns = PyMem_Malloc(3 * slots * sizeof(int64_t));
-    self->named = PyMem_Malloc(2 * slots * sizeof(PyObject *));
-    if (self->columns == NULL || self->named == NULL) {
+    self->prefixes = PyMem_Malloc(slots * sizeof(PyObject *));
+    if (self->columns == NULL || self->prefixes == NULL) {
         PyErr_NoMemory();
         Py_DECREF(self);
         return NULL;

@@ -11,7 +11,7 @@
 #include "frames_py.h"
 #include "images.h"
 #include "item_runs_py.h"
-#include "item_type.h"
+#include "item_type_py.h"
 #include "items_py.h"
 #include "record_run_py.h"
 #include "runs_py.h"
@@ -432,7 +432,7 @@ static PyObject *made_items(PyObject *records, PyObject *prefixes, int64_t epoch
 }
 
 /* make_items(cls, records, prefixes, epoch, positions, files, indices): a list of Item
- * (item_type.h), one per record. */
+ * (item_type_py.h), one per record. */
 static PyObject *py_make_items(PyObject *self, PyObject *args) {
     PyObject *cls, *records, *prefixes, *epoch, *positions_obj, *files_obj, *indices_obj;
     if (!PyArg_ParseTuple(args, "O!O!O!OOOO:make_items", &PyType_Type, &cls, &PyList_Type,

@@ -4,7 +4,7 @@
  * Run k delivers counts[k] records of file files[k], records firsts[k] .. of its shard's `stream`,
  * at the deliveries starts[k] .. (positions[d] is delivery d's position).  next() takes the next
  * record of the current run from its stream and makes its item at once, (record, epoch, position,
- * file, record index, names[file]) as an Item (item_type.h): no list of records,
+ * file, record index, names[file]) as an Item (item_type_py.h): no list of records,
  * no columns and no batch in between, and each record is copied out of the stream's buffer while
  * that buffer and the memory of the item just freed are still in the cache.  The iterator stops
  * at the first run it cannot take whole, as take_runs() does (runs_py.c): a run marked in
@@ -13,7 +13,7 @@
  * every step makes or moves Python objects. */
 #include "item_runs_py.h"
 
-#include "item_type.h"
+#include "item_type_py.h"
 #include "module_types.h"
 #include "runs_py.h"
 

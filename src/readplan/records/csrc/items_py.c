@@ -2,7 +2,7 @@
  * readplan.reading.items.iter_items_pure, a list iterator over the same items made up front).
  *
  * iter_items(cls, records, names, epoch, positions, files, indices) checks the columns and names
- * each record's file when it is made; next() then makes the Item (item_type.h) of the next
+ * each record's file when it is made; next() then makes the Item (item_type_py.h) of the next
  * record.  An item made when it is
  * asked for takes the memory the previous one freed, still in the cache, where a list of all
  * of a batch's items is made in memory that has gone cold by the time its last item is freed. */
@@ -10,7 +10,7 @@
 
 #include <string.h>
 
-#include "item_type.h"
+#include "item_type_py.h"
 #include "module_types.h"
 
 typedef struct {

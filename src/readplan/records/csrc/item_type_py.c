@@ -4,7 +4,7 @@
  * held as int64 and become ints only when read, the tfds_id is formatted only when asked for,
  * and an item whose record is bytes is left out of the cycle collector (it can refer to
  * nothing that refers back), as CPython does for tuples of atomic values. */
-#include "item_type.h"
+#include "item_type_py.h"
 
 #include "module_types.h"
 

@@ -1,7 +1,7 @@
 /* Item: one delivered record and where it sits in the plan (specs/native.md, "Item"; the twin
  * is readplan.reading.items.ItemPure). */
-#ifndef READPLAN_ITEM_TYPE_H
-#define READPLAN_ITEM_TYPE_H
+#ifndef READPLAN_ITEM_TYPE_PY_H
+#define READPLAN_ITEM_TYPE_PY_H
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -13,7 +13,7 @@ from typing import Any, TypeAlias
 from readplan._internal.arrays import IntArray
 from readplan.errors import ReadplanError
 from readplan.reading.chunks import Runs
-from readplan.reading.items import Item, int64_of, made_item
+from readplan.reading.items import Item, int64_of, made_item, prefix_checked
 from readplan.reading.run_streams import (
     RUN_ENDED,
     RUN_NOT_TAKEN,
@@ -143,11 +143,7 @@ class RunItemsPure:
             file = files[k]
             prefix = self._names[file]
             int64_of(file, "run_items: a run's file")
-            if not isinstance(prefix, str):
-                raise TypeError(
-                    f"run_items: names[{file}] must be a str (the file's tfds_id prefix), "
-                    f"got {prefix!r}"
-                )
+            prefix_checked(prefix, file, "run_items")
         except BaseException:
             self._stop(k, 0, None)
             raise

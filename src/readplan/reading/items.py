@@ -29,6 +29,7 @@ __all__ = [
     "made_item",
     "new_items",
     "new_items_pure",
+    "prefix_checked",
 ]
 
 Record: TypeAlias = bytes | dict[str, Any]
@@ -172,12 +173,13 @@ def int64_of(value: object, who: str) -> int:
     return value
 
 
-def _prefixes_checked(prefixes: list[Any], files: list[int], who: str) -> None:
-    for prefix, file in zip(prefixes, files, strict=True):
-        if not isinstance(prefix, str):
-            raise TypeError(
-                f"{who}: names[{file}] must be a str (the file's tfds_id prefix), got {prefix!r}"
-            )
+def prefix_checked(prefix: Any, file: int, who: str) -> str:
+    """``prefix`` when it is a ``str``; the compiled kernels' ``TypeError`` otherwise."""
+    if not isinstance(prefix, str):
+        raise TypeError(
+            f"{who}: names[{file}] must be a str (the file's tfds_id prefix), got {prefix!r}"
+        )
+    return prefix
 
 
 def new_items_pure(
@@ -194,7 +196,8 @@ def new_items_pure(
     if not len(records) == len(prefixes) == len(positions) == len(files) == len(indices):
         raise ValueError("make_items: every column must hold one entry per record")
     listed_files = files.tolist()
-    _prefixes_checked(prefixes, listed_files, "make_items")
+    for prefix, file in zip(prefixes, listed_files, strict=True):
+        prefix_checked(prefix, file, "make_items")
     rows = zip(records, prefixes, repeat(epoch), positions.tolist(), listed_files, indices.tolist())
     return list(starmap(made_item, rows))
 
@@ -231,11 +234,7 @@ def iter_items_pure(
     if not len(records) == len(positions) == len(files) == len(indices):
         raise ValueError("iter_items: every column must hold one entry per record")
     listed_files = files.tolist()
-    prefixes = []
-    for file in listed_files:
-        prefix = names[file]
-        _prefixes_checked([prefix], [file], "iter_items")
-        prefixes.append(prefix)
+    prefixes = [prefix_checked(names[file], file, "iter_items") for file in listed_files]
     rows = zip(records, prefixes, repeat(epoch), positions.tolist(), listed_files, indices.tolist())
     return iter(list(starmap(made_item, rows)))
 

@@ -32,7 +32,7 @@ typedef struct {
     Py_ssize_t left, got; /* records of run k still to take; taken so far */
     int64_t record, at;   /* record index and delivery of the next record of run k */
     Py_ssize_t taken, total;
-    PyObject *stream, *file, *prefix; /* run k's, held while it is taken */
+    PyObject *stream, *prefix; /* run k's, held while it is taken */
     iternextfunc next;
     PyObject *stopped; /* NULL while running; then (k, got, outcome) */
     int busy;          /* inside next(): the Python it runs must not take a step too */
@@ -50,7 +50,6 @@ static int traverse(run_items *self, visitproc visit, void *arg) {
     Py_VISIT(self->starts);
     Py_VISIT(self->names);
     Py_VISIT(self->stream);
-    Py_VISIT(self->file);
     Py_VISIT(self->prefix);
     Py_VISIT(self->stopped);
     Py_VISIT(Py_TYPE((PyObject *)self));
@@ -59,7 +58,6 @@ static int traverse(run_items *self, visitproc visit, void *arg) {
 
 static void drop_run(run_items *self) {
     Py_CLEAR(self->stream);
-    Py_CLEAR(self->file);
     Py_CLEAR(self->prefix);
     self->left = 0;
 }
@@ -189,10 +187,10 @@ static int begin_run(run_items *self, Py_ssize_t k) {
         Py_DECREF(file);
         return -1;
     }
+    Py_DECREF(file); /* its int64 is what the items need */
     self->k = k;
     self->stream = stream;
     self->next = next;
-    self->file = file;
     self->file_index = file_index;
     self->prefix = prefix;
     self->left = (Py_ssize_t)count;

@@ -154,6 +154,22 @@ def test_a_compiled_item_in_a_reference_cycle_is_collected_and_bytes_items_are_u
     assert not [o for o in gc.get_objects() if type(o) is core.Item]
 
 
+@given(st.lists(st.tuples(records, st.text(max_size=3), valid_ints), min_size=1, max_size=600))
+def test_items_made_in_the_memory_of_freed_ones_hold_only_their_own_fields(
+    made: list[tuple[Any, str, int]],
+) -> None:
+    """Freed items are reused, up to some hundreds: each item made after others were freed
+    (of bytes or of dicts, tracked or not) holds its own fields, and is tracked by the
+    collector exactly when its record is not bytes."""
+    for batch in (made, made[::-1]):
+        items = [core.Item(record, f"{p}__{k}", k, k, k, k) for record, p, k in batch]
+        for item, (record, prefix, k) in zip(items, batch, strict=True):
+            assert row(item) == (record, k, k, k, k, prefix)
+            assert item.tfds_id == f"{prefix}__{k}"
+            assert gc.is_tracked(item) == (type(record) is not bytes)
+        del items
+
+
 one = np.zeros(1, dtype=np.int64)
 
 

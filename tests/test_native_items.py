@@ -184,6 +184,9 @@ def test_a_finalizer_that_steps_the_iterator_while_an_item_is_made_is_refused() 
                 except ValueError as error:
                     inner.append(str(error))
 
+    # Items freed earlier are reused first; with all of them in use, each next() allocates,
+    # and the allocation is what collects.
+    in_use = [core.Item(b"", "p__0", 0, 0, 0, 0) for _ in range(1024)]
     thresholds = gc.get_threshold()
     got, kept = [], []
     try:
@@ -202,3 +205,4 @@ def test_a_finalizer_that_steps_the_iterator_while_an_item_is_made_is_refused() 
     assert [item.record_index for item in got] == list(range(n))
     assert inner
     assert set(inner) == {"generator already executing"}
+    del in_use

@@ -1,8 +1,9 @@
 """Items taken run by run from a streaming reader's shard streams (``specs/native.md``,
 "run_items"; ``specs/reader.md`` §1): a raw reader of one rank without an example shuffle
 makes each item from the next record of its run's stream when the item is taken, with no
-batch in between, and hands each run it cannot take whole (a file not open yet, the plan's
-last read of a file, a stream that ends or fails) to the reads of :mod:`run_streams`."""
+batch in between: a file's stream is opened where its first run is reached, and each run
+it cannot take whole (the plan's last read of a file, a stream that ends or fails, a shard
+that does not stream) goes to the reads of :mod:`run_streams`."""
 
 from __future__ import annotations
 
@@ -193,8 +194,9 @@ def chunk_items(
     fallback: Callable[[int, list[Any], int, Exception | None], Iterator[ItemPiece]],
 ) -> Iterator[ItemPiece]:
     """The items of a chunk's ``runs`` (``names[f]``: file ``f``'s ``tfds_id`` prefix), in
-    pieces: the runs the open streams serve as one :func:`run_items` iterator up to the next
-    file the plan is done with; each other run read by
+    pieces: the runs the streams serve as one :func:`run_items` iterator up to the next file
+    the plan is done with or without a stream yet (whose stream is then opened, and the next
+    iterator starts at it); each other run read by
     :func:`~readplan.reading.run_streams.read_run` and handed to ``fallback(begin, records,
     lost, failure)`` (the records of deliveries ``begin ..``, how many of them are lost, the
     read failure after them, which it raises).  Raises :class:`ItemsEndedError` after an error
@@ -224,7 +226,7 @@ def chunk_items(
             first, end = runs.deliveries(k, due)
             yield epoch, runs.positions[first:end], items
             k, got, outcome = _stopped(items)
-            if k == due:
+            if k == due or _opened(runs, k, got, outcome, shard(closes.shards, runs.file[k])):
                 continue
             begin = runs.start[k] + got
             lost = read_run(runs, k, shard(closes.shards, runs.file[k]), records, got, outcome)
@@ -232,6 +234,14 @@ def chunk_items(
             failure = err
         yield from fallback(begin, records, lost, failure)  # it raises the failure
         k += 1
+
+
+def _opened(runs: Runs, k: int, got: int, outcome: Outcome, shard: Shard) -> bool:
+    """Whether the items stopped at run ``k`` only because its file had no stream yet, which
+    is now open: the items then go on from it."""
+    if got or outcome != RUN_NOT_TAKEN or runs.closing[k] or shard.stream is not None:
+        return False
+    return shard.start_stream(runs.first[k], runs.count[k])
 
 
 def _stopped(items: Iterator[Item]) -> tuple[int, int, Outcome]:

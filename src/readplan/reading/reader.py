@@ -486,7 +486,9 @@ class Reader(ReaderState):
     def _fallback_items(
         self, chunk: Chunk, runs: Runs, begin: int, *read: Any
     ) -> Iterator[ItemPiece]:
-        if begin == 0 and read[0] and not read[1]:  # once per chunk: how large records are
+        # How large records are, from the runs read here: the runs the streams serve are
+        # taken item by item, unseen.
+        if read[0] and not read[1]:
             self._measure(read[0])
         for batch in self._batch(chunk, runs, begin, *read):
             yield batch.epoch, batch.positions, batch.iter_items()

@@ -151,6 +151,16 @@ class Shard:
         if got < count:
             raise self.short(first + got)
 
+    def start_stream(self, first: int, count: int) -> bool:
+        """Open the stream that serves the file's runs from record ``first`` (a run of
+        ``count`` records), to be taken from as its runs are; whether it is open now.  Only a
+        sequential shard that has not been salvaged streams."""
+        if not self._sequential or self._salvage is not None:
+            return False
+        if self.stream is None:
+            self.stream = self._open_stream(first, count)
+        return True
+
     def gather_into(self, out: list[Any], indices: IntArray) -> int:
         """Append the records at ``indices`` (increasing, nearby) to ``out``; return lost."""
         if self._salvage is None and not self._sequential:

@@ -226,10 +226,13 @@ def chunk_items(
             first, end = runs.deliveries(k, due)
             yield epoch, runs.positions[first:end], items
             k, got, outcome = _stopped(items)
-            if k == due or _opened(runs, k, got, outcome, shard(closes.shards, runs.file[k])):
+            if k == due:
+                continue
+            stopped_at = shard(closes.shards, runs.file[k])
+            if _opened(runs, k, got, outcome, stopped_at):
                 continue
             begin = runs.start[k] + got
-            lost = read_run(runs, k, shard(closes.shards, runs.file[k]), records, got, outcome)
+            lost = read_run(runs, k, stopped_at, records, got, outcome)
         except (ReadplanError, OSError) as err:
             failure = err
         yield from fallback(begin, records, lost, failure)  # it raises the failure

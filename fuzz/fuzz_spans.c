@@ -1,4 +1,5 @@
-/* libFuzzer target: the check of chosen frames in a span (check_frames, specs/native.md §6).
+/* libFuzzer target: the check of chosen frames in a span (check_frames, specs/native.md §6),
+ * and where a read's frames begin and end and its spans split (span_bounds).
  *
  * The first byte chooses the parameters and the number of spans; then come the spans, each a
  * begin and an end of two bytes (so that they fall inside, across and outside the buffer); the
@@ -35,6 +36,44 @@ static int sound(const unsigned char *data, int64_t b, int64_t e, int headers, u
             return 0;
     }
     return plain_le32(data + e - 4) == crc32c_mask(crc32c_table_update(0, data + b + 12, (size_t)length));
+}
+
+/* span_bounds over the fuzzed offsets taken as bounds and indices, in allocations of exactly
+ * their size, against a plain recomputation. */
+static void check_span_bounds(const int64_t *bounds, const int64_t *indices, size_t n,
+                              int64_t max_gap, int64_t max_skip) {
+    size_t room = n ? n : 1;
+    int64_t *begins = malloc(room * sizeof *begins), *ends = malloc(room * sizeof *ends);
+    int64_t *gaps = malloc(room * sizeof *gaps);
+    size_t count = SIZE_MAX, bad = SIZE_MAX;
+    int status = span_bounds(bounds, n, indices, n, max_gap, max_skip, begins, ends, gaps, &count,
+                             &bad);
+    size_t outside = SIZE_MAX;
+    for (size_t i = 0; i < n && outside == SIZE_MAX; i++)
+        if (indices[i] < 0 || (uint64_t)indices[i] + 1 >= n)
+            outside = i;
+    if (outside != SIZE_MAX) {
+        if (status != 1 || bad != outside)
+            abort();
+    } else {
+        size_t expected = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (begins[i] != bounds[indices[i]] || ends[i] != bounds[indices[i] + 1])
+                abort();
+            if (i == 0)
+                continue;
+            uint64_t skip = (uint64_t)bounds[indices[i]] - (uint64_t)bounds[indices[i - 1] + 1];
+            int apart = indices[i] - indices[i - 1] > max_gap ||
+                        (max_skip >= 0 && (int64_t)skip > max_skip);
+            if (apart && (expected >= count || gaps[expected++] != (int64_t)i))
+                abort();
+        }
+        if (status != 0 || count != expected)
+            abort();
+    }
+    free(gaps);
+    free(ends);
+    free(begins);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *input, size_t size) {
@@ -99,6 +138,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *input, size_t size) {
                                   : found != FRAMES_DAMAGED || bad != first_bad)
             abort();
     }
+    check_span_bounds(begins, ends, n, (int64_t)(input[0] >> 3) - 8, (int64_t)(input[0] & 7) * 40 - 1);
     free(data);
     free(ends);
     free(begins);

@@ -35,6 +35,8 @@ __all__ = [
     "cut_frames_into",
     "cut_frames_into_pure",
     "cut_frames_pure",
+    "span_bounds",
+    "span_bounds_pure",
     "walks_over_payloads",
 ]
 
@@ -124,8 +126,7 @@ class FrameSpans:
         if to_end and not (self._known == last + 1 and self._bounds[last + 1] == self._size):
             return False
         # Where each frame begins and ends, found once for the splits and the cuts.
-        begins, ends = self._bounds[indices], self._bounds[indices + 1]
-        gaps = self._gaps(indices, begins, ends)
+        begins, ends, gaps = self._spans_of(indices)
         if not gaps.size:
             read = self._span(out, places, begins, ends)
         elif gaps.size == len(indices) - 1:
@@ -158,7 +159,7 @@ class FrameSpans:
         if last >= self._known:
             walk = self._walk_read(last + 1, first)
             return walk is None or fetch_ahead(self._fd, walk[1] - walk[0], walk[0])
-        gaps = self._gaps(indices, self._bounds[indices], self._bounds[indices + 1])
+        gaps = self._spans_of(indices)[2]
         parts = [indices[k : k + 1] for k in range(len(indices))]
         if gaps.size != len(indices) - 1:
             parts = np.split(indices, gaps)
@@ -170,15 +171,13 @@ class FrameSpans:
                 return False
         return True
 
-    def _gaps(self, indices: IntArray, begins: IntArray, ends: IntArray) -> IntArray:
-        """Where the known frames ``indices`` (from ``begins`` to ``ends``) are split into
-        spans read on their own."""
-        apart = np.diff(indices) > MAX_GAP
-        if self._split:
-            # Offsets known before reading: no span reads far over other ranks' records.
-            # (A walk has read every byte from the first record on already.)
-            apart |= begins[1:] - ends[:-1] > _MAX_SKIP
-        return np.flatnonzero(apart) + 1
+    def _spans_of(self, indices: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+        """Where the known frames ``indices`` begin and end, and where they are split into
+        spans read on their own (:func:`span_bounds`)."""
+        # Offsets known before reading: no span reads far over other ranks' records.  (A
+        # walk has read every byte from the first record on already.)
+        max_skip = _MAX_SKIP if self._split else -1
+        return span_bounds(self._bounds[: self._known + 1], indices, MAX_GAP, max_skip)
 
     def _span(self, out: list[Any], places: IntArray, begins: IntArray, ends: IntArray) -> bool:
         """One positioned read from the first to the last of the frames from ``begins`` to
@@ -328,6 +327,49 @@ def cut_frames_pure(
     if not np.array_equal(mask_array(crcs), gather_u32(data, ends - 4)):
         return None
     return payloads
+
+
+def span_bounds_pure(
+    bounds: IntArray, indices: IntArray, max_gap: int, max_skip: int
+) -> tuple[IntArray, IntArray, IntArray]:
+    """``(begins, ends, gaps)`` of the frames ``indices`` of a file whose frame ``j`` spans
+    ``bounds[j] .. bounds[j + 1]``: ``begins[i] = bounds[indices[i]]``, ``ends[i] =
+    bounds[indices[i] + 1]``, and ``gaps`` (increasing) each ``i >= 1`` where a new span
+    starts: ``indices[i] - indices[i - 1] > max_gap``, or with ``max_skip >= 0``
+    ``begins[i] - ends[i - 1] > max_skip`` (int64 arithmetic).  An index that is not one of
+    the ``len(bounds) - 1`` known frames is a ``ValueError`` naming the first.  The twin of
+    the compiled ``span_bounds`` (``specs/native.md``)."""
+    known = max(len(bounds) - 1, 0)
+    outside = (indices < 0) | (indices >= known)
+    if outside.any():
+        i = int(outside.argmax())
+        raise ValueError(
+            f"span_bounds: indices[{i}] = {int(indices[i])} is not one of the {known} frames known"
+        )
+    begins, ends = bounds[indices], bounds[indices + 1]
+    apart = np.diff(indices) > max_gap
+    if max_skip >= 0:
+        apart |= begins[1:] - ends[:-1] > max_skip
+    return begins, ends, np.flatnonzero(apart) + 1
+
+
+def span_bounds(
+    bounds: IntArray, indices: IntArray, max_gap: int, max_skip: int
+) -> tuple[IntArray, IntArray, IntArray]:
+    """:func:`span_bounds_pure`, by the compiled core when there is one: one call in place of
+    the nine numpy steps of a read (two gathers, a difference, comparisons, a search)."""
+    if CORE is None:
+        return span_bounds_pure(bounds, indices, max_gap, max_skip)
+    # The kernel reads contiguous int64 columns; the reader's indices may be a strided view.
+    indices = np.ascontiguousarray(indices, dtype=np.int64)
+    size = len(indices)
+    begins, ends, gaps = (
+        np.empty(size, np.int64),
+        np.empty(size, np.int64),
+        np.empty(size, np.int64),
+    )
+    found = CORE.span_bounds(bounds, indices, max_gap, max_skip, begins, ends, gaps)
+    return begins, ends, gaps[:found]
 
 
 def cut_frames_into_pure(

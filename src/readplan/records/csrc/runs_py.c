@@ -321,3 +321,64 @@ PyObject *py_cut_frames_into(PyObject *self, PyObject *args) {
     PyBuffer_Release(&places);
     return result;
 }
+
+/* Index arrays this long are worth releasing the GIL for; a read's few thousand entries take
+ * about a microsecond, less than handing the GIL to another thread and waiting to get it back. */
+#define SPAN_BOUNDS_RELEASE 32768
+
+/* span_bounds(bounds, indices, max_gap, max_skip, begins, ends, gaps): spans.c's span_bounds into
+ * the int64 arrays begins, ends and gaps (each of len(indices) entries at least); the number of
+ * gaps.  An index that is not a known frame is a ValueError naming it. */
+PyObject *py_span_bounds(PyObject *self, PyObject *args) {
+    PyObject *objs[5];
+    long long max_gap, max_skip;
+    if (!PyArg_ParseTuple(args, "OOLLOOO:span_bounds", &objs[0], &objs[1], &max_gap, &max_skip,
+                          &objs[2], &objs[3], &objs[4]))
+        return NULL;
+    static const char *const names[5] = {"span_bounds: bounds", "span_bounds: indices",
+                                         "span_bounds: begins", "span_bounds: ends",
+                                         "span_bounds: gaps"};
+    Py_buffer views[5];
+    int borrowed = 0;
+    for (; borrowed < 5; borrowed++)
+        if (borrow_int64(objs[borrowed], &views[borrowed], borrowed >= 2, names[borrowed]) < 0)
+            break;
+    PyObject *result = NULL;
+    if (borrowed == 5) {
+        Py_ssize_t nb = items_of(&views[0]), n = items_of(&views[1]);
+        Py_ssize_t room = items_of(&views[2]);
+        if (items_of(&views[3]) < room)
+            room = items_of(&views[3]);
+        if (items_of(&views[4]) < room)
+            room = items_of(&views[4]);
+        size_t count = 0, bad = 0;
+        int status = 0;
+        if (room < n) {
+            PyErr_Format(PyExc_ValueError,
+                         "span_bounds: begins, ends and gaps must hold %zd entries each, the "
+                         "smallest holds %zd", n, room);
+        } else {
+            const int64_t *indices = views[1].buf;
+            if (n >= SPAN_BOUNDS_RELEASE) {
+                Py_BEGIN_ALLOW_THREADS
+                status = span_bounds(views[0].buf, (size_t)nb, indices, (size_t)n, max_gap,
+                                     max_skip, views[2].buf, views[3].buf, views[4].buf, &count,
+                                     &bad);
+                Py_END_ALLOW_THREADS
+            } else {
+                status = span_bounds(views[0].buf, (size_t)nb, indices, (size_t)n, max_gap,
+                                     max_skip, views[2].buf, views[3].buf, views[4].buf, &count,
+                                     &bad);
+            }
+            if (status != 0)
+                PyErr_Format(PyExc_ValueError,
+                             "span_bounds: indices[%zu] = %lld is not one of the %zd frames "
+                             "known", bad, (long long)indices[bad], nb > 0 ? nb - 1 : 0);
+            else
+                result = PyLong_FromSize_t(count);
+        }
+    }
+    while (borrowed-- > 0)
+        PyBuffer_Release(&views[borrowed]);
+    return result;
+}

@@ -14,11 +14,14 @@ PyObject *stream_of(PyObject *shards, PyObject *file);
  * indicator is cleared.  A stream's error becomes a run's outcome so. */
 PyObject *fetched_error(void);
 PyObject *py_cut_frames_into(PyObject *self, PyObject *args);
+PyObject *py_span_bounds(PyObject *self, PyObject *args);
 
 #define RUNS_METHODS                                                                               \
     {"take_runs", py_take_runs, METH_VARARGS,                                                      \
      "take_runs(out, shards, files, counts, closing, lo, hi, /) -> (k, got, outcome)"},        \
         {"cut_frames_into", py_cut_frames_into, METH_VARARGS,                                      \
-         "cut_frames_into(out, places, data, begins, ends, headers, max_length, /) -> bool"},
+         "cut_frames_into(out, places, data, begins, ends, headers, max_length, /) -> bool"},   \
+        {"span_bounds", py_span_bounds, METH_VARARGS,                                              \
+         "span_bounds(bounds, indices, max_gap, max_skip, begins, ends, gaps, /) -> count"},
 
 #endif

@@ -58,3 +58,31 @@ int check_frames(const unsigned char *data, size_t size, const int64_t *begins,
     }
     return FRAMES_SOUND;
 }
+
+/* b - a as numpy computes it on int64 arrays: modulo 2^64. */
+static int64_t wrapped_difference(int64_t b, int64_t a) {
+    return (int64_t)((uint64_t)b - (uint64_t)a);
+}
+
+int span_bounds(const int64_t *bounds, size_t nb, const int64_t *indices, size_t n,
+                int64_t max_gap, int64_t max_skip, int64_t *begins, int64_t *ends, int64_t *gaps,
+                size_t *count, size_t *bad) {
+    /* Every index is checked before a bound is read: a caller's error is reported whole. */
+    for (size_t i = 0; i < n; i++) {
+        if (indices[i] < 0 || (uint64_t)indices[i] + 1 >= nb) {
+            *bad = i;
+            return 1;
+        }
+    }
+    size_t found = 0;
+    for (size_t i = 0; i < n; i++) {
+        begins[i] = bounds[indices[i]];
+        ends[i] = bounds[indices[i] + 1];
+        /* Both indices are known frames, below 2^63 - 1: their difference cannot overflow. */
+        if (i > 0 && (indices[i] - indices[i - 1] > max_gap ||
+                      (max_skip >= 0 && wrapped_difference(begins[i], ends[i - 1]) > max_skip)))
+            gaps[found++] = (int64_t)i;
+    }
+    *count = found;
+    return 0;
+}

@@ -26,4 +26,15 @@ int check_frames(const unsigned char *data, size_t size, const int64_t *begins,
                  const int64_t *ends, size_t n, int headers, uint64_t max_length,
                  unsigned char *const *outs, size_t *bad);
 
+/* The frames indices[0 .. n - 1] of a file whose frame j spans [bounds[j], bounds[j + 1]) (nb
+ * bounds: nb - 1 frames known): begins[i] = bounds[indices[i]], ends[i] = bounds[indices[i] + 1],
+ * and in gaps[0 .. *count - 1] (increasing) each i >= 1 where a new span starts: indices[i] -
+ * indices[i - 1] > max_gap, or, when max_skip >= 0, begins[i] - ends[i - 1] > max_skip (a
+ * difference of bounds wraps as int64 arithmetic does in numpy).  Returns 0; 1 with *bad the
+ * first i whose index is not a known frame (nothing is read through it).  begins, ends and gaps
+ * hold n entries each. */
+int span_bounds(const int64_t *bounds, size_t nb, const int64_t *indices, size_t n,
+                int64_t max_gap, int64_t max_skip, int64_t *begins, int64_t *ends, int64_t *gaps,
+                size_t *count, size_t *bad);
+
 #endif

@@ -93,7 +93,8 @@ class FrameSpans:
         # a request to a store costs far more than the bytes between.
         self._split = self._indexed and isinstance(fd, int)
         if offsets is None:
-            self._bounds = np.zeros(1024, dtype=np.int64)
+            self._bounds = np.empty(_SCAN_FRAMES + 1, dtype=np.int64)
+            self._bounds[0] = 0
             self._known = 0
         else:
             self._bounds = np.empty(len(offsets) + 1, dtype=np.int64)
@@ -105,8 +106,9 @@ class FrameSpans:
         self._base = 0
         # Whether prefetch() fetched for a read not made yet, of a file without a sidecar.
         self._read_ahead = False
-        # The header walk's frames, found _SCAN_FRAMES at a time.
-        self._scratch = (np.empty(_SCAN_FRAMES, np.int64), np.empty(_SCAN_FRAMES, np.int64))
+        # The header walk's frame lengths, found _SCAN_FRAMES at a time (their starts go
+        # straight into the bounds).
+        self._scratch = np.empty(_SCAN_FRAMES, np.int64)
 
     def read(self, indices: IntArray, to_end: bool) -> list[bytes] | None:
         """The payloads of records ``indices`` (increasing), or ``None`` when one fails a check.
@@ -274,28 +276,31 @@ class FrameSpans:
         or not its frame lies complete in the buffer (``_read_size`` refuses it as well).
         """
         data, base = self._data, self._base
-        off = int(self._bounds[self._known]) - base
-        starts, lengths = self._scratch
+        frontier = int(self._bounds[self._known])
+        off = frontier - base
+        lengths = self._scratch
         while True:
+            # The scan writes the frames' starts straight after the known ones: no array
+            # of its own to copy from.
+            self._reserve(self._known + _SCAN_FRAMES + 1)
+            known = self._known
+            starts = self._bounds[known : known + _SCAN_FRAMES]
             found, off, stop = scan_frames(
                 data, off, -1, DEFAULT_MAX_RECORD_BYTES, False, starts, lengths
             )
             if found:
-                self._add(starts[:found] + base, off + base)
+                starts[:found] += base
+                self._known = known + found
+            self._bounds[self._known] = frontier = off + base if found else frontier
             if stop != STOP_LIMIT:  # not just the scratch arrays full
                 return stop == INCOMPLETE
 
-    def _add(self, begin: IntArray, after: int) -> None:
-        """Frames found at offsets ``begin``, the last ending at ``after``."""
-        found = len(begin)
-        known = self._known
-        if known + found + 1 > len(self._bounds):
-            grown = np.zeros(max(2 * len(self._bounds), known + found + 1), dtype=np.int64)
-            grown[: known + 1] = self._bounds[: known + 1]
+    def _reserve(self, size: int) -> None:
+        """Room for ``size`` bounds, the known ones kept."""
+        if size > len(self._bounds):
+            grown = np.empty(max(2 * len(self._bounds), size), dtype=np.int64)
+            grown[: self._known + 1] = self._bounds[: self._known + 1]
             self._bounds = grown
-        self._bounds[known : known + found] = begin
-        self._known = known + found
-        self._bounds[self._known] = after
 
 
 def cut_frames_pure(
